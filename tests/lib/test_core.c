@@ -1,0 +1,132 @@
+/* test_core.c - libdt core: results, RNG, dtypes, memory accounting. */
+#include "grader.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <string.h>
+
+TEST(core_strerror_and_last_error, 1)
+{
+    EXPECT(strcmp(dt_strerror(DT_ERR_TIMEOUT), "DT_ERR_TIMEOUT") == 0, "name of TIMEOUT");
+    EXPECT(strcmp(dt_strerror((dt_result)999), "DT_ERR_UNKNOWN") == 0, "unknown result");
+    EXPECT(dt_fail(DT_ERR_INVALID_ARG, "count %d", 7) == DT_ERR_INVALID_ARG, "dt_fail returns r");
+    EXPECT(strcmp(dt_last_error(), "count 7") == 0, "last error = '%s'", dt_last_error());
+    dt_clear_error();
+    EXPECT(dt_last_error()[0] == '\0', "cleared");
+}
+
+static dt_result inner(void) { return dt_fail(DT_ERR_IO, "cannot open x"); }
+static dt_result outer(void)
+{
+    DT_CHECK(inner());
+    return DT_OK;
+}
+
+TEST(core_check_macro_locates_failure, 1)
+{
+    dt_clear_error();
+    EXPECT(outer() == DT_ERR_IO, "DT_CHECK passes the result up");
+    EXPECT(strstr(dt_last_error(), "test_core.c:") && strstr(dt_last_error(), "cannot open x"),
+           "message '%s' has file:line and the cause", dt_last_error());
+}
+
+TEST(core_rng_is_counter_based, 1)
+{
+    dt_rng a, b;
+    dt_rng_init(&a, 42, 3);
+    dt_rng_init(&b, 42, 3);
+    for (int i = 0; i < 100; i++)
+        EXPECT(dt_rng_u64(&a) == dt_rng_u64(&b), "same seed and stream, same numbers");
+    EXPECT(dt_hash64(42, 3, 5) == dt_hash64(42, 3, 5), "pure function");
+    EXPECT(dt_hash64(42, 3, 5) != dt_hash64(42, 4, 5), "streams differ");
+    double sum = 0, sq = 0;
+    dt_rng_init(&a, 1, 0);
+    for (int i = 0; i < 100000; i++) {
+        float u = dt_rng_uniform(&a);
+        EXPECT(u >= 0 && u < 1, "uniform in [0,1): %g", u);
+        float z = dt_rng_normal(&a);
+        sum += z;
+        sq += (double)z * z;
+    }
+    EXPECT(fabs(sum / 100000) < 0.02, "normal mean %g", sum / 100000);
+    EXPECT(fabs(sq / 100000 - 1) < 0.03, "normal variance %g", sq / 100000);
+}
+
+TEST(core_half_conversions, 1)
+{
+    EXPECT(dt_f32_to_f16(1.0f) == 0x3c00, "1.0 -> 0x%04x", dt_f32_to_f16(1.0f));
+    EXPECT(dt_f32_to_f16(-2.0f) == 0xc000, "-2.0");
+    EXPECT(dt_f32_to_f16(65504.0f) == 0x7bff, "largest half");
+    EXPECT(dt_f32_to_f16(65520.0f) == 0x7c00, "65520 rounds to inf");
+    EXPECT(dt_f32_to_f16(INFINITY) == 0x7c00, "inf");
+    EXPECT(isnan(dt_f16_to_f32(dt_f32_to_f16(NAN))), "nan stays nan");
+    EXPECT(dt_f32_to_f16(5.960464477539063e-08f) == 0x0001, "smallest subnormal");
+    EXPECT(dt_f16_to_f32(0x0001) == 5.960464477539063e-08f, "subnormal back");
+    /* ties to even: 1 + 2^-11 lies between 1 and 1 + 2^-10: rounds to 1 */
+    EXPECT(dt_f32_to_f16(1.0f + 0x1p-11f) == 0x3c00, "tie to even");
+    EXPECT(dt_f32_to_f16(1.0f + 0x1p-11f + 0x1p-20f) == 0x3c01, "above the tie rounds up");
+    for (uint32_t h = 0; h < 0x7c00; h++)
+        EXPECT(dt_f32_to_f16(dt_f16_to_f32((uint16_t)h)) == h, "round trip 0x%04x", h);
+    EXPECT(dt_f32_to_bf16(1.0f) == 0x3f80, "bf16 1.0");
+    EXPECT(dt_bf16_to_f32(dt_f32_to_bf16(3.140625f)) == 3.140625f, "bf16 exact value");
+    EXPECT(dt_f32_to_bf16(1.0f + 0x1p-8f) == 0x3f80, "bf16 tie to even");
+    EXPECT(isnan(dt_bf16_to_f32(dt_f32_to_bf16(NAN))), "bf16 nan");
+    EXPECT(isinf(dt_bf16_to_f32(dt_f32_to_bf16(INFINITY))), "bf16 inf");
+}
+
+TEST(core_mem_accounting, 1)
+{
+    dt_mem_ctx *ctx = dt_mem_ctx_create();
+    dt_mem_bind(ctx);
+    float *p = dt_mem_alloc(DT_MEM_PARAM, 1000 * sizeof(float));
+    float *g = dt_mem_alloc(DT_MEM_GRAD, 500);
+    EXPECT(p && g, "allocations");
+    EXPECT(((uintptr_t)p & 63) == 0, "64-byte aligned");
+    EXPECT(p[999] == 0, "zeroed");
+    dt_mem_stats s;
+    dt_mem_stats_get(&s);
+    EXPECT(s.current[DT_MEM_PARAM] == 4000 && s.current[DT_MEM_GRAD] == 500, "current");
+    EXPECT(s.current_total == 4500, "total %zu", s.current_total);
+    dt_mem_free(p);
+    dt_mem_stats_get(&s);
+    EXPECT(s.current[DT_MEM_PARAM] == 0 && s.peak[DT_MEM_PARAM] == 4000, "peak kept");
+    EXPECT(s.peak_total == 4500, "peak of the sum %zu", s.peak_total);
+    dt_mem_reset_peak();
+    dt_mem_stats_get(&s);
+    EXPECT(s.peak_total == 500, "reset peak");
+    EXPECT(dt_mem_alloc(DT_MEM_OTHER, 0) == NULL, "0 bytes refused");
+    EXPECT(dt_mem_alloc((dt_mem_tag)42, 8) == NULL, "unknown tag refused");
+    dt_mem_bind(NULL);
+    dt_mem_ctx_release(ctx);
+    dt_mem_free(g); /* freed after its context was released: still credited safely */
+}
+
+static void *rank_allocs(void *arg)
+{
+    dt_mem_ctx *ctx = arg;
+    dt_mem_bind(ctx);
+    void *blocks[100];
+    for (int i = 0; i < 100; i++)
+        blocks[i] = dt_mem_alloc(DT_MEM_ACT, 64);
+    for (int i = 0; i < 100; i++)
+        dt_mem_free(blocks[i]);
+    dt_mem_stats s;
+    dt_mem_stats_get(&s);
+    return (void *)(uintptr_t)(s.current_total == 0 && s.peak[DT_MEM_ACT] == 6400);
+}
+
+TEST(core_mem_per_rank_threads, 1)
+{
+    pthread_t t[4];
+    dt_mem_ctx *ctx[4];
+    for (int i = 0; i < 4; i++) {
+        ctx[i] = dt_mem_ctx_create();
+        pthread_create(&t[i], NULL, rank_allocs, ctx[i]);
+    }
+    for (int i = 0; i < 4; i++) {
+        void *ok;
+        pthread_join(t[i], &ok);
+        EXPECT(ok, "rank %d saw its own figures", i);
+        dt_mem_ctx_release(ctx[i]);
+    }
+}
