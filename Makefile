@@ -17,7 +17,7 @@ CC      ?= cc
 SAN     ?=
 IMPL    ?= labs
 WERROR  ?=
-BUILD   := build$(if $(SAN),/$(SAN))
+BUILD   ?= build$(if $(SAN),/$(SAN))
 BIN     := $(BUILD)/bin
 
 CFLAGS  := -std=c11 -O2 -g -Wall -Wextra $(WERROR) -D_GNU_SOURCE -pthread \
@@ -35,7 +35,8 @@ else ifneq ($(SAN),)
 endif
 
 # OpenBLAS is optional: without it, sgemm uses the built-in blocked kernel.
-HAVE_OPENBLAS := $(shell pkg-config --exists openblas 2>/dev/null && echo 1)
+# Under ThreadSanitizer it is left out: its own thread pool is not instrumented.
+HAVE_OPENBLAS := $(if $(filter thread,$(SAN)),,$(shell pkg-config --exists openblas 2>/dev/null && echo 1))
 ifeq ($(HAVE_OPENBLAS),1)
   CFLAGS += -DDT_HAVE_OPENBLAS $(shell pkg-config --cflags openblas)
   LDLIBS := $(shell pkg-config --libs openblas) $(LDLIBS)
@@ -111,4 +112,4 @@ clean:
 .PHONY: all lab-bins unit clean
 .DELETE_ON_ERROR:
 
--include $(shell find build -name '*.d' 2>/dev/null)
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
