@@ -57,6 +57,13 @@ void dt_check_trace(const char *file, int line, const char *expr, dt_result r)
     if (strncmp(last_error, file, strlen(file)) == 0)
         return; /* already located in this file */
     char tmp[sizeof last_error];
-    snprintf(tmp, sizeof tmp, "%s:%d: %s", file, line, last_error);
+    int n = snprintf(tmp, sizeof tmp, "%s:%d: ", file, line);
+    if (n < 0 || (size_t)n >= sizeof tmp)
+        return;
+    size_t room = sizeof tmp - (size_t)n - 1, len = strlen(last_error);
+    if (len > room)
+        len = room;
+    memcpy(tmp + n, last_error, len);
+    tmp[(size_t)n + len] = '\0';
     memcpy(last_error, tmp, sizeof last_error);
 }
