@@ -1,0 +1,387 @@
+/* dt/comm.h - the communicator: ranks, collectives, point-to-point messages,
+ * a shared window, statistics and a modeled network clock.
+ *
+ * The calls are shaped like NCCL's (argument order: send buffer, receive
+ * buffer, count, dtype, op or root, communicator), so that a lab written
+ * against libdt ports to NCCL by renaming.
+ *
+ * Conventions of every call below:
+ *  - Returns DT_OK, or a dt_result with a message for the calling rank in
+ *    dt_last_error() (it names what was wrong: the argument, the rank that
+ *    differs, the operation each rank waits in). On failure the output
+ *    buffers may hold partial results; nothing outside them is written.
+ *  - Counts are in elements of dtype, never bytes. count 0 is valid (the
+ *    call still synchronizes where the collective would) and buffers may
+ *    then be NULL.
+ *  - Collective calls must be made by every rank of the communicator, in the
+ *    same order, with the same count, dtype, op and root. With debug on
+ *    (DT_DEBUG=1, or dt_launch_opts.debug) every collective checks this and
+ *    returns DT_ERR_MISMATCH naming the rank that differs, instead of hanging.
+ *  - Every blocking wait has a deadline (dt_launch_opts.timeout_s, env
+ *    DT_TIMEOUT, default 30 s). On timeout the call returns DT_ERR_TIMEOUT
+ *    and its message lists what every rank of the job is doing, e.g.
+ *    "rank 0 waits in allreduce #3 (count 1000); rank 2 in broadcast #3 (root 1)".
+ *  - When another rank of the job has failed (its function returned an
+ *    error, or its process died), blocked calls return DT_ERR_PEER_DIED
+ *    within 2 s instead of waiting for the deadline.
+ *  - A communicator belongs to one rank: its calls are made by that rank's
+ *    thread (or the threads it starts, one call at a time).
+ *
+ * Backends: DT_BACKEND_THREAD (ranks are threads of one process, the
+ * default) and DT_BACKEND_PROC (ranks are forked processes sharing one POSIX
+ * shared-memory arena per job). Both run the same algorithms over the same
+ * transport; the mpi and nccl values are reserved for backends that map each
+ * call straight onto MPI or NCCL.
+ */
+#ifndef DT_COMM_H
+#define DT_COMM_H
+
+#include "dt/core.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The largest number of ranks of a job. */
+#define DT_MAX_RANKS 1024
+
+/* ---------------------------------------------------------------- types */
+
+typedef struct dt_comm dt_comm;       /* one rank's handle on a group of ranks */
+typedef struct dt_request dt_request; /* an operation started by a dt_i* call */
+typedef struct dt_win dt_win;         /* a shared window (dt_win_allocate) */
+
+typedef enum {
+    DT_SUM = 0,
+    DT_PROD,
+    DT_MAX,
+    DT_MIN,
+    DT_AVG, /* the sum divided by the number of ranks (integers: truncated) */
+    DT_NUM_REDOPS
+} dt_redop;
+
+typedef enum {
+    DT_BACKEND_THREAD = 0, /* ranks are pthreads of one process */
+    DT_BACKEND_PROC,       /* ranks are fork()ed processes over POSIX shm */
+    DT_BACKEND_MPI,        /* reserved: ranks started by mpirun */
+    DT_BACKEND_NCCL,       /* reserved: one rank per GPU */
+    DT_NUM_BACKENDS
+} dt_backend;
+
+/* The algorithm behind the collectives. AUTO picks by size as a real library
+ * does: recursive doubling for small messages, ring for large ones (and, in
+ * the emulation backends, a one-pass shared-memory reduction for large
+ * allreduces, whose modeled cost and byte counts are those of the ring).
+ * An explicit choice always runs that algorithm over point-to-point
+ * messages, so that its stats and modeled time are its own. */
+typedef enum {
+    DT_ALGO_AUTO = 0,
+    DT_ALGO_RING,   /* ring: reduce-scatter then allgather, pipelined chains */
+    DT_ALGO_TREE,   /* recursive doubling / halving, binomial trees; any N */
+    DT_ALGO_DIRECT, /* every rank talks to every rank (or the root) at once */
+    DT_NUM_ALGOS
+} dt_algo;
+
+/* Names for DT_ALGO, DT_BACKEND and messages: "auto", "ring", "tree",
+ * "direct"; "thread", "proc", "mpi", "nccl"; "sum", "prod", "max", "min",
+ * "avg". "?" for a value out of range. */
+const char *dt_algo_name(dt_algo a);
+const char *dt_backend_name(dt_backend b);
+const char *dt_redop_name(dt_redop op);
+
+/* Parse a name as above; DT_ERR_INVALID_ARG for an unknown one. */
+dt_result dt_algo_parse(const char *name, dt_algo *out);
+dt_result dt_backend_parse(const char *name, dt_backend *out);
+
+/* ---------------------------------------------------------------- launch */
+
+typedef struct {
+    int nranks;            /* ranks to start: 1 .. DT_MAX_RANKS (default 1) */
+    dt_backend backend;    /* default: env DT_BACKEND, else thread */
+    const char *net;       /* network model: a preset name ("eth10") or
+                              "alpha=2us,bw=10GB/s"; NULL: env DT_NET, else
+                              "none" (a zero-cost network, see dt_net_parse) */
+    double timeout_s;      /* deadline of each blocking wait; 0: env
+                              DT_TIMEOUT, else 30 s */
+    int debug;             /* 1: check that collectives match across ranks;
+                              -1: env DT_DEBUG (default 0) */
+    dt_algo algo;          /* default algorithm; AUTO: env DT_ALGO, else auto */
+    const char *trace_path; /* Chrome trace written at the end of the job;
+                               NULL: env DT_TRACE, else none */
+    const char *fault;     /* fault injection; NULL: env DT_FAULT, else none.
+                              "kill:rank=2:at=allreduce#5": rank 2 dies when
+                              it enters its 5th allreduce (proc backend: by
+                              SIGKILL; thread backend: the call returns
+                              DT_ERR_FAULT and the rank counts as failed).
+                              "delay:rank=1:ms=20": rank 1 is a straggler:
+                              each collective and send it starts is delayed
+                              by 20 ms of wall time and of modeled time.
+                              Several faults are separated by ';'. */
+} dt_launch_opts;
+
+/* Fills o with the defaults above, reading the environment now (DT_BACKEND,
+ * DT_NET, DT_TIMEOUT, DT_DEBUG, DT_ALGO, DT_TRACE, DT_FAULT, DT_NRANKS). */
+void dt_launch_opts_init(dt_launch_opts *o);
+
+/* A rank's function: runs on every rank with its own world communicator. */
+typedef dt_result (*dt_rank_fn)(dt_comm *world, void *arg);
+
+/* Runs fn(world, arg) on opts->nranks ranks and waits for all of them.
+ * opts NULL means dt_launch_opts_init's defaults. Each rank runs with
+ * dt_log_set_rank(rank) and its own memory context bound, so that
+ * dt_mem_stats_get inside a rank gives that rank's memory; the world
+ * communicator is freed when fn returns (fn must not free it).
+ * The thread backend shares arg between the ranks (each rank may write its
+ * own slot of an array in arg). The proc backend forks: each rank works on
+ * its own copy of arg, and what a rank writes there is NOT seen by the
+ * caller (use a dt_win, or the result code).
+ * Returns DT_OK when every rank returned DT_OK; else the first failure in
+ * time (a rank that failed because another one did reports
+ * DT_ERR_PEER_DIED, later), with the message "rank R: <its message>".
+ * Bad options (nranks 0 or above DT_MAX_RANKS, an unknown net or fault
+ * string, fn NULL) return DT_ERR_INVALID_ARG without starting any rank. */
+dt_result dt_launch(const dt_launch_opts *opts, dt_rank_fn fn, void *arg);
+
+/* For a program started by tools/dtrun (or run alone): joins the job named
+ * by the environment (RANK, WORLD_SIZE, LOCAL_RANK, DT_SHM set by dtrun;
+ * proc backend) and returns this rank's world communicator. Without RANK in
+ * the environment the program is a job of one rank. Options come from the
+ * environment as in dt_launch_opts_init. */
+dt_result dt_init(dt_comm **world);
+
+/* Leaves the job joined by dt_init and frees world. Collective. */
+dt_result dt_finalize(dt_comm *world);
+
+/* ---------------------------------------------------------------- comms */
+
+/* This rank's index in comm (0 .. size-1) and the number of ranks in comm.
+ * -1 for a NULL or freed communicator. */
+int dt_comm_rank(const dt_comm *comm);
+int dt_comm_size(const dt_comm *comm);
+
+/* Collective over comm: ranks that pass the same color form a new
+ * communicator, ordered by key and then by their rank in comm (as
+ * MPI_Comm_split). color DT_COLOR_NONE (or any negative color) takes no
+ * part: *newcomm is set to NULL. The new communicator has its own
+ * statistics and sequence numbers, shares the rank's modeled clock, and may
+ * run collectives at the same time as other communicators. Free it with
+ * dt_comm_free before the rank's function returns. */
+#define DT_COLOR_NONE (-1)
+dt_result dt_comm_split(dt_comm *comm, int color, int key, dt_comm **newcomm);
+
+/* Frees a communicator made by dt_comm_split. Not collective, but no rank
+ * may use the communicator afterwards: a later call with it returns
+ * DT_ERR_STATE ("communicator used after free") instead of crashing, until
+ * the job ends. Pending requests must have been waited for. NULL is ignored.
+ * The world communicator of dt_launch is freed by the launcher. */
+dt_result dt_comm_free(dt_comm *comm);
+
+/* The algorithm used by this rank's later collectives on comm (all ranks
+ * must set the same). The launch default comes from dt_launch_opts.algo. */
+dt_result dt_comm_set_algo(dt_comm *comm, dt_algo algo);
+dt_algo dt_comm_get_algo(const dt_comm *comm);
+
+/* ---------------------------------------------------------------- collectives */
+
+/* recvbuf[i] = op over ranks r of sendbuf_r[i], on every rank, for i < count.
+ * In place when sendbuf == recvbuf. f16 and bf16 are reduced in f32 and
+ * rounded once per step; integers wrap around on overflow. */
+dt_result dt_allreduce(const void *sendbuf, void *recvbuf, size_t count, dt_dtype dtype,
+                       dt_redop op, dt_comm *comm);
+
+/* recvbuf = root's sendbuf on every rank. sendbuf is read on the root only
+ * (others may pass NULL). In place when sendbuf == recvbuf on the root. */
+dt_result dt_broadcast(const void *sendbuf, void *recvbuf, size_t count, dt_dtype dtype,
+                       int root, dt_comm *comm);
+
+/* Like dt_allreduce, but only the root's recvbuf receives the result
+ * (others may pass recvbuf NULL; their recvbuf is not written). In place
+ * when sendbuf == recvbuf on the root. */
+dt_result dt_reduce(const void *sendbuf, void *recvbuf, size_t count, dt_dtype dtype,
+                    dt_redop op, int root, dt_comm *comm);
+
+/* recvbuf[r*sendcount .. (r+1)*sendcount) = rank r's sendbuf, on every rank.
+ * recvbuf holds size*sendcount elements. In place when
+ * sendbuf == recvbuf + rank*sendcount (elements). */
+dt_result dt_allgather(const void *sendbuf, void *recvbuf, size_t sendcount, dt_dtype dtype,
+                       dt_comm *comm);
+
+/* sendbuf holds size*recvcount elements; rank r receives
+ * recvbuf[i] = op over ranks of sendbuf[r*recvcount + i], i < recvcount.
+ * In place when recvbuf == sendbuf + rank*recvcount (elements). */
+dt_result dt_reduce_scatter(const void *sendbuf, void *recvbuf, size_t recvcount,
+                            dt_dtype dtype, dt_redop op, dt_comm *comm);
+
+/* Block j of rank r's sendbuf goes to block r of rank j's recvbuf; each
+ * block holds count elements, each buffer size*count. Out of place only
+ * (sendbuf == recvbuf returns DT_ERR_INVALID_ARG). */
+dt_result dt_alltoall(const void *sendbuf, void *recvbuf, size_t count, dt_dtype dtype,
+                      dt_comm *comm);
+
+/* Returns when every rank of comm has entered it. */
+dt_result dt_barrier(dt_comm *comm);
+
+/* ---------------------------------------------------------------- point to point */
+
+/* Messages between two ranks of a communicator arrive in the order they were
+ * sent; they do not mix with the messages of collectives or of other
+ * communicators. A send of at most 16 KiB completes at once (it is copied);
+ * a larger one waits until the receiver has taken it. The receiver's count
+ * must equal the sender's (else DT_ERR_MISMATCH on both sides). Sending to
+ * oneself is not allowed (DT_ERR_INVALID_ARG), except through dt_sendrecv. */
+dt_result dt_send(const void *sendbuf, size_t count, dt_dtype dtype, int peer, dt_comm *comm);
+dt_result dt_recv(void *recvbuf, size_t count, dt_dtype dtype, int peer, dt_comm *comm);
+
+/* Sends sendbuf to dest and receives recvbuf from source at the same time,
+ * without deadlock whatever the order peers call it in. sendbuf and recvbuf
+ * must not overlap. dest == source == self copies. */
+dt_result dt_sendrecv(const void *sendbuf, size_t sendcount, int dest, void *recvbuf,
+                      size_t recvcount, int source, dt_dtype dtype, dt_comm *comm);
+
+/* Receives the first message that arrives from any rank (a parameter
+ * server's loop); *source is set to the sender's rank. The message's count
+ * must equal count. */
+dt_result dt_recv_any(void *recvbuf, size_t count, dt_dtype dtype, int *source, dt_comm *comm);
+
+/* ---------------------------------------------------------------- async */
+
+/* The dt_i* calls start an operation and return at once with *req set (NULL
+ * on failure). Buffers must stay valid, and send buffers unchanged, until
+ * the request completes. Async collectives are issued in the same order on
+ * every rank (as in NCCL) and progress on a per-rank background thread
+ * while the rank computes; they may run at the same time as blocking
+ * collectives on the same communicator. Their modeled time runs on a
+ * separate communication timeline that starts at the rank's clock when
+ * issued; dt_wait brings the rank's clock up to the completion time, so
+ * overlapped communication costs only what it does not hide. */
+dt_result dt_iallreduce(const void *sendbuf, void *recvbuf, size_t count, dt_dtype dtype,
+                        dt_redop op, dt_comm *comm, dt_request **req);
+dt_result dt_ibroadcast(const void *sendbuf, void *recvbuf, size_t count, dt_dtype dtype,
+                        int root, dt_comm *comm, dt_request **req);
+dt_result dt_iallgather(const void *sendbuf, void *recvbuf, size_t sendcount, dt_dtype dtype,
+                        dt_comm *comm, dt_request **req);
+dt_result dt_ireduce_scatter(const void *sendbuf, void *recvbuf, size_t recvcount,
+                             dt_dtype dtype, dt_redop op, dt_comm *comm, dt_request **req);
+dt_result dt_isend(const void *sendbuf, size_t count, dt_dtype dtype, int peer, dt_comm *comm,
+                   dt_request **req);
+dt_result dt_irecv(void *recvbuf, size_t count, dt_dtype dtype, int peer, dt_comm *comm,
+                   dt_request **req);
+
+/* Waits until req completes, frees it, and returns the operation's result
+ * (with its message). NULL is ignored (DT_OK). */
+dt_result dt_wait(dt_request *req);
+
+/* dt_wait on each of reqs[0..n) (NULL entries skipped); every request is
+ * freed; returns the first failure. */
+dt_result dt_waitall(int n, dt_request **reqs);
+
+/* *done = 1 when req has completed (it must still be passed to dt_wait,
+ * which then returns at once), else 0. Never blocks. (MPI_Test; named
+ * dt_request_test because dt_test is the test harness's type.) */
+dt_result dt_request_test(dt_request *req, int *done);
+
+/* ---------------------------------------------------------------- window */
+
+/* Collective: every rank of comm gets *base pointing to the SAME region of
+ * bytes zeroed bytes (64-byte aligned, shared by all ranks: C11 atomics on
+ * it synchronize the ranks; in the proc backend it lies in the job's shared
+ * arena). Not charged to the ranks' memory accounting. bytes must be > 0
+ * and the same on every rank. */
+dt_result dt_win_allocate(dt_comm *comm, size_t bytes, void **base, dt_win **win);
+
+/* Collective: frees the window (after a barrier). NULL is ignored. */
+dt_result dt_win_free(dt_win *win);
+
+/* ---------------------------------------------------------------- stats */
+
+/* The kinds of call counted in dt_stats.calls. Async forms count as their
+ * blocking kind (dt_iallreduce as DT_COLL_ALLREDUCE, dt_isend as
+ * DT_COLL_SEND, dt_irecv and dt_recv_any as DT_COLL_RECV). */
+typedef enum {
+    DT_COLL_ALLREDUCE = 0,
+    DT_COLL_BROADCAST,
+    DT_COLL_REDUCE,
+    DT_COLL_ALLGATHER,
+    DT_COLL_REDUCE_SCATTER,
+    DT_COLL_ALLTOALL,
+    DT_COLL_BARRIER,
+    DT_COLL_SEND,
+    DT_COLL_RECV,
+    DT_COLL_SENDRECV,
+    DT_NUM_COLLS
+} dt_coll_kind;
+
+/* "allreduce", "broadcast", ..., "sendrecv"; "?" out of range. */
+const char *dt_coll_name(dt_coll_kind k);
+
+/* One rank's figures on one communicator since it was made or last reset.
+ * Bytes and messages count payload moved between ranks by this rank's
+ * calls (not copies within a rank). Only top-level calls count: the
+ * messages inside dt_comm_split and dt_win_allocate do not. A collective
+ * that takes a shared-memory shortcut counts the bytes and messages of the
+ * network algorithm it stands for (ring unless the communicator's algorithm
+ * says otherwise). Example: a ring allreduce of n elements of s bytes on N
+ * ranks shows bytes_sent = bytes_recv = 2(N-1)/N * n * s per rank, up to
+ * rounding of the chunks. */
+typedef struct {
+    uint64_t bytes_sent, bytes_recv;
+    uint64_t msgs_sent, msgs_recv;
+    uint64_t calls[DT_NUM_COLLS];
+    double time_comm_wall;    /* wall seconds spent in calls (and dt_wait) */
+    double time_comm_modeled; /* modeled seconds the rank's clock advanced in them */
+} dt_stats;
+
+dt_result dt_comm_stats(const dt_comm *comm, dt_stats *out);
+dt_result dt_comm_stats_reset(dt_comm *comm);
+
+/* ---------------------------------------------------------------- modeled network */
+
+/* Each rank has a virtual clock in modeled seconds (0 at launch), shared by
+ * all its communicators. The network is the alpha-beta model: a message of
+ * n bytes sent when the sender's clock reads t_s arrives at
+ *     t_arrive = t_s + alpha + n / beta
+ * and the receiver's clock becomes max(its clock, t_arrive). Sending
+ * occupies the sender's link: its clock advances by n / beta per message
+ * (so a ring step costs alpha + n/beta, and a root that sends to k ranks
+ * one after another pays k * n / beta). Under this model a ring allreduce
+ * of n bytes on N ranks takes 2(N-1)(alpha + n/(N*beta)).
+ * Without a network set (no opts.net, no DT_NET) the network is "none":
+ * alpha = 0 and an infinite beta, so communication costs no modeled time
+ * and the clock counts only compute. */
+double dt_clock(const dt_comm *comm);
+
+/* A compute region: dt_compute_end advances the clock by the wall time
+ * since dt_compute_begin. Regions do not nest (DT_ERR_STATE). */
+dt_result dt_compute_begin(dt_comm *comm);
+dt_result dt_compute_end(dt_comm *comm);
+
+/* Advances the clock by a known modeled time (seconds >= 0), e.g. a
+ * compute step priced as flops / device_flops_per_s. */
+dt_result dt_clock_advance(dt_comm *comm, double seconds);
+
+/* The network of comm's job (alpha in seconds, beta in bytes per second;
+ * beta is INFINITY for "none"). */
+dt_result dt_comm_net(const dt_comm *comm, double *alpha, double *beta);
+
+/* Presets (alpha seconds, beta bytes/s, one direction of one link):
+ *   none    0        inf        no modeled communication cost
+ *   nvlink  1 us     300 GB/s   NVLink 3, A100 (12 links x 25 GB/s)
+ *   pcie4   2 us     25 GB/s    PCIe 4.0 x16 (31.5 GB/s raw, ~80% usable)
+ *   ib100   1.5 us   12.5 GB/s  InfiniBand EDR 100 Gb/s
+ *   ib400   1.5 us   50 GB/s    InfiniBand NDR 400 Gb/s
+ *   eth10   30 us    1.25 GB/s  10 Gb Ethernet, TCP through the kernel
+ *   eth100  10 us    12.5 GB/s  100 Gb Ethernet, TCP
+ * DT_ERR_INVALID_ARG for an unknown name. */
+dt_result dt_net_preset(const char *name, double *alpha, double *beta);
+
+/* A preset name, or "alpha=<time>,bw=<rate>" (either part may be left out:
+ * alpha defaults to 0, bw to infinite), with time units s, ms, us, ns and
+ * rate units B/s, KB/s, MB/s, GB/s (powers of 10) or Gb/s (bits), e.g.
+ * "alpha=2us,bw=10GB/s". NULL or "" gives "none". */
+dt_result dt_net_parse(const char *spec, double *alpha, double *beta);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* DT_COMM_H */
