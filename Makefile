@@ -1,10 +1,17 @@
 # dtlab - build, run, check, test.
 #
-#   make                 libdt.a, the tools and every lab's programs
-#   make run             the showcase
-#   make check [LAB=NN] [IMPL=labs|solutions]   grade the labs
+#   make                 libdt.a, the tools and every lab's programs (-j2 works)
+#   make run             the showcase (RUN_CMD below)
+#   make run-lab LAB=NN [IMPL=labs|solutions] [ARGS=...]   a lab's own program
+#   make check [LAB=NN] [IMPL=labs|solutions] [TEST=text]  grade the labs
 #   make test            the project's own suite (what CI runs)
 #   make SAN=address|thread ...   the same with sanitizers, in build/SAN/
+#   make bench           every bench/*.sh, in order
+#   make dist-student    the student tree, in build/dist/
+#   make gradescope      the autograder, build/gradescope.zip
+#   make gpu             compile-only check of the CUDA/NCCL code (needs nvcc)
+#   make deps            install the Debian/Ubuntu packages
+#   make clean
 #
 # Everything is found by its place, so adding a file needs no edit here:
 #   lib/<layer>/*.c           -> libdt.a
@@ -12,6 +19,11 @@
 #   tests/lib/*.c             -> build/tests/lib/grade (libdt's unit tests)
 #   $(IMPL)/NN-topic/*.c      -> the lab's code; run.c, if present, is the lab's program
 #   tests/NN-topic/*.c        -> build/<impl>/NN-topic/grade (the graded tests)
+#   tests/NN-topic/mutants/*.patch   known-bad variants of the solution (make test)
+#   tests/NN-topic/hidden_*.c        hidden tests (left out of the student tree)
+#   chapters/NN-topic.md      the lab's chapter
+#   bench/*.sh                benchmarks (make bench)
+#   lib/gpu/*.cu, gpu/*.cu    CUDA/NCCL code (make gpu)
 
 CC      ?= cc
 SAN     ?=
@@ -19,9 +31,18 @@ IMPL    ?= labs
 WERROR  ?=
 BUILD   ?= build$(if $(SAN),/$(SAN))
 BIN     := $(BUILD)/bin
+LAB     ?=
+TEST    ?=
+ARGS    ?=
+NVCC    ?= nvcc
 
-CFLAGS  := -std=c11 -O2 -g -Wall -Wextra $(WERROR) -D_GNU_SOURCE -pthread \
-           -Ilib/include -MMD -MP
+# The showcase of `make run`: what it builds, then the command it runs.
+RUN_IMPL   := $(if $(wildcard solutions/00-setup/run.c),solutions,labs)
+RUN_TARGET := $(BUILD)/$(RUN_IMPL)/00-setup/run
+RUN_CMD    := $(RUN_TARGET) 4
+
+BASE_CFLAGS := -std=c11 -O2 -g -Wall -Wextra $(WERROR) -D_GNU_SOURCE
+CFLAGS  := $(BASE_CFLAGS) -pthread -Ilib/include -MMD -MP
 LDLIBS  := -lm -lpthread -lrt
 
 ifeq ($(SAN),address)
@@ -42,23 +63,52 @@ ifeq ($(HAVE_OPENBLAS),1)
   LDLIBS := $(shell pkg-config --libs openblas) $(LDLIBS)
 endif
 
+# MPI is optional: with mpicc on the PATH (Open MPI or MPICH) and library code
+# that uses it (#ifdef DT_HAVE_MPI), libdt gets the mpi backend. MPI=0 turns
+# it off; it is off under sanitizers (the MPI libraries are not instrumented).
+MPI ?= $(if $(SAN),0,auto)
+ifneq ($(MPI),0)
+  MPI_USERS := $(shell grep -l DT_HAVE_MPI lib/*/*.c 2>/dev/null)
+  MPICC_OK  := $(if $(MPI_USERS),$(shell command -v mpicc 2>/dev/null))
+  ifneq ($(MPICC_OK),)
+    MPI_CFLAGS := $(shell mpicc --showme:compile 2>/dev/null || mpicc -compile_info 2>/dev/null | cut -d' ' -f2-)
+    MPI_LIBS   := $(shell mpicc --showme:link 2>/dev/null || mpicc -link_info 2>/dev/null | cut -d' ' -f2-)
+    CFLAGS += -DDT_HAVE_MPI $(filter -I% -D%,$(MPI_CFLAGS))
+    LDLIBS += $(MPI_LIBS)
+  endif
+endif
+
 LIB_SRCS   := $(sort $(wildcard lib/*/*.c))
 LIB_OBJS   := $(LIB_SRCS:%.c=$(BUILD)/obj/%.o)
 LIBDT      := $(BUILD)/libdt.a
 
 TOOL_SRCS  := $(sort $(wildcard tools/*.c))
 TOOLS      := $(TOOL_SRCS:tools/%.c=$(BIN)/%)
+DTGRADE    := $(BIN)/dtgrade
 
 GRADER_OBJ := $(BUILD)/obj/tests/grader/test_main.o
 UNIT_SRCS  := $(sort $(wildcard tests/lib/*.c))
 UNIT_OBJS  := $(UNIT_SRCS:%.c=$(BUILD)/obj/%.o)
 UNIT_GRADE := $(BUILD)/tests/lib/grade
+FIXTURE_SRCS := $(sort $(wildcard tests/grader/fixtures/*.c))
+FIXTURE    := $(if $(FIXTURE_SRCS),$(BUILD)/tests/grader/fixtures/grade)
 
 # Labs: a lab is a folder tests/NN-topic/ with a matching $(IMPL)/NN-topic/.
+# LAB=02 or LAB=02-collectives (or a list) selects labs for check and run-lab.
 LABS       := $(sort $(notdir $(patsubst %/,%,$(dir $(wildcard tests/[0-9][0-9]-*/*.c)))))
-IMPL_DIR   := $(BUILD)/$(subst /,_,$(IMPL))
+SEL_LABS   := $(if $(LAB),$(sort $(foreach l,$(LAB),$(filter $(l) $(l)-%,$(LABS)))),$(LABS))
+# Lab binaries of an implementation under build/ (a mutant's copy) keep its
+# path; others (labs, solutions, a student's folder) get one folder each.
+IMPL_DIR   := $(if $(filter $(BUILD)/%,$(IMPL)),$(IMPL),$(BUILD)/$(subst /,_,$(IMPL)))
+SEL_GRADES := $(SEL_LABS:%=$(IMPL_DIR)/%/grade)
 
-all: $(LIBDT) $(TOOLS) $(UNIT_GRADE) lab-bins
+# dtgrade's options for `make check` (see `build/bin/dtgrade --help`).
+GRADE_JOBS ?= 1
+DTGRADE_FLAGS ?=
+GRADE_FLAGS = -j $(GRADE_JOBS) $(if $(TEST),--only $(TEST)) \
+              --results $(or $(DT_RESULTS),$(BUILD)/results.json) $(DTGRADE_FLAGS)
+
+all: $(LIBDT) $(TOOLS) $(UNIT_GRADE) $(FIXTURE) lab-bins
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -73,9 +123,19 @@ $(BIN)/%: $(BUILD)/obj/tools/%.o $(LIBDT)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) $< $(LIBDT) $(LDLIBS) -o $@
 
+# The grader stands alone (libc and POSIX): it grades even when libdt does
+# not build, and is never built with a sanitizer.
+$(DTGRADE): tools/dtgrade.c
+	@mkdir -p $(dir $@)
+	$(CC) $(BASE_CFLAGS) $< -o $@
+
 $(UNIT_GRADE): $(UNIT_OBJS) $(GRADER_OBJ) $(LIBDT)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) $(UNIT_OBJS) $(GRADER_OBJ) $(LIBDT) $(LDLIBS) -o $@
+
+$(FIXTURE): $(FIXTURE_SRCS:%.c=$(BUILD)/obj/%.o) $(GRADER_OBJ) $(LIBDT)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 
 $(BUILD)/obj/tests/%.o: CFLAGS += -Itests/grader
 
@@ -102,14 +162,87 @@ $(foreach lab,$(LABS),$(eval $(call LAB_RULES,$(lab))))
 
 lab-bins: $(LAB_BINS)
 
+# ------------------------------------------------------------ running
+
+run:
+	@$(MAKE) --no-print-directory IMPL=$(RUN_IMPL) $(RUN_TARGET)
+	$(RUN_CMD)
+
+run-lab:
+	@test -n "$(SEL_LABS)" || { echo "run-lab: LAB=NN names no lab (labs: $(LABS))"; exit 2; }
+	@test -f $(IMPL)/$(SEL_LABS)/run.c || { echo "run-lab: $(IMPL)/$(SEL_LABS) has no run.c"; exit 2; }
+	@$(MAKE) --no-print-directory $(IMPL_DIR)/$(SEL_LABS)/run
+	$(IMPL_DIR)/$(SEL_LABS)/run $(ARGS)
+
+# ------------------------------------------------------------ grading
+
+# Builds each selected lab (a lab that does not build is graded 0: its stale
+# binary, if any, is removed) and grades them all. Exits 0 whatever the score.
+check: $(DTGRADE)
+	@test -n "$(SEL_LABS)" || { echo "check: LAB=$(LAB) names no lab (labs: $(LABS))"; exit 2; }
+	@$(MAKE) --no-print-directory -k $(SEL_GRADES) || true
+	@for g in $(SEL_GRADES); do \
+	  $(MAKE) --no-print-directory -q $$g 2>/dev/null || rm -f $$g; done
+	@$(DTGRADE) $(GRADE_FLAGS) $(foreach l,$(SEL_LABS),$(l)=$(IMPL_DIR)/$(l)/grade)
+
 # The unit tests of libdt, run in-process (dtgrade runs them isolated).
 unit: $(UNIT_GRADE)
 	$(UNIT_GRADE)
 
+# The project's own suite: see tests/grader/suite.sh.
+test:
+	@env -u MAKEFLAGS -u MAKELEVEL -u MFLAGS BUILD=$(BUILD) SAN=$(SAN) WERROR="$(WERROR)" \
+	  CC="$(CC)" MAKE="$(MAKE)" tests/grader/suite.sh
+
+bench: all
+	@set -e; found=0; for s in $(sort $(wildcard bench/*.sh)); do \
+	  found=1; echo "== $$s"; BUILD=$(BUILD) bash $$s; done; \
+	  test $$found = 1 || echo "bench: no bench/*.sh yet"
+
+# ------------------------------------------------------------ packaging
+
+# The student tree: no solutions, no hidden tests, no mutants, no CI or staff
+# notes. It builds, and its `make check` grades the untouched labs at 0.
+DIST := $(BUILD)/dist
+dist-student:
+	@rm -rf $(DIST) && mkdir -p $(DIST)
+	@tests/grader/list-files.sh student | tar -cf - -T - | tar -xf - -C $(DIST)
+	@echo "dist-student: $(DIST) ($$(find $(DIST) -type f | wc -l) files)"
+
+# The Gradescope autograder: the tree without solutions and mutants, but
+# with the hidden tests, and the two scripts Gradescope runs.
+GS := $(BUILD)/gradescope
+gradescope:
+	@rm -rf $(GS) $(GS).zip && mkdir -p $(GS)
+	@tests/grader/list-files.sh autograder | tar -cf - -T - | tar -xf - -C $(GS)
+	@cp tests/grader/gradescope/setup.sh tests/grader/gradescope/run_autograder $(GS)/
+	@chmod +x $(GS)/setup.sh $(GS)/run_autograder
+	@cd $(GS) && if command -v zip >/dev/null; then zip -qr ../gradescope.zip .; \
+	  elif command -v python3 >/dev/null; then python3 -m zipfile -c ../gradescope.zip $$(ls -A); \
+	  else echo "gradescope: needs zip or python3 (make deps)"; exit 1; fi
+	@echo "gradescope: $(GS).zip"
+
+# ------------------------------------------------------------ GPU, deps
+
+GPU_SRCS := $(sort $(wildcard lib/gpu/*.cu gpu/*.cu gpu/*/*.cu))
+gpu:
+	@if ! command -v $(NVCC) >/dev/null 2>&1; then echo "gpu: nvcc not found: skipped"; \
+	elif [ -z "$(GPU_SRCS)" ]; then echo "gpu: no CUDA sources (lib/gpu/*.cu, gpu/*.cu) yet: skipped"; \
+	else set -e; mkdir -p $(BUILD)/gpu; for f in $(GPU_SRCS); do \
+	  echo "$(NVCC) -c $$f"; $(NVCC) -std=c++17 -O2 -Ilib/include -c $$f \
+	  -o $(BUILD)/gpu/$$(echo $$f | tr / _).o; done; echo "gpu: compiled $(words $(GPU_SRCS)) file(s)"; fi
+
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+deps:
+	$(SUDO) apt-get update
+	DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y build-essential pkg-config libopenblas-dev zip
+	-DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y openmpi-bin libopenmpi-dev
+
 clean:
 	rm -rf build
 
-.PHONY: all lab-bins unit clean
+.PHONY: all lab-bins run run-lab check unit test bench dist-student gradescope gpu deps clean
 .DELETE_ON_ERROR:
 
--include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
+-include $(wildcard $(BUILD)/obj/*/*.d $(BUILD)/obj/*/*/*.d $(BUILD)/obj/tests/*/*/*.d $(IMPL_DIR)/obj/*/*.d \
+                   $(IMPL_DIR)/obj/tests/tests/*/*.d)

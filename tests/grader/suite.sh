@@ -1,0 +1,191 @@
+#!/usr/bin/env bash
+# suite.sh - the project's own suite, run by `make test` (and by CI):
+#
+#   build      libdt, the tools, the unit tests, the grader's fixtures and
+#              every lab's skeleton, with no compiler error
+#   selftest   the grader's own test (tests/grader/selftest.sh)
+#   unit       libdt's unit tests, graded by dtgrade: full marks
+#   convention the lab convention (tests/grader/check-convention.sh)
+#   solutions  every lab graded with IMPL=solutions: full marks
+#   skeleton   every lab graded with IMPL=labs: builds, scores 0, no timeout
+#   mutants    every tests/NN-topic/mutants/*.patch applied to a copy of the
+#              solutions, built and graded: each must lose points
+#
+# Environment (set by the Makefile): MAKE, BUILD, SAN, WERROR, CC.
+# Each step goes on even when an earlier one failed; the exit status is 1
+# if any step failed. Logs and results.json files go to $BUILD/test/.
+set -uo pipefail
+
+MAKE=${MAKE:-make}
+BUILD=${BUILD:-build}
+SAN=${SAN:-}
+WERROR=${WERROR:-}
+CC=${CC:-cc}
+JOBS=$(getconf _NPROCESSORS_ONLN 2>/dev/null || echo 2)
+[ "$JOBS" -gt 8 ] && JOBS=8
+# Sanitizers slow tests down: give every timeout more room.
+case "$SAN" in
+    address) export DT_TIMEOUT_SCALE=${DT_TIMEOUT_SCALE:-3} ;;
+    thread) export DT_TIMEOUT_SCALE=${DT_TIMEOUT_SCALE:-5} ;;
+esac
+
+out=$BUILD/test
+rm -rf "$out"
+mkdir -p "$out"
+dtgrade=$BUILD/bin/dtgrade
+labs=$(for d in tests/[0-9][0-9]-*/; do ls "$d"*.c >/dev/null 2>&1 && basename "$d"; done)
+
+m() { "$MAKE" --no-print-directory -j"$JOBS" BUILD="$BUILD" SAN="$SAN" WERROR="$WERROR" CC="$CC" "$@"; }
+
+# The grade binaries of IMPL ($1, its binary folder $2): builds them, and
+# removes those that failed to build (so that dtgrade reports BUILD FAILED
+# rather than grading a stale binary). Prints NAME=BINARY arguments.
+lab_args() {
+    local impl=$1 dir=$2 lab
+    for lab in $labs; do
+        if ! "$MAKE" --no-print-directory -q BUILD="$BUILD" SAN="$SAN" WERROR="$WERROR" \
+            CC="$CC" IMPL="$impl" "$dir/$lab/grade" 2>/dev/null; then
+            rm -f "$dir/$lab/grade"
+        fi
+        printf '%s=%s\n' "$lab" "$dir/$lab/grade"
+    done
+}
+
+names=()
+results=()
+times=()
+failed=0
+step() { # name command...
+    local name=$1 t0 t1 rc
+    shift
+    echo "==== make test: $name"
+    t0=$(date +%s.%N)
+    "$@"
+    rc=$?
+    t1=$(date +%s.%N)
+    names+=("$name")
+    times+=("$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }')")
+    if [ $rc -eq 0 ]; then
+        results+=(ok)
+    else
+        results+=(FAILED)
+        failed=$((failed + 1))
+    fi
+    echo
+}
+
+do_build() {
+    m -k all >"$out/build.log" 2>&1
+    local rc=$?
+    grep -E 'warning:|error:' "$out/build.log" | head -n 40
+    if [ $rc -ne 0 ]; then
+        tail -n 20 "$out/build.log"
+        echo "build failed (full log: $out/build.log)"
+        return 1
+    fi
+    if grep -q 'warning:' "$out/build.log"; then
+        echo "build: compiler warnings (full log: $out/build.log)"
+        return 1
+    fi
+    echo "build: ok"
+}
+
+do_selftest() {
+    m "$dtgrade" "$BUILD/tests/grader/fixtures/grade" >/dev/null || return 1
+    tests/grader/selftest.sh "$dtgrade" "$BUILD/tests/grader/fixtures/grade" "$out/selftest"
+}
+
+do_unit() {
+    m "$dtgrade" "$BUILD/tests/lib/grade" >/dev/null 2>&1
+    [ -x "$BUILD/tests/lib/grade" ] || rm -f "$BUILD/tests/lib/grade"
+    "$dtgrade" -q -j "$JOBS" --min-score-full --tests-root tests \
+        --results "$out/unit.json" "lib=$BUILD/tests/lib/grade"
+}
+
+do_convention() {
+    tests/grader/check-convention.sh
+}
+
+do_solutions() {
+    [ -n "$labs" ] || { echo "no labs"; return 0; }
+    m -k IMPL=solutions lab-bins >"$out/solutions-build.log" 2>&1 ||
+        { grep -E 'error' "$out/solutions-build.log" | head -n 20; }
+    # shellcheck disable=SC2046
+    "$dtgrade" -q -j "$JOBS" --min-score-full --results "$out/solutions.json" \
+        $(lab_args solutions "$BUILD/solutions")
+}
+
+do_skeleton() {
+    [ -n "$labs" ] || { echo "no labs"; return 0; }
+    m -k IMPL=labs lab-bins >"$out/skeleton-build.log" 2>&1 ||
+        { grep -E 'error' "$out/skeleton-build.log" | head -n 20; }
+    # shellcheck disable=SC2046
+    "$dtgrade" -q -j "$JOBS" --expect-zero --results "$out/skeleton.json" \
+        $(lab_args labs "$BUILD/labs")
+}
+
+# One mutant: a copy of solutions/LAB with the patch applied, graded.
+run_mutant() { # lab patch
+    local lab=$1 patch=$2 name dir log
+    name=$(basename "$patch" .patch)
+    dir=$BUILD/mutants/$lab/$name
+    log=$out/mutant-$lab-$name.log
+    rm -rf "$dir"
+    mkdir -p "$dir/solutions"
+    cp -R "solutions/$lab" "$dir/solutions/"
+    # Paths in the patch are a/solutions/LAB/... (from the repository root);
+    # a/LAB/... (from solutions/) is accepted too.
+    if patch -p1 -s -f --dry-run -d "$dir" <"$patch" >/dev/null 2>&1; then
+        patch -p1 -s -f -d "$dir" <"$patch" >"$log" 2>&1
+    elif patch -p1 -s -f --dry-run -d "$dir/solutions" <"$patch" >/dev/null 2>&1; then
+        patch -p1 -s -f -d "$dir/solutions" <"$patch" >"$log" 2>&1
+    else
+        echo "  $lab/$name: FAILED: the patch does not apply to solutions/$lab"
+        return 1
+    fi
+    if ! m IMPL="$dir/solutions" "$dir/solutions/$lab/grade" >>"$log" 2>&1; then
+        echo "  $lab/$name: FAILED: does not build (a mutant must build and lose points)"
+        grep -E 'error' "$log" | head -n 5
+        return 1
+    fi
+    if "$dtgrade" -q --stop-on-fail --expect-loss --results "$dir/results.json" \
+        "$lab=$dir/solutions/$lab/grade" >>"$log" 2>&1; then
+        echo "  $lab/$name: caught ($(grep -m1 -E '^  [a-z_0-9]+ +0/' "$log" | awk '{print $1}'))"
+    else
+        echo "  $lab/$name: FAILED: keeps full marks, no test catches it (log: $log)"
+        return 1
+    fi
+}
+
+do_mutants() {
+    local lab p n=0 bad=0
+    for lab in $labs; do
+        for p in "tests/$lab/mutants"/*.patch; do
+            [ -f "$p" ] || continue
+            n=$((n + 1))
+            run_mutant "$lab" "$p" || bad=$((bad + 1))
+        done
+    done
+    echo "mutants: $((n - bad)) of $n caught"
+    [ "$bad" -eq 0 ]
+}
+
+t_start=$(date +%s)
+step build do_build
+step selftest do_selftest
+step unit do_unit
+step convention do_convention
+step solutions do_solutions
+step skeleton do_skeleton
+step mutants do_mutants
+
+echo "==== make test${SAN:+ SAN=$SAN}: summary"
+for i in "${!names[@]}"; do
+    printf '  %-11s %-7s %6s s\n' "${names[$i]}" "${results[$i]}" "${times[$i]}"
+done
+total=$(($(date +%s) - t_start))
+if [ "$failed" -ne 0 ]; then
+    echo "make test: FAILED ($failed of ${#names[@]} steps, ${total} s)"
+    exit 1
+fi
+echo "make test: passed (${#names[@]} steps, ${total} s)"
