@@ -414,3 +414,26 @@ TEST(metrics_gantt_errors, 1)
     dt_gantt_free(g);
     dt_gantt_free(NULL);
 }
+
+TEST(metrics_gantt_trace_in_clock_seconds, 1)
+{
+    /* A trace stamped with a monotonic clock starts far from 0: the axis
+     * starts at the first region, which then sits at the left edge. */
+    dt_gantt *g = NULL;
+    EXPECT_OK(dt_gantt_create(&g, "trace", "time (s)", 2));
+    EXPECT_OK(dt_gantt_add(g, 0, 5000.0, 5002.0, "compute", NULL));
+    EXPECT_OK(dt_gantt_add(g, 1, 5001.0, 5004.0, "allreduce", NULL));
+    char path[128];
+    temp_path(path, sizeof path, "trace");
+    EXPECT_OK(dt_gantt_write_svg(g, path));
+    dt_gantt_free(g);
+    char *doc = read_svg(path);
+    unlink(path);
+    const char *first = strstr(doc, "<rect class=\"region\" x=\"");
+    double x = -1, w = -1;
+    EXPECT(first && sscanf(first + 24, "%lf\" y=\"%*f\" width=\"%lf", &x, &w) == 2, "region geometry");
+    EXPECT(x == 80, "first region at the left edge: x = %g", x);
+    EXPECT(w > 100, "2 s of a 4 s axis is wide: %g px", w);
+    EXPECT(!strstr(doc, ">0</text>"), "the axis does not start at 0");
+    free(doc);
+}
