@@ -165,7 +165,8 @@ dt_result dt_gantt_set_row_label(dt_gantt *gantt, int row, const char *label);
 
 /* Adds a region [start, end) to row (0 <= row < rows), with start < end,
  * both finite. kind (not NULL or empty) picks the colour; label (may be
- * NULL) is written inside the box, e.g. the micro-batch number. */
+ * NULL), e.g. the micro-batch number, is written inside the box when it fits
+ * and always in the region's tooltip (<title>). */
 dt_result dt_gantt_add(dt_gantt *gantt, int row, double start, double end,
                        const char *kind, const char *label);
 
