@@ -30,7 +30,7 @@ struct dt_plot {
     size_t nseries, cap;
 };
 
-enum { MARGIN_LEFT = 72, MARGIN_TOP = 40, MARGIN_BOTTOM = 56, MARGIN_RIGHT = 24 };
+enum { MARGIN_LEFT = 80, MARGIN_TOP = 40, MARGIN_BOTTOM = 56, MARGIN_RIGHT = 24 };
 
 void dt_plot_free(dt_plot *plot)
 {
@@ -224,8 +224,8 @@ static void draw_axes(svg_writer *w, const dt_plot *plot, const frame *fr)
     svg_text(w, (fr->x0 + fr->x1) / 2, plot->height - 14, "middle", "class=\"xlabel\"", plot->xlabel);
     char rot[96];
     double ly = (fr->y0 + fr->y1) / 2;
-    snprintf(rot, sizeof rot, "class=\"ylabel\" transform=\"rotate(-90 18 %.1f)\"", ly);
-    svg_text(w, 18, ly, "middle", rot, plot->ylabel);
+    snprintf(rot, sizeof rot, "class=\"ylabel\" transform=\"rotate(-90 16 %.1f)\"", ly);
+    svg_text(w, 16, ly, "middle", rot, plot->ylabel);
 }
 
 static void draw_series(svg_writer *w, const series *s, size_t index, const frame *fr)
