@@ -36,7 +36,7 @@ expect_row() { # name status reason-substring
 }
 
 rc=0
-"$dtgrade" --job-prefix "$prefix" --results "$work/results.json" \
+"$dtgrade" --job-prefix "$prefix" --timeout-scale 1 --results "$work/results.json" \
     "fixtures=$fixture" >"$work/out.txt" 2>&1 || rc=$?
 [ "$rc" -eq 0 ] || fail "plain grading exited $rc (a score is not an error)"
 
