@@ -28,7 +28,7 @@ dt_result lab_cost_ring_allreduce(double alpha, double beta, double nbytes, int 
         return dt_fail(DT_ERR_INVALID_ARG, "seconds is NULL");
     if (nranks < 1)
         return dt_fail(DT_ERR_INVALID_ARG, "nranks %d: at least one rank", nranks);
-    double step;
+    double step = 0;
     /* One step sends a chunk of n / K bytes: alpha + n / (K beta). */
     DT_CHECK(lab_cost_send(alpha, beta, nbytes / nranks, &step));
     *seconds = 2.0 * (nranks - 1) * step; /* T = 2 (K-1) (alpha + n / (K beta)) */
