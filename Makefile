@@ -235,8 +235,9 @@ gpu:
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 deps:
 	$(SUDO) apt-get update
-	DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y build-essential pkg-config libopenblas-dev zip
-	-DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y openmpi-bin libopenmpi-dev
+	$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y build-essential pkg-config libopenblas-dev patch zip
+	@echo "deps: optional MPI (the mpi backend):"
+	-$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y openmpi-bin libopenmpi-dev
 
 clean:
 	rm -rf build
