@@ -1,0 +1,136 @@
+/* p2p.c - the point-to-point calls of dt/comm.h over the transport. User
+ * messages carry tag 0: they never match a collective's messages, and
+ * between two ranks they arrive in the order sent. */
+#include "comm_internal.h"
+
+#include <string.h>
+
+static dt_result check_p2p(const dt_comm *c, const void *buf, size_t count, dt_dtype t, int peer,
+                           int any_ok, const char *fn)
+{
+    DT_TRY(dt_comm_check(c, fn));
+    if (!dt_dtype_valid(t))
+        return dt_fail(DT_ERR_INVALID_ARG, "%s: unknown dtype %d", fn, (int)t);
+    if (count > (SIZE_MAX / 2) / dt_dtype_size(t))
+        return dt_fail(DT_ERR_INVALID_ARG, "%s: count %zu of %s overflows", fn, count,
+                       dt_dtype_name(t));
+    if (!buf && count > 0)
+        return dt_fail(DT_ERR_INVALID_ARG, "%s: buffer is NULL with count %zu", fn, count);
+    if (any_ok && peer == DT_ANY_SOURCE)
+        return DT_OK;
+    if (peer < 0 || peer >= c->size)
+        return dt_fail(DT_ERR_INVALID_ARG, "%s: peer %d out of range [0, %d)", fn, peer, c->size);
+    if (peer == c->rank)
+        return dt_fail(DT_ERR_INVALID_ARG, "%s: rank %d cannot send to itself (use "
+                       "dt_sendrecv)", fn, peer);
+    return DT_OK;
+}
+
+/* Runs one blocking p2p call on lane 0 with the usual bookkeeping. */
+static dt_result p2p_call(dt_comm *c, int kind, int peer, size_t count, const void *sbuf,
+                          void *rbuf, size_t sbytes, size_t rbytes, int source, int *got)
+{
+    long seq = ++c->p2p_seq;
+    double w0 = dt_now();
+    DT_TRY(dt_call_begin(c, kind, seq, count, peer));
+    double m0 = c->rc->clock;
+    dt_op op;
+    dt_op_begin(&op, c, 0, kind, seq, 1);
+    op.tag = 0;
+    dt_result r;
+    if (kind == DT_COLL_SEND) {
+        r = dt_tp_send(&op, peer, sbuf, sbytes, 0);
+    } else if (kind == DT_COLL_RECV) {
+        dt_msg *m = NULL;
+        r = dt_tp_irecv(&op, source, rbuf, rbytes, 0, &m);
+        if (r == DT_OK)
+            r = dt_tp_wait_src(&op, m, got);
+    } else {
+        r = dt_tp_sendrecv(&op, peer, sbuf, sbytes, source, rbuf, rbytes, 0);
+    }
+    if (op.t > c->rc->clock)
+        c->rc->clock = op.t;
+    dt_call_end(c, w0, m0, kind);
+    return r;
+}
+
+dt_result dt_send(const void *sendbuf, size_t count, dt_dtype dtype, int peer, dt_comm *comm)
+{
+    DT_TRY(check_p2p(comm, sendbuf, count, dtype, peer, 0, "dt_send"));
+    size_t bytes = count * dt_dtype_size(dtype);
+    return p2p_call(comm, DT_COLL_SEND, peer, count, sendbuf, NULL, bytes, 0, -1, NULL);
+}
+
+dt_result dt_recv(void *recvbuf, size_t count, dt_dtype dtype, int peer, dt_comm *comm)
+{
+    DT_TRY(check_p2p(comm, recvbuf, count, dtype, peer, 0, "dt_recv"));
+    size_t bytes = count * dt_dtype_size(dtype);
+    return p2p_call(comm, DT_COLL_RECV, peer, count, NULL, recvbuf, 0, bytes, peer, NULL);
+}
+
+dt_result dt_recv_any(void *recvbuf, size_t count, dt_dtype dtype, int *source, dt_comm *comm)
+{
+    DT_TRY(check_p2p(comm, recvbuf, count, dtype, DT_ANY_SOURCE, 1, "dt_recv_any"));
+    if (!source)
+        return dt_fail(DT_ERR_INVALID_ARG, "dt_recv_any: source is NULL");
+    if (comm->size == 1)
+        return dt_fail(DT_ERR_INVALID_ARG, "dt_recv_any: no other rank to receive from");
+    size_t bytes = count * dt_dtype_size(dtype);
+    *source = -1;
+    return p2p_call(comm, DT_COLL_RECV, -1, count, NULL, recvbuf, 0, bytes, DT_ANY_SOURCE,
+                    source);
+}
+
+dt_result dt_sendrecv(const void *sendbuf, size_t sendcount, int dest, void *recvbuf,
+                      size_t recvcount, int source, dt_dtype dtype, dt_comm *comm)
+{
+    const char *fn = "dt_sendrecv";
+    DT_TRY(dt_comm_check(comm, fn));
+    int self = comm->rank;
+    if ((dest == self) != (source == self))
+        return dt_fail(DT_ERR_INVALID_ARG, "%s: dest %d and source %d: a rank can only "
+                       "exchange with itself on both sides", fn, dest, source);
+    if (dest == self) {
+        DT_TRY(check_p2p(comm, sendbuf, sendcount, dtype, (self + 1) % comm->size, 1, fn));
+        DT_TRY(check_p2p(comm, recvbuf, recvcount, dtype, (self + 1) % comm->size, 1, fn));
+        if (sendcount != recvcount)
+            return dt_fail(DT_ERR_MISMATCH, "%s: rank %d sends %zu elements to itself but "
+                           "receives %zu", fn, self, sendcount, recvcount);
+        if (sendcount && sendbuf != recvbuf)
+            memmove(recvbuf, sendbuf, sendcount * dt_dtype_size(dtype));
+        return DT_OK;
+    }
+    DT_TRY(check_p2p(comm, sendbuf, sendcount, dtype, dest, 0, fn));
+    DT_TRY(check_p2p(comm, recvbuf, recvcount, dtype, source, 0, fn));
+    size_t es = dt_dtype_size(dtype);
+    return p2p_call(comm, DT_COLL_SENDRECV, dest, sendcount, sendbuf, recvbuf, sendcount * es,
+                    recvcount * es, source, NULL);
+}
+
+dt_result dt_isend(const void *sendbuf, size_t count, dt_dtype dtype, int peer, dt_comm *comm,
+                   dt_request **req)
+{
+    if (!req)
+        return dt_fail(DT_ERR_INVALID_ARG, "dt_isend: req is NULL");
+    *req = NULL;
+    DT_TRY(check_p2p(comm, sendbuf, count, dtype, peer, 0, "dt_isend"));
+    DT_TRY(dt_fault_check(comm, DT_COLL_SEND));
+    pthread_mutex_lock(&comm->stats_lock);
+    comm->stats.calls[DT_COLL_SEND]++;
+    pthread_mutex_unlock(&comm->stats_lock);
+    return dt_p2p_post(comm, 1, (void *)sendbuf, count * dt_dtype_size(dtype), peer, req);
+}
+
+dt_result dt_irecv(void *recvbuf, size_t count, dt_dtype dtype, int peer, dt_comm *comm,
+                   dt_request **req)
+{
+    if (!req)
+        return dt_fail(DT_ERR_INVALID_ARG, "dt_irecv: req is NULL");
+    *req = NULL;
+    DT_TRY(check_p2p(comm, recvbuf, count, dtype, peer, 0, "dt_irecv"));
+    DT_TRY(dt_fault_check(comm, DT_COLL_RECV));
+    pthread_mutex_lock(&comm->stats_lock);
+    comm->stats.calls[DT_COLL_RECV]++;
+    pthread_mutex_unlock(&comm->stats_lock);
+    return dt_p2p_post(comm, 0, recvbuf, count * dt_dtype_size(dtype), peer, req);
+}

@@ -1,0 +1,491 @@
+/* transport.c - point-to-point messages between the ranks of a communicator,
+ * the one layer every collective algorithm is written over.
+ *
+ * Each rank has a port (inbox) per communicator with two FIFO lists: sends
+ * posted to it that no receive has matched yet, and receives it posted that
+ * no send has matched yet. Whoever arrives second does the copy:
+ *
+ *   sender arrives first:   send waits in the port  -> receiver copies out
+ *   receiver arrives first: recv waits in the port  -> sender copies in
+ *
+ * so a posted receive fills while its rank computes. Sends of at most
+ * DT_EAGER_MAX bytes are copied into the message itself and complete at
+ * once. A message matches on (source, tag); source may be "any".
+ *
+ * The modeled network: a send stamps the message with the op's clock and
+ * advances it by n/beta (the link is busy); the receiver's clock becomes
+ * max(its clock, stamp + alpha + n/beta).
+ */
+#include "comm_internal.h"
+
+#include <limits.h>
+#include <linux/futex.h>
+#include <math.h>
+#include <sched.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+
+/* ---------------------------------------------------------------- doorbells */
+
+static long futex_op(_Atomic uint32_t *addr, int op, uint32_t val, const struct timespec *ts)
+{
+    /* Not FUTEX_PRIVATE: the word may lie in memory shared by processes. */
+    return syscall(SYS_futex, (uint32_t *)addr, op, val, ts, NULL, 0);
+}
+
+void dt_bell_ring(dt_bell *b)
+{
+    atomic_fetch_add_explicit(&b->seq, 1, memory_order_seq_cst);
+    if (atomic_load_explicit(&b->sleepers, memory_order_seq_cst) > 0)
+        futex_op(&b->seq, FUTEX_WAKE, INT_MAX, NULL);
+}
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#else
+    atomic_signal_fence(memory_order_seq_cst);
+#endif
+}
+
+dt_result dt_check_peers(dt_job *job)
+{
+    if (!atomic_load_explicit(&job->failed, memory_order_acquire))
+        return DT_OK;
+    for (int r = 0; r < job->nranks; r++) {
+        int st = atomic_load_explicit(&job->board[r].state, memory_order_acquire);
+        if (st == DT_RANK_DIED)
+            return dt_fail(DT_ERR_PEER_DIED, "rank %d died: %s", r, job->board[r].msg);
+        if (st == DT_RANK_FAILED)
+            return dt_fail(DT_ERR_PEER_DIED, "rank %d failed: %s", r, job->board[r].msg);
+    }
+    return dt_fail(DT_ERR_PEER_DIED, "a rank of the job failed");
+}
+
+/* Spin a little (the partner is often running on the other core), yield a
+ * few times (it may be waiting for this core), then sleep on the doorbell
+ * in slices, checking for failed peers and the deadline. */
+#define SPINS 200
+#define YIELDS 4
+
+dt_result dt_wait_until(dt_op *op, int (*cond)(const void *), const void *arg)
+{
+    if (cond(arg))
+        return DT_OK;
+    for (int i = 0; i < SPINS; i++) {
+        cpu_relax();
+        if (cond(arg))
+            return DT_OK;
+    }
+    for (int i = 0; i < YIELDS; i++) {
+        sched_yield();
+        if (cond(arg))
+            return DT_OK;
+    }
+    dt_job *job = op->comm->rc->job;
+    dt_bell *b = &job->board[op->comm->rc->world_rank].bell;
+    double deadline = dt_now() + job->timeout_s;
+    for (;;) {
+        uint32_t v = atomic_load_explicit(&b->seq, memory_order_seq_cst);
+        if (cond(arg))
+            return DT_OK;
+        dt_result r = dt_check_peers(job);
+        if (r != DT_OK)
+            return r;
+        double now = dt_now();
+        if (now >= deadline) {
+            char report[360];
+            dt_describe_job(job, report, sizeof report);
+            return dt_fail(DT_ERR_TIMEOUT, "timeout after %g s in %s #%ld: %s", job->timeout_s,
+                           op->kind >= 0 && op->kind < DT_NUM_COLLS ? dt_coll_name(op->kind)
+                                                                    : "setup",
+                           op->seq, report);
+        }
+        double slice = deadline - now < 0.1 ? deadline - now : 0.1;
+        struct timespec ts = {(time_t)slice, (long)((slice - (double)(time_t)slice) * 1e9)};
+        atomic_fetch_add_explicit(&b->sleepers, 1, memory_order_seq_cst);
+        if (!cond(arg))
+            futex_op(&b->seq, FUTEX_WAIT, v, &ts);
+        atomic_fetch_sub_explicit(&b->sleepers, 1, memory_order_seq_cst);
+    }
+}
+
+/* ---------------------------------------------------------------- diagnosis */
+
+void dt_describe_job(dt_job *job, char *out, size_t n)
+{
+    size_t used = 0;
+    out[0] = '\0';
+    for (int r = 0; r < job->nranks && used + 1 < n; r++) {
+        dt_board *b = &job->board[r];
+        int st = atomic_load_explicit(&b->state, memory_order_acquire);
+        char one[160];
+        if (st == DT_RANK_DONE) {
+            snprintf(one, sizeof one, "rank %d has returned", r);
+        } else if (st == DT_RANK_FAILED || st == DT_RANK_DIED) {
+            snprintf(one, sizeof one, "rank %d %s", r, st == DT_RANK_DIED ? "died" : "failed");
+        } else {
+            int len = 0;
+            one[0] = '\0';
+            for (int lane = 0; lane < DT_LANES; lane++) {
+                dt_doing *d = &b->doing[lane];
+                if (!atomic_load_explicit(&d->active, memory_order_relaxed))
+                    continue;
+                int kind = atomic_load_explicit(&d->kind, memory_order_relaxed);
+                int root = atomic_load_explicit(&d->root, memory_order_relaxed);
+                const char *what = kind < DT_NUM_COLLS ? dt_coll_name(kind) : "comm setup";
+                int p2p = kind == DT_COLL_SEND || kind == DT_COLL_RECV || kind == DT_COLL_SENDRECV;
+                char extra[40] = "";
+                if (root >= 0)
+                    snprintf(extra, sizeof extra, ", %s %d", p2p ? "peer" : "root", root);
+                len += snprintf(one + len, sizeof one - (size_t)len,
+                                "%srank %d %sin %s #%ld (count %ld%s)", len ? "; " : "", r,
+                                lane ? "(async) " : "waits ", what,
+                                atomic_load_explicit(&d->seq, memory_order_relaxed),
+                                atomic_load_explicit(&d->count, memory_order_relaxed), extra);
+                if (len >= (int)sizeof one)
+                    break;
+            }
+            if (len == 0)
+                snprintf(one, sizeof one, "rank %d is in no communication call", r);
+        }
+        int w = snprintf(out + used, n - used, "%s%s", used ? "; " : "", one);
+        if (w < 0)
+            break;
+        used += (size_t)w;
+    }
+}
+
+/* ---------------------------------------------------------------- copies */
+
+dt_result dt_copy_from(int pid, void *dst, const void *src, size_t n)
+{
+    if (n == 0)
+        return DT_OK;
+    if (pid == 0 || pid == getpid()) {
+        memcpy(dst, src, n);
+        return DT_OK;
+    }
+    size_t done = 0;
+    while (done < n) {
+        struct iovec l = {(char *)dst + done, n - done};
+        struct iovec r = {(char *)src + done, n - done};
+        ssize_t got = process_vm_readv(pid, &l, 1, &r, 1, 0);
+        if (got <= 0)
+            return dt_fail(DT_ERR_PEER_DIED, "cannot read %zu bytes from process %d", n, pid);
+        done += (size_t)got;
+    }
+    return DT_OK;
+}
+
+dt_result dt_copy_to(int pid, void *dst, const void *src, size_t n)
+{
+    if (n == 0)
+        return DT_OK;
+    if (pid == 0 || pid == getpid()) {
+        memcpy(dst, src, n);
+        return DT_OK;
+    }
+    size_t done = 0;
+    while (done < n) {
+        struct iovec l = {(char *)src + done, n - done};
+        struct iovec r = {(char *)dst + done, n - done};
+        ssize_t put = process_vm_writev(pid, &l, 1, &r, 1, 0);
+        if (put <= 0)
+            return dt_fail(DT_ERR_PEER_DIED, "cannot write %zu bytes to process %d", n, pid);
+        done += (size_t)put;
+    }
+    return DT_OK;
+}
+
+/* ---------------------------------------------------------------- stats */
+
+void dt_stats_msg(dt_comm *comm, int sent, uint64_t bytes, uint64_t msgs)
+{
+    pthread_mutex_lock(&comm->stats_lock);
+    if (sent) {
+        comm->stats.bytes_sent += bytes;
+        comm->stats.msgs_sent += msgs;
+    } else {
+        comm->stats.bytes_recv += bytes;
+        comm->stats.msgs_recv += msgs;
+    }
+    pthread_mutex_unlock(&comm->stats_lock);
+}
+
+/* ---------------------------------------------------------------- ports */
+
+static dt_job *op_job(const dt_op *op) { return op->comm->rc->job; }
+
+static double wire_time(const dt_job *job, size_t bytes)
+{
+    return isinf(job->beta) ? 0.0 : (double)bytes / job->beta;
+}
+
+static void list_append(dt_msg **head, dt_msg **tail, dt_msg *m)
+{
+    m->next = NULL;
+    if (*tail)
+        (*tail)->next = m;
+    else
+        *head = m;
+    *tail = m;
+}
+
+/* Unlinks and returns the first message of the list matching (src, tag). */
+static dt_msg *list_take(dt_msg **head, dt_msg **tail, int src, uint64_t tag, int want_recv)
+{
+    dt_msg *prev = NULL;
+    for (dt_msg *m = *head; m; prev = m, m = m->next) {
+        int ok = m->tag == tag &&
+                 (want_recv ? (m->src == DT_ANY_SOURCE || m->src == src)
+                            : (src == DT_ANY_SOURCE || m->src == src));
+        if (!ok)
+            continue;
+        if (prev)
+            prev->next = m->next;
+        else
+            *head = m->next;
+        if (*tail == m)
+            *tail = prev;
+        m->next = NULL;
+        return m;
+    }
+    return NULL;
+}
+
+/* Unlinks m if it is still waiting in the list (a cancelled wait). */
+static int list_remove(dt_msg **head, dt_msg **tail, dt_msg *m)
+{
+    dt_msg *prev = NULL;
+    for (dt_msg *x = *head; x; prev = x, x = x->next) {
+        if (x != m)
+            continue;
+        if (prev)
+            prev->next = x->next;
+        else
+            *head = x->next;
+        if (*tail == x)
+            *tail = prev;
+        return 1;
+    }
+    return 0;
+}
+
+static dt_msg *msg_new(dt_job *job, int dir, size_t extra)
+{
+    dt_msg *m = dt_shm_alloc(job, sizeof(dt_msg) + extra);
+    if (m)
+        m->dir = dir;
+    return m;
+}
+
+static void finish(dt_job *job, dt_msg *m, int state)
+{
+    atomic_store_explicit(&m->state, state, memory_order_release);
+    dt_bell_ring(&job->board[m->owner_world].bell);
+}
+
+dt_result dt_tp_isend(dt_op *op, int peer, const void *buf, size_t bytes, uint64_t tag,
+                      dt_msg **out)
+{
+    dt_comm *c = op->comm;
+    dt_job *job = op_job(op);
+    dt_port *port = &c->sh->port[peer];
+    *out = NULL;
+    int eager = bytes <= DT_EAGER_MAX;
+    dt_msg *m = msg_new(job, DT_MSG_SEND, eager ? bytes : 0);
+    if (!m)
+        return DT_ERR_NOMEM;
+    m->src = c->rank;
+    m->tag = tag;
+    m->bytes = bytes;
+    m->stamp = op->t;
+    m->pid = getpid();
+    m->owner_world = c->rc->world_rank;
+    m->eager = eager;
+    m->port_rank = peer;
+    m->buf = eager ? (void *)(m + 1) : (void *)buf;
+    if (eager && bytes)
+        memcpy(m->buf, buf, bytes);
+    op->t += wire_time(job, bytes);
+    if (op->counted)
+        dt_stats_msg(c, 1, bytes, 1);
+
+    pthread_mutex_lock(&port->lock);
+    dt_msg *r = list_take(&port->recvs, &port->recvs_tail, c->rank, tag, 1);
+    if (!r)
+        list_append(&port->sends, &port->sends_tail, m);
+    pthread_mutex_unlock(&port->lock);
+    if (!r) {
+        *out = eager ? NULL : m; /* an eager message now belongs to the port */
+        return DT_OK;
+    }
+    /* A receive was waiting: fill it. */
+    dt_result res = DT_OK;
+    r->got_src = c->rank;
+    r->got_stamp = m->stamp;
+    r->got_bytes = bytes;
+    if (r->bytes != bytes) {
+        finish(job, r, DT_MSG_ERROR);
+        res = dt_fail(DT_ERR_MISMATCH, "rank %d sends %zu bytes to rank %d, which receives %zu",
+                      c->rank, bytes, peer, r->bytes);
+    } else {
+        res = dt_copy_to(r->pid, r->buf, m->buf, bytes);
+        finish(job, r, res == DT_OK ? DT_MSG_DONE : DT_MSG_ERROR);
+    }
+    dt_shm_free(job, m);
+    return res;
+}
+
+dt_result dt_tp_irecv(dt_op *op, int peer, void *buf, size_t bytes, uint64_t tag, dt_msg **out)
+{
+    dt_comm *c = op->comm;
+    dt_job *job = op_job(op);
+    dt_port *port = &c->sh->port[c->rank];
+    *out = NULL;
+    dt_msg *m = msg_new(job, DT_MSG_RECV, 0);
+    if (!m)
+        return DT_ERR_NOMEM;
+    m->src = peer;
+    m->tag = tag;
+    m->bytes = bytes;
+    m->buf = buf;
+    m->port_rank = c->rank;
+    m->pid = getpid();
+    m->owner_world = c->rc->world_rank;
+
+    pthread_mutex_lock(&port->lock);
+    dt_msg *s = list_take(&port->sends, &port->sends_tail, peer, tag, 0);
+    if (!s)
+        list_append(&port->recvs, &port->recvs_tail, m);
+    pthread_mutex_unlock(&port->lock);
+    *out = m;
+    if (!s)
+        return DT_OK;
+    /* A send was waiting: take its data. */
+    m->got_src = s->src;
+    m->got_stamp = s->stamp;
+    m->got_bytes = s->bytes;
+    int state = DT_MSG_DONE;
+    if (s->bytes != bytes)
+        state = DT_MSG_ERROR;
+    else if (dt_copy_from(s->pid, buf, s->buf, bytes) != DT_OK)
+        state = DT_MSG_ERROR;
+    atomic_store_explicit(&m->state, state, memory_order_release);
+    if (s->eager)
+        dt_shm_free(job, s);
+    else
+        finish(job, s, state);
+    return DT_OK;
+}
+
+int dt_tp_done(const dt_msg *m)
+{
+    return !m || atomic_load_explicit(&m->state, memory_order_acquire) != DT_MSG_PENDING;
+}
+
+static int msg_done_cond(const void *arg) { return dt_tp_done(arg); }
+
+
+/* A wait that failed: take the message out of its port so no one writes
+ * into a buffer the caller is about to give up; if a matcher already has
+ * it, let that copy finish first. */
+static void cancel(dt_op *op, dt_msg *m)
+{
+    dt_port *port = &op->comm->sh->port[m->port_rank];
+    pthread_mutex_lock(&port->lock);
+    int removed = m->dir == DT_MSG_SEND ? list_remove(&port->sends, &port->sends_tail, m)
+                                        : list_remove(&port->recvs, &port->recvs_tail, m);
+    pthread_mutex_unlock(&port->lock);
+    if (!removed) {
+        double until = dt_now() + 2.0;
+        while (!dt_tp_done(m) && dt_now() < until)
+            sched_yield();
+        if (!dt_tp_done(m))
+            return; /* leak it rather than free what another rank writes */
+    }
+    dt_shm_free(op_job(op), m);
+}
+
+static dt_result wait_msg(dt_op *op, dt_msg *m, int *src)
+{
+    if (!m)
+        return DT_OK;
+    dt_job *job = op_job(op);
+    dt_result r = dt_wait_until(op, msg_done_cond, m);
+    if (r != DT_OK) {
+        cancel(op, m);
+        return r;
+    }
+    int state = atomic_load_explicit(&m->state, memory_order_acquire);
+    if (m->dir == DT_MSG_RECV) {
+        if (state != DT_MSG_DONE) {
+            r = dt_fail(DT_ERR_MISMATCH, "rank %d receives %zu bytes from rank %d, which sends %zu",
+                        op->comm->rank, m->bytes, m->got_src, m->got_bytes);
+        } else {
+            double arrive = m->got_stamp + job->alpha + wire_time(job, m->got_bytes);
+            if (arrive > op->t)
+                op->t = arrive;
+            if (op->counted)
+                dt_stats_msg(op->comm, 0, m->got_bytes, 1);
+            if (src)
+                *src = m->got_src;
+        }
+    } else if (state != DT_MSG_DONE) {
+        r = dt_fail(DT_ERR_MISMATCH, "rank %d sends %zu bytes, the receiver expects another size",
+                    op->comm->rank, m->bytes);
+    }
+    dt_shm_free(job, m);
+    return r;
+}
+
+dt_result dt_tp_wait(dt_op *op, dt_msg *m)
+{
+    return m ? wait_msg(op, m, NULL) : DT_OK;
+}
+
+dt_result dt_tp_wait_src(dt_op *op, dt_msg *m, int *src)
+{
+    return m ? wait_msg(op, m, src) : DT_OK;
+}
+
+dt_result dt_tp_send(dt_op *op, int peer, const void *buf, size_t bytes, uint64_t tag)
+{
+    dt_msg *m;
+    dt_result r = dt_tp_isend(op, peer, buf, bytes, tag, &m);
+    if (r != DT_OK)
+        return r;
+    return wait_msg(op, m, NULL);
+}
+
+dt_result dt_tp_recv(dt_op *op, int peer, void *buf, size_t bytes, uint64_t tag)
+{
+    dt_msg *m;
+    dt_result r = dt_tp_irecv(op, peer, buf, bytes, tag, &m);
+    if (r != DT_OK)
+        return r;
+    return wait_msg(op, m, NULL);
+}
+
+dt_result dt_tp_sendrecv(dt_op *op, int dest, const void *sbuf, size_t sbytes, int source,
+                         void *rbuf, size_t rbytes, uint64_t tag)
+{
+    dt_msg *s = NULL, *rm = NULL;
+    dt_result r = dt_tp_isend(op, dest, sbuf, sbytes, tag, &s);
+    if (r != DT_OK)
+        return r;
+    r = dt_tp_irecv(op, source, rbuf, rbytes, tag, &rm);
+    if (r != DT_OK) {
+        wait_msg(op, s, NULL);
+        return r;
+    }
+    dt_result r1 = wait_msg(op, rm, NULL);
+    dt_result r2 = wait_msg(op, s, NULL);
+    return r1 != DT_OK ? r1 : r2;
+}

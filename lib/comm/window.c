@@ -1,0 +1,92 @@
+/* window.c - shared windows (like MPI_Win_allocate_shared): one zeroed
+ * region that every rank of a communicator addresses directly. Rank 0 of
+ * the communicator allocates it in the job's shared memory (the heap in
+ * the thread backend, the arena in the proc backend, which every process
+ * maps at the same address) and hands the address to the others through
+ * the barrier-exchange. */
+#include "comm_internal.h"
+
+#include <stdlib.h>
+
+#define WIN_LIVE 0x77696e21U /* "win!" */
+
+struct dt_win {
+    uint32_t magic;
+    dt_comm *comm;
+    void *base;
+    size_t bytes;
+};
+
+static dt_result win_sync(dt_comm *comm, dt_rec *mine, const dt_rec **all)
+{
+    long seq = ++comm->seq;
+    dt_op op;
+    dt_op_begin(&op, comm, 0, DT_NUM_COLLS, seq, 0);
+    dt_doing_set(comm, 0, DT_NUM_COLLS, seq, mine->w[0], -1);
+    dt_result r = dt_sync_exchange(&op, mine, all);
+    dt_doing_set(comm, 0, -1, 0, 0, 0);
+    return r;
+}
+
+dt_result dt_win_allocate(dt_comm *comm, size_t bytes, void **base, dt_win **win)
+{
+    DT_TRY(dt_comm_check(comm, "dt_win_allocate"));
+    if (!base || !win)
+        return dt_fail(DT_ERR_INVALID_ARG, "dt_win_allocate: %s is NULL", base ? "win" : "base");
+    *base = NULL;
+    *win = NULL;
+    if (bytes == 0 || bytes > SIZE_MAX / 4)
+        return dt_fail(DT_ERR_INVALID_ARG, "dt_win_allocate: bad size %zu bytes", bytes);
+    dt_job *job = comm->rc->job;
+    void *p = comm->rank == 0 ? dt_shm_alloc(job, bytes) : NULL;
+    dt_rec mine = {{bytes, (uint64_t)(uintptr_t)p}, 0};
+    const dt_rec *all;
+    dt_result r = win_sync(comm, &mine, &all);
+    if (r != DT_OK) {
+        dt_shm_free(job, p);
+        return r;
+    }
+    for (int i = 0; i < comm->size; i++) {
+        if (all[i].w[0] != bytes) {
+            dt_shm_free(job, p);
+            return dt_fail(DT_ERR_MISMATCH, "dt_win_allocate: rank %d asks for %llu bytes, "
+                           "rank %d for %zu", i, (unsigned long long)all[i].w[0], comm->rank,
+                           bytes);
+        }
+    }
+    void *shared = (void *)(uintptr_t)all[0].w[1];
+    if (!shared)
+        return dt_fail(DT_ERR_NOMEM, "dt_win_allocate: rank 0 could not allocate %zu bytes",
+                       bytes);
+    dt_win *w = calloc(1, sizeof *w);
+    if (!w) {
+        dt_shm_free(job, p);
+        return dt_fail(DT_ERR_NOMEM, "dt_win_allocate: out of memory");
+    }
+    w->magic = WIN_LIVE;
+    w->comm = comm;
+    w->base = shared;
+    w->bytes = bytes;
+    *base = shared;
+    *win = w;
+    return DT_OK;
+}
+
+dt_result dt_win_free(dt_win *win)
+{
+    if (!win)
+        return DT_OK;
+    if (win->magic != WIN_LIVE)
+        return dt_fail(DT_ERR_STATE, "dt_win_free: not a live window");
+    dt_comm *comm = win->comm;
+    DT_TRY(dt_comm_check(comm, "dt_win_free"));
+    dt_rec mine = {{0, 0}, 0};
+    const dt_rec *all;
+    dt_result r = win_sync(comm, &mine, &all);
+    /* after the barrier nobody touches the region: rank 0 releases it */
+    if (r == DT_OK && comm->rank == 0)
+        dt_shm_free(comm->rc->job, win->base);
+    win->magic = 0;
+    free(win);
+    return r;
+}
