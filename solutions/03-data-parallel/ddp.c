@@ -1,0 +1,274 @@
+/* ddp.c - lab 03: data parallelism (chapter 03). Your code goes between the
+ * fences; the functions outside them are given. Tasks 1 to 5 follow the
+ * chapter's sections 8.1 to 8.5. */
+#include "ddp.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* ================================================================ given */
+
+static void free_buckets(lab_ddp *d)
+{
+    if (d->buckets)
+        for (int b = 0; b < d->num_buckets; b++)
+            (void)dt_wait(d->buckets[b].req); /* NULL is ignored */
+    free(d->buckets);
+    free(d->bucket_of_layer);
+    d->buckets = NULL;
+    d->bucket_of_layer = NULL;
+    d->num_buckets = 0;
+}
+
+void lab_ddp_free(lab_ddp *d)
+{
+    if (!d)
+        return;
+    free_buckets(d);
+    dt_optim_free(&d->opt);
+    memset(d, 0, sizeof *d);
+}
+
+dt_result lab_ddp_init(lab_ddp *d, dt_comm *comm, dt_model *m, lab_ddp_mode mode,
+                       size_t bucket_bytes, const dt_optim_config *cfg,
+                       const lab_ddp_cost *cost)
+{
+    if (!d || !comm || !m || !m->params || !m->grads || !cfg)
+        return dt_fail(DT_ERR_INVALID_ARG, "lab_ddp_init: NULL argument or model without gradients");
+    if (mode < LAB_DDP_FLAT || mode > LAB_DDP_OVERLAP)
+        return dt_fail(DT_ERR_INVALID_ARG, "lab_ddp_init: mode %d", (int)mode);
+    memset(d, 0, sizeof *d);
+    d->comm = comm;
+    d->model = m;
+    d->mode = mode;
+    if (cost)
+        d->cost = *cost;
+    dt_result r = lab_ddp_broadcast_params(comm, m);
+    if (r == DT_OK && mode != LAB_DDP_FLAT) { /* FLAT needs no buckets (task 2 before 3) */
+        d->bucket_of_layer = calloc((size_t)m->num_layers, sizeof(int));
+        r = d->bucket_of_layer ? DT_OK : dt_fail(DT_ERR_NOMEM, "lab_ddp_init: bucket table");
+        if (r == DT_OK)
+            r = lab_ddp_make_buckets(m, bucket_bytes, &d->buckets, &d->num_buckets,
+                                     d->bucket_of_layer);
+    }
+    if (r == DT_OK)
+        r = dt_optim_init(&d->opt, cfg, 0, m->num_params);
+    if (r != DT_OK)
+        lab_ddp_free(d);
+    return r;
+}
+
+/* The backward's hook: charges the layer's modeled backward time, then
+ * tells the bucket logic (task 4) that its gradients are complete. */
+static dt_result ddp_hook(void *arg, int layer, size_t offset, size_t count)
+{
+    lab_ddp *d = arg;
+    (void)offset, (void)count;
+    if (d->cost.backward_s)
+        DT_CHECK(dt_clock_advance(d->comm, d->cost.backward_s[layer]));
+    if (d->launching)
+        DT_CHECK(lab_ddp_grad_ready(d, layer));
+    return DT_OK;
+}
+
+dt_result lab_ddp_forward_backward(lab_ddp *d, const float *x, const int32_t *labels, size_t B,
+                                   float *loss, size_t *correct)
+{
+    if (!d || !d->model || !x || !labels || B == 0)
+        return dt_fail(DT_ERR_INVALID_ARG, "lab_ddp_forward_backward: NULL argument or B = 0");
+    dt_model *m = d->model;
+    dt_acts *a = NULL;
+    float l = 0;
+    DT_CHECK(dt_acts_create(&a, m, 0, m->num_layers, B, 1));
+    dt_result r = dt_model_forward(m, a, x, NULL);
+    if (r == DT_OK && d->cost.forward_s > 0)
+        r = dt_clock_advance(d->comm, d->cost.forward_s);
+    if (r == DT_OK)
+        r = dt_model_loss(m, a, labels, &l, correct);
+    if (r == DT_OK)
+        r = dt_model_backward(m, a, NULL, NULL, ddp_hook, d);
+    dt_acts_free(a);
+    if (r == DT_OK && loss)
+        *loss = l;
+    return r;
+}
+
+dt_result lab_ddp_sync_grads(lab_ddp *d, float scale)
+{
+    if (!d)
+        return dt_fail(DT_ERR_INVALID_ARG, "lab_ddp_sync_grads: NULL");
+    switch (d->mode) {
+    case LAB_DDP_FLAT: return lab_ddp_allreduce_flat(d, scale);
+    case LAB_DDP_BUCKETS: return lab_ddp_allreduce_buckets(d, scale);
+    case LAB_DDP_OVERLAP: return lab_ddp_wait_buckets(d, scale);
+    }
+    return dt_fail(DT_ERR_INVALID_ARG, "lab_ddp_sync_grads: mode %d", (int)d->mode);
+}
+
+/* ================================================================ task 1 */
+
+dt_result lab_ddp_broadcast_params(dt_comm *comm, dt_model *m)
+{
+    /* BEGIN STUDENT CODE */
+    if (!comm || !m || !m->params)
+        return dt_fail(DT_ERR_INVALID_ARG, "lab_ddp_broadcast_params: NULL argument");
+    /* In place: rank 0 sends its buffer, the others overwrite theirs. */
+    return dt_broadcast(m->params, m->params, m->num_params, DT_F32, 0, comm);
+    /* END STUDENT CODE */
+}
+
+dt_result lab_ddp_local_batch(size_t n, uint64_t seed, int rank, int world, int epoch,
+                              size_t step, size_t B, size_t *idx)
+{
+    /* BEGIN STUDENT CODE */
+    if (!idx || B == 0)
+        return dt_fail(DT_ERR_INVALID_ARG, "lab_ddp_local_batch: NULL idx or B = 0");
+    dt_sampler s;
+    DT_CHECK(dt_sampler_init(&s, n, world, rank, 1, 1, seed));
+    if ((step + 1) * B > s.num_samples)
+        return dt_fail(DT_ERR_INVALID_ARG,
+                       "lab_ddp_local_batch: step %zu of batch %zu needs %zu samples, the shard "
+                       "has %zu", step, B, (step + 1) * B, s.num_samples);
+    size_t *shard = malloc((s.num_samples ? s.num_samples : 1) * sizeof *shard);
+    if (!shard)
+        return dt_fail(DT_ERR_NOMEM, "lab_ddp_local_batch: %zu indices", s.num_samples);
+    dt_result r = dt_sampler_indices(&s, (uint64_t)epoch, shard);
+    if (r == DT_OK)
+        memcpy(idx, shard + step * B, B * sizeof *idx);
+    free(shard);
+    return r;
+    /* END STUDENT CODE */
+}
+
+/* ================================================================ task 2 */
+
+dt_result lab_ddp_allreduce_flat(lab_ddp *d, float scale)
+{
+    /* BEGIN STUDENT CODE */
+    dt_model *m = d->model;
+    /* g = (1/K) sum_k g_k: one sum over the whole buffer, then the scale. */
+    DT_CHECK(dt_allreduce(m->grads, m->grads, m->num_params, DT_F32, DT_SUM, d->comm));
+    return dt_vec_scale(m->grads, scale, m->num_params);
+    /* END STUDENT CODE */
+}
+
+dt_result lab_ddp_step(lab_ddp *d, const float *x, const int32_t *labels, size_t micro_B,
+                       int micro_steps, float *loss)
+{
+    /* BEGIN STUDENT CODE */
+    if (!d || !x || !labels || micro_B == 0 || micro_steps < 1)
+        return dt_fail(DT_ERR_INVALID_ARG, "lab_ddp_step: NULL argument, micro_B 0 or "
+                       "micro_steps %d", micro_steps);
+    dt_model *m = d->model;
+    int K = dt_comm_size(d->comm);
+    size_t in = m->in_width;
+    double sum = 0;
+    DT_CHECK(dt_model_zero_grads(m));
+    /* The backward accumulates (+=): m micro-batches add up their mean
+     * gradients, and only the last one starts the allreduces (task 5). */
+    for (int j = 0; j < micro_steps; j++) {
+        float l = 0;
+        d->launching = d->mode == LAB_DDP_OVERLAP && j == micro_steps - 1;
+        dt_result r = lab_ddp_forward_backward(d, x + (size_t)j * micro_B * in,
+                                               labels + (size_t)j * micro_B, micro_B, &l, NULL);
+        d->launching = 0;
+        DT_CHECK(r);
+        sum += l;
+    }
+    /* Each micro-batch gave a mean over micro_B samples; summed over m
+     * micro-steps and K ranks, the global mean needs 1 / (K m). */
+    DT_CHECK(lab_ddp_sync_grads(d, 1.0f / ((float)K * (float)micro_steps)));
+    DT_CHECK(dt_optim_step(&d->opt, m->params, m->grads));
+    if (loss)
+        *loss = (float)(sum / micro_steps);
+    return DT_OK;
+    /* END STUDENT CODE */
+}
+
+/* ================================================================ task 3 */
+
+dt_result lab_ddp_make_buckets(const dt_model *m, size_t bucket_bytes, lab_bucket **out,
+                               int *num, int *bucket_of_layer)
+{
+    /* BEGIN STUDENT CODE */
+    if (!m || !out || !num || !bucket_of_layer || m->num_layers < 1)
+        return dt_fail(DT_ERR_INVALID_ARG, "lab_ddp_make_buckets: NULL argument or empty model");
+    if (bucket_bytes == 0)
+        return dt_fail(DT_ERR_INVALID_ARG, "lab_ddp_make_buckets: bucket_bytes 0");
+    lab_bucket *b = calloc((size_t)m->num_layers, sizeof *b); /* at most one per layer */
+    if (!b)
+        return dt_fail(DT_ERR_NOMEM, "lab_ddp_make_buckets: %d buckets", m->num_layers);
+    int n = 0;
+    size_t bytes = 0;
+    for (int i = m->num_layers - 1; i >= 0; i--) {
+        const dt_layer *l = &m->layers[i];
+        if (bytes == 0) { /* open a bucket that ends after layer i */
+            b[n].last_layer = i + 1;
+        }
+        /* layers are laid out in order, so the bucket grows downwards */
+        b[n].first_layer = i;
+        b[n].offset = l->param_offset;
+        b[n].count += l->param_count;
+        b[n].pending++;
+        bucket_of_layer[i] = n;
+        bytes += l->param_count * sizeof(float);
+        if (bytes >= bucket_bytes || i == 0) {
+            n++;
+            bytes = 0;
+        }
+    }
+    *out = b;
+    *num = n;
+    return DT_OK;
+    /* END STUDENT CODE */
+}
+
+dt_result lab_ddp_allreduce_buckets(lab_ddp *d, float scale)
+{
+    /* BEGIN STUDENT CODE */
+    float *g = d->model->grads;
+    for (int i = 0; i < d->num_buckets; i++) {
+        const lab_bucket *b = &d->buckets[i];
+        DT_CHECK(dt_allreduce(g + b->offset, g + b->offset, b->count, DT_F32, DT_SUM, d->comm));
+    }
+    return dt_vec_scale(g, scale, d->model->num_params);
+    /* END STUDENT CODE */
+}
+
+/* ================================================================ task 4 */
+
+dt_result lab_ddp_grad_ready(lab_ddp *d, int layer)
+{
+    /* BEGIN STUDENT CODE */
+    if (!d || layer < 0 || layer >= d->model->num_layers)
+        return dt_fail(DT_ERR_INVALID_ARG, "lab_ddp_grad_ready: layer %d", layer);
+    lab_bucket *b = &d->buckets[d->bucket_of_layer[layer]];
+    if (b->pending <= 0 || b->req)
+        return dt_fail(DT_ERR_STATE, "lab_ddp_grad_ready: layer %d's bucket already started",
+                       layer);
+    if (--b->pending > 0)
+        return DT_OK;
+    /* The whole bucket is ready: reduce it while the backward goes on. */
+    float *g = d->model->grads + b->offset;
+    return dt_iallreduce(g, g, b->count, DT_F32, DT_SUM, d->comm, &b->req);
+    /* END STUDENT CODE */
+}
+
+dt_result lab_ddp_wait_buckets(lab_ddp *d, float scale)
+{
+    /* BEGIN STUDENT CODE */
+    dt_result first = DT_OK;
+    for (int i = 0; i < d->num_buckets; i++) {
+        lab_bucket *b = &d->buckets[i];
+        if (!b->req && first == DT_OK)
+            first = dt_fail(DT_ERR_STATE, "lab_ddp_wait_buckets: bucket %d was never started", i);
+        dt_result r = dt_wait(b->req); /* NULL: DT_OK */
+        b->req = NULL;
+        b->pending = b->last_layer - b->first_layer;
+        if (first == DT_OK)
+            first = r;
+    }
+    DT_CHECK(first);
+    return dt_vec_scale(d->model->grads, scale, d->model->num_params);
+    /* END STUDENT CODE */
+}
