@@ -1,0 +1,125 @@
+/* test_barrier.c - lab 01, task 1: the sense-reversing barrier.
+ *
+ * The check that no rank leaves early: a counter shared by the ranks (in a
+ * window). Every rank adds 1 just before entering barrier i, so a rank that
+ * has left barrier i must read at least (i+1) N; it may read more (ranks
+ * already past it add for barrier i+1) but never more than (i+2) N, since
+ * barrier i+1 cannot open without this rank. */
+#include "lab01.h"
+
+static dt_result counter_rank(dt_comm *w, void *arg)
+{
+    const int iters = *(const int *)arg;
+    int n = dt_comm_size(w);
+    lab_barrier b;
+    EXPECT_OK(lab_barrier_init(&b, w, 20.0));
+    void *base;
+    dt_win *win;
+    EXPECT_OK(dt_win_allocate(w, sizeof(atomic_llong), &base, &win));
+    atomic_llong *arrivals = base;
+    for (int i = 0; i < iters; i++) {
+        atomic_fetch_add_explicit(arrivals, 1, memory_order_relaxed);
+        EXPECT_OK(lab_barrier_wait(&b));
+        long long seen = atomic_load_explicit(arrivals, memory_order_relaxed);
+        EXPECT(seen >= (long long)(i + 1) * n,
+               "left barrier %d having seen %lld arrivals, expected at least %lld: "
+               "a rank left before every rank had arrived",
+               i, seen, (long long)(i + 1) * n);
+        EXPECT(seen <= (long long)(i + 2) * n,
+               "after barrier %d the counter reads %lld, more than %lld: a rank "
+               "went through the next barrier without this one",
+               i, seen, (long long)(i + 2) * n);
+    }
+    EXPECT_OK(dt_win_free(win));
+    EXPECT_OK(lab_barrier_destroy(&b));
+    return DT_OK;
+}
+
+TEST(barrier_one_rank, 1)
+{
+    dt_launch_opts o = t01_opts(1, NULL, 10);
+    int iters = 1000;
+    EXPECT_OK(dt_launch(&o, counter_rank, &iters));
+}
+
+TEST_T(barrier_no_rank_leaves_early, 3, 20)
+{
+    for (int n = 2; n <= 8; n++) {
+        dt_launch_opts o = t01_opts(n, NULL, 10);
+        int iters = 300;
+        EXPECT_OK(dt_launch(&o, counter_rank, &iters));
+    }
+}
+
+/* 8 ranks, usually on fewer cores: waiting ranks must let the others run
+ * (a barrier that only spins takes about 10 ms per episode on 2 cores). */
+TEST_T(barrier_10000_in_a_row_8_ranks, 3, 30)
+{
+    dt_launch_opts o = t01_opts(8, NULL, 10);
+    int iters = 10000;
+    EXPECT_OK(dt_launch(&o, counter_rank, &iters));
+}
+
+/* What a rank wrote with plain stores before the barrier, every rank reads
+ * after it: the barrier's release/acquire publishes it. A second barrier
+ * keeps a fast rank from overwriting its slot while others still read. */
+static dt_result publish_rank(dt_comm *w, void *arg)
+{
+    (void)arg;
+    int n = dt_comm_size(w), rank = dt_comm_rank(w);
+    lab_barrier b;
+    EXPECT_OK(lab_barrier_init(&b, w, 20.0));
+    void *base;
+    dt_win *win;
+    EXPECT_OK(dt_win_allocate(w, (size_t)n * sizeof(int), &base, &win));
+    int *slot = base;
+    for (int i = 0; i < 200; i++) {
+        slot[rank] = i * n + rank;
+        EXPECT_OK(lab_barrier_wait(&b));
+        for (int q = 0; q < n; q++)
+            EXPECT(slot[q] == i * n + q, "after barrier %d rank %d's slot holds %d, expected %d",
+                   2 * i, q, slot[q], i * n + q);
+        EXPECT_OK(lab_barrier_wait(&b));
+    }
+    EXPECT_OK(dt_win_free(win));
+    EXPECT_OK(lab_barrier_destroy(&b));
+    return DT_OK;
+}
+
+TEST_T(barrier_publishes_writes, 2, 20)
+{
+    const int sizes[] = {2, 3, 5, 8};
+    for (int k = 0; k < 4; k++) {
+        dt_launch_opts o = t01_opts(sizes[k], NULL, 10);
+        EXPECT_OK(dt_launch(&o, publish_rank, NULL));
+    }
+}
+
+/* A rank that never arrives: the others get DT_ERR_TIMEOUT after the
+ * barrier's timeout, not a hang. One barrier passes first, so that a stub
+ * cannot pass by failing at once. */
+static dt_result missing_rank(dt_comm *w, void *arg)
+{
+    (void)arg;
+    int n = dt_comm_size(w), rank = dt_comm_rank(w);
+    lab_barrier b;
+    EXPECT_OK(lab_barrier_init(&b, w, 0.3));
+    EXPECT_OK(lab_barrier_wait(&b));
+    if (rank != n - 1) {
+        double t0 = dt_now();
+        EXPECT_ERR(lab_barrier_wait(&b), DT_ERR_TIMEOUT);
+        double waited = dt_now() - t0;
+        EXPECT(waited >= 0.29 && waited < 5.0,
+               "the wait returned DT_ERR_TIMEOUT after %.3f s, its timeout is 0.3 s", waited);
+    }
+    EXPECT_OK(lab_barrier_destroy(&b));
+    return DT_OK;
+}
+
+TEST(barrier_times_out_when_a_rank_is_missing, 1)
+{
+    for (int n = 2; n <= 3; n++) {
+        dt_launch_opts o = t01_opts(n, NULL, 10);
+        EXPECT_OK(dt_launch(&o, missing_rank, NULL));
+    }
+}
