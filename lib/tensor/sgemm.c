@@ -162,8 +162,10 @@ dt_result dt_sgemm_builtin(dt_trans ta, dt_trans tb, size_t M, size_t N, size_t 
 {
     DT_CHECK(check_args("dt_sgemm_builtin", ta, tb, M, N, K, A, lda, B, ldb, C, ldc));
     /* scratch for the packed panels: not model memory, so not accounted */
-    float *Ap = malloc(sizeof(float) * MC * KC);
-    float *Bp = malloc(sizeof(float) * KC * NC);
+    /* sized to the problem: small products must not pay for big panels */
+    size_t kmax = K < KC ? K : KC, mmax = M < MC ? M : MC, nmax = N < NC ? N : NC;
+    float *Ap = malloc(sizeof(float) * kmax * ((mmax + MR - 1) / MR * MR));
+    float *Bp = malloc(sizeof(float) * kmax * ((nmax + NR - 1) / NR * NR));
     if (!Ap || !Bp) {
         free(Ap);
         free(Bp);

@@ -1,0 +1,141 @@
+/* dt/data.h - data sets, the distributed sampler, and a single-rank trainer.
+ *
+ * Synthetic sets are pure functions of (seed, rank): every rank, backend
+ * and run produces the same samples for the same arguments. The digits set
+ * is the real 8x8 handwritten digits shipped in data/ (see data/README.md).
+ * The sampler splits each epoch across ranks as torch's DistributedSampler
+ * does. The trainer is the plain single-rank loop that tests, tools and
+ * the first chapters build on. */
+#ifndef DT_DATA_H
+#define DT_DATA_H
+
+#include "dt/core.h"
+#include "dt/nn.h"
+#include "dt/optim.h"
+#include "dt/tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---------------------------------------------------------------- data sets */
+
+/* Either a classification set (x: n x features floats, y: n labels in
+ * [0, classes)) or a sequence set (tokens: n x seq inputs, y: n x seq
+ * next-token targets, both in [0, classes), features = 0). Buffers are
+ * owned (tag OTHER) and freed by dt_dataset_free. */
+typedef struct {
+    size_t n;
+    size_t features;
+    size_t classes;  /* classes, or the vocabulary of a sequence set */
+    size_t seq;      /* tokens per sample; 0 for a classification set */
+    float *x;
+    int32_t *tokens;
+    int32_t *y;
+} dt_dataset;
+
+void dt_dataset_free(dt_dataset *d);
+
+/* Gaussian blobs: class centres drawn from seed alone (shared by all ranks,
+ * spread `spread` around 0), samples from (seed, rank, i), unit noise. */
+dt_result dt_data_blobs(dt_dataset *d, size_t n, size_t features, size_t classes, float spread,
+                        uint64_t seed, int rank);
+
+/* Interleaved spirals in 2-D, one arm per class, noise sd `noise`. */
+dt_result dt_data_spirals(dt_dataset *d, size_t n, size_t classes, float noise, uint64_t seed,
+                          int rank);
+
+/* Next-token sequences over a vocabulary of `vocab`: each sample is an
+ * arithmetic progression mod vocab, start and stride (1..3) drawn from
+ * (seed, rank, i); tokens[t] = s_t, y[t] = s_{t+1}. From the first two
+ * tokens on, the next one is determined: a model can learn it exactly. */
+dt_result dt_data_sequences(dt_dataset *d, size_t n, size_t seq, size_t vocab, uint64_t seed,
+                            int rank);
+
+/* The digits set: 1797 lines "p0,...,p63,label", pixels 0..16, labels 0..9.
+ * path NULL means $DT_DIGITS or else "data/digits.csv". Pixels are
+ * normalised to [0, 1] (divided by 16). A missing file is DT_ERR_IO; a
+ * malformed one DT_ERR_INVALID_ARG with "file:line:column: what" (column =
+ * field number, from 1). */
+dt_result dt_data_load_digits(dt_dataset *d, const char *path);
+
+/* Splits src into train and test (copies) by a permutation drawn from seed:
+ * round(n * test_fraction) samples go to test, test_fraction in (0, 1). */
+dt_result dt_data_split(const dt_dataset *src, double test_fraction, uint64_t seed,
+                        dt_dataset *train, dt_dataset *test);
+
+/* Gathers samples idx[0..B) into x (B x features) or tokens (B x seq), and
+ * y (B, or B x seq). Unused outputs may be NULL. */
+dt_result dt_data_gather(const dt_dataset *d, const size_t *idx, size_t B, float *x,
+                         int32_t *tokens, int32_t *y);
+
+/* ---------------------------------------------------------------- sampler */
+
+/* torch.utils.data.DistributedSampler: each epoch, a permutation of [0, n)
+ * (drawn from seed and the epoch, or 0..n-1 without shuffle) is made a
+ * multiple of ranks, by repeating its head (pad) or cutting its tail
+ * (drop_last), and rank r takes every ranks-th index from r on. All ranks
+ * get num_samples indices; without padding, the shards are disjoint. */
+typedef struct {
+    size_t n;
+    int ranks, rank;
+    int shuffle, drop_last;
+    uint64_t seed;
+    size_t num_samples; /* indices per rank per epoch */
+    size_t total;       /* num_samples * ranks */
+} dt_sampler;
+
+dt_result dt_sampler_init(dt_sampler *s, size_t n, int ranks, int rank, int shuffle,
+                          int drop_last, uint64_t seed);
+/* Writes this rank's s->num_samples indices of `epoch` into out. */
+dt_result dt_sampler_indices(const dt_sampler *s, uint64_t epoch, size_t *out);
+
+/* ---------------------------------------------------------------- trainer */
+
+typedef struct {
+    int step;
+    int epoch;
+    float loss;          /* of this step's batch */
+    float accuracy;      /* on the test set when evaluated, else -1 */
+    double samples_per_s;
+} dt_train_progress;
+
+typedef struct {
+    size_t batch;
+    long steps;           /* steps to run (stops earlier at time_budget_s) */
+    dt_optim_config optim;
+    int fused_sgd;        /* plain SGD folded into the backward (dt_model_backward_sgd);
+                             needs momentum = weight decay = 0 */
+    uint64_t seed;        /* of the data order */
+    double time_budget_s; /* 0: none */
+    long eval_every;      /* steps between test evaluations (and progress calls); 0: end only */
+    void (*progress)(void *arg, const dt_train_progress *p); /* may be NULL */
+    void *progress_arg;
+} dt_train_config;
+
+typedef struct {
+    long steps;
+    double seconds;
+    double step_ms_median; /* of the training steps (forward, backward, update) */
+    double samples_per_s;  /* batch / median step time */
+    float final_loss;      /* mean training loss of the last (up to) 10 steps */
+    float accuracy;        /* on test, -1 without a test set */
+} dt_train_result;
+
+/* A config with batch 32, 100 steps, SGD lr 0.1 momentum 0.9, seed 1. */
+dt_train_config dt_train_defaults(void);
+
+/* Trains m on train (classification sets for the MLPs, sequence sets for
+ * GPT) on one rank, then measures accuracy on test (may be NULL). */
+dt_result dt_train(dt_model *m, const dt_dataset *train, const dt_dataset *test,
+                   const dt_train_config *cfg, dt_train_result *res);
+
+/* Accuracy of m on d (fraction of rows whose argmax is the label). */
+dt_result dt_evaluate(dt_model *m, const dt_dataset *d, size_t batch, float *accuracy,
+                      float *loss);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* DT_DATA_H */
