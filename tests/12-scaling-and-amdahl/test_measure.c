@@ -1,0 +1,172 @@
+/* test_measure.c - lab 12, task (a): instrumenting the step, combining the
+ * ranks, and the end-to-end measurement of a known parallel fraction.
+ * The workload runs in modeled time, so each part's time is known exactly:
+ * the expected values below are worked out from the workload's settings. */
+#include "grader.h"
+#include "scaling.h"
+
+#include <math.h>
+
+#define CLOSE(a, b) (fabs((a) - (b)) < 1e-9)
+
+static dt_launch_opts opts(int nranks, const char *net)
+{
+    dt_launch_opts o;
+    dt_launch_opts_init(&o);
+    o.nranks = nranks;
+    o.backend = DT_BACKEND_THREAD;
+    o.net = net;
+    o.timeout_s = 5;
+    return o;
+}
+
+/* 7 samples of 10 ms on 3 ranks: shares 3, 2, 2; serial 50 ms; no network.
+ * Every rank leaves the allreduce when the last one enters it (at 80 ms), so
+ * a rank's comm time is its wait: 80 ms - 50 ms - its parallel time. */
+static dt_result step_parts_rank(dt_comm *comm, void *arg)
+{
+    const lab_workload *w = arg;
+    int rank = dt_comm_rank(comm);
+    double par = (rank == 0 ? 3 : 2) * 0.01;
+    lab_step_time st;
+    dt_stats stats;
+    /* step 0 carries the warm-up: 200 ms more serial work */
+    EXPECT_OK(lab_measure_step(comm, w, 0, &st));
+    EXPECT(CLOSE(st.serial, 0.25), "step 0: serial %.9g s, expected 0.25 (with the warm-up)", st.serial);
+    EXPECT_OK(dt_comm_stats_reset(comm));
+    for (int s = 1; s <= 2; s++) {
+        double before = dt_clock(comm);
+        EXPECT_OK(lab_measure_step(comm, w, s, &st));
+        EXPECT(CLOSE(st.serial, 0.05), "step %d: serial %.9g s, expected 0.05", s, st.serial);
+        EXPECT(CLOSE(st.parallel, par), "step %d: parallel %.9g s, expected %g", s, st.parallel, par);
+        EXPECT(CLOSE(st.comm, 0.03 - par), "step %d: comm %.9g s, expected %g (waiting for rank 0)",
+               s, st.comm, 0.03 - par);
+        EXPECT(CLOSE(st.total, 0.08), "step %d: total %.9g s, expected 0.08", s, st.total);
+        EXPECT(CLOSE(dt_clock(comm) - before, st.total), "the step's total is not the clock's advance");
+    }
+    EXPECT_OK(dt_comm_stats(comm, &stats));
+    EXPECT(stats.calls[DT_COLL_ALLREDUCE] == 2, "2 steps made %llu allreduce calls, expected 2",
+           (unsigned long long)stats.calls[DT_COLL_ALLREDUCE]);
+    return DT_OK;
+}
+
+TEST(measure_step_parts, 3)
+{
+    lab_workload w;
+    lab_workload_init(&w);
+    w.samples = 7, w.sample_s = 0.01, w.serial_s = 0.05, w.warmup_s = 0.2, w.grad_count = 10;
+    dt_launch_opts o = opts(3, "none");
+    EXPECT_OK(dt_launch(&o, step_parts_rank, &w));
+}
+
+/* On a network, the allreduce's time is what the network model charged the
+ * rank's clock in the call (dt_comm_stats' time_comm_modeled). */
+static dt_result step_network_rank(dt_comm *comm, void *arg)
+{
+    const lab_workload *w = arg;
+    lab_step_time st;
+    dt_stats stats;
+    EXPECT_OK(dt_comm_stats_reset(comm));
+    EXPECT_OK(lab_measure_step(comm, w, 1, &st));
+    EXPECT_OK(dt_comm_stats(comm, &stats));
+    EXPECT(st.comm > 0, "comm %g s on a network with 1 ms latency", st.comm);
+    EXPECT(CLOSE(st.comm, stats.time_comm_modeled), "comm %.9g s, the network charged %.9g s",
+           st.comm, stats.time_comm_modeled);
+    EXPECT(CLOSE(st.total, st.serial + st.parallel + st.comm), "total %.9g != the sum of the parts",
+           st.total);
+    EXPECT(CLOSE(st.parallel, 0.004), "parallel %.9g s, expected 0.004", st.parallel);
+    return DT_OK;
+}
+
+TEST(measure_step_comm_is_the_network, 2)
+{
+    lab_workload w;
+    lab_workload_init(&w);
+    w.samples = 16, w.sample_s = 0.001, w.serial_s = 0.002, w.grad_count = 4096;
+    dt_launch_opts o = opts(4, "alpha=1ms,bw=1GB/s");
+    EXPECT_OK(dt_launch(&o, step_network_rank, &w));
+}
+
+typedef struct {
+    lab_workload w;
+    int steps;
+    lab_job_time job[8];
+} job_arg;
+
+static dt_result job_rank(dt_comm *comm, void *arg)
+{
+    job_arg *a = arg;
+    return lab_measure_job(comm, &a->w, a->steps, &a->job[dt_comm_rank(comm)]);
+}
+
+static void expect_same_on_every_rank(const job_arg *a, int n)
+{
+    for (int r = 1; r < n; r++)
+        EXPECT(a->job[r].step == a->job[0].step && a->job[r].serial == a->job[0].serial &&
+               a->job[r].parallel == a->job[0].parallel && a->job[r].comm == a->job[0].comm &&
+               a->job[r].imbalance == a->job[0].imbalance && a->job[r].nranks == n,
+               "rank %d got other figures than rank 0", r);
+}
+
+/* 4 ranks, 8 samples of 10 ms (2 each), 20 ms serial, 1 s of warm-up in
+ * step 0, which must not count: every step takes 40 ms. */
+TEST(measure_job_balanced, 2)
+{
+    job_arg a = {.steps = 3};
+    lab_workload_init(&a.w);
+    a.w.samples = 8, a.w.sample_s = 0.01, a.w.serial_s = 0.02, a.w.warmup_s = 1.0;
+    dt_launch_opts o = opts(4, "none");
+    EXPECT_OK(dt_launch(&o, job_rank, &a));
+    expect_same_on_every_rank(&a, 4);
+    const lab_job_time *j = &a.job[0];
+    EXPECT(j->nranks == 4, "nranks %d", j->nranks);
+    EXPECT(CLOSE(j->step, 0.04), "T_4 = %.9g s, expected 0.04 (step 0 is a warm-up)", j->step);
+    EXPECT(CLOSE(j->serial, 0.02), "serial %.9g s, expected 0.02", j->serial);
+    EXPECT(CLOSE(j->parallel, 0.02), "parallel %.9g s, expected 0.02", j->parallel);
+    EXPECT(CLOSE(j->comm, 0), "comm %.9g s, expected 0", j->comm);
+    EXPECT(CLOSE(j->imbalance, 0), "imbalance %.9g, expected 0", j->imbalance);
+}
+
+/* The same with rank 3 twice as slow: parallel times 20, 20, 20, 40 ms.
+ * T_4 = 20 + 40 = 60 ms; mean parallel 25 ms; imbalance (40 - 20) / 25 =
+ * 0.8; the others wait 20 ms in the allreduce: mean comm 15 ms. */
+TEST(measure_job_straggler, 3)
+{
+    job_arg a = {.steps = 2};
+    lab_workload_init(&a.w);
+    a.w.samples = 8, a.w.sample_s = 0.01, a.w.serial_s = 0.02, a.w.warmup_s = 0.5;
+    a.w.slow_rank = 3, a.w.slow_factor = 2;
+    dt_launch_opts o = opts(4, "none");
+    EXPECT_OK(dt_launch(&o, job_rank, &a));
+    expect_same_on_every_rank(&a, 4);
+    const lab_job_time *j = &a.job[0];
+    EXPECT(CLOSE(j->step, 0.06), "T_4 = %.9g s, expected 0.06", j->step);
+    EXPECT(CLOSE(j->parallel, 0.025), "parallel %.9g s, expected 0.025", j->parallel);
+    EXPECT(CLOSE(j->comm, 0.015), "comm %.9g s, expected 0.015", j->comm);
+    EXPECT(CLOSE(j->imbalance, 0.8), "imbalance %.9g, expected 0.8", j->imbalance);
+}
+
+/* End to end: 840 samples of 1 ms (divisible by 1 .. 8) and a serial part
+ * of 840/9 ms, so the parallel fraction is 0.84 / (0.84 + 0.84/9) = 0.9,
+ * measured on 1 .. 8 ranks over 10 Gb Ethernet (whose small allreduce adds
+ * well under a millisecond) and fitted: p within 0.02 of 0.9. */
+TEST_T(measured_p_matches_injected_serial_fraction, 3, 20)
+{
+    lab_workload w;
+    lab_workload_init(&w);
+    w.samples = 840, w.sample_s = 1e-3, w.serial_s = 0.84 / 9, w.warmup_s = 0.3, w.grad_count = 256;
+    int n[8];
+    double t[8];
+    lab_job_time job[8];
+    for (int i = 0; i < 8; i++) n[i] = i + 1;
+    EXPECT_OK(lab_sweep(&w, "eth10", n, 8, 2, job));
+    for (int i = 0; i < 8; i++) {
+        t[i] = job[i].step;
+        double want = w.serial_s + 0.84 / n[i]; /* plus the allreduce: < 1 ms */
+        EXPECT(t[i] >= want - 1e-9 && t[i] < want + 1e-3, "T_%d = %.6g s, expected %.6g s + comm",
+               n[i], t[i], want);
+    }
+    lab_amdahl fit;
+    EXPECT_OK(lab_fit_amdahl(n, t, 8, &fit));
+    EXPECT(fabs(fit.p - 0.9) < 0.02, "measured p = %.4f, the workload's is 0.9", fit.p);
+}
