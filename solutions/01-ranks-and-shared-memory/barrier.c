@@ -39,6 +39,7 @@ dt_result lab_barrier_destroy(lab_barrier *b)
 
 void lab_pause(lab_barrier *b, uint64_t poll)
 {
+    (void)b, (void)poll; /* (so that the empty stub compiles without warnings) */
     /* BEGIN STUDENT CODE */
     /* A few hundred polls cost well under a microsecond each: when the other
      * ranks run on other cores, the episode usually ends within them. After

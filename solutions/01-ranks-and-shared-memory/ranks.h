@@ -48,7 +48,7 @@ typedef struct {
     uint64_t sleeps; /* naps of a few microseconds */
 } lab_barrier;
 
-#define LAB_SPIN_POLLS 200
+#define LAB_SPIN_POLLS 20
 #define LAB_YIELD_POLLS 2000
 
 /* Collective over comm: allocates the shared part in a window and fills b
