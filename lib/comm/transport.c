@@ -287,8 +287,10 @@ static dt_msg *msg_new(dt_job *job, int dir, size_t extra)
 
 static void finish(dt_job *job, dt_msg *m, int state)
 {
+    /* read the owner first: once the state is stored, the owner may free m */
+    int owner = m->owner_world;
     atomic_store_explicit(&m->state, state, memory_order_release);
-    dt_bell_ring(&job->board[m->owner_world].bell);
+    dt_bell_ring(&job->board[owner].bell);
 }
 
 dt_result dt_tp_isend(dt_op *op, int peer, const void *buf, size_t bytes, uint64_t tag,

@@ -227,7 +227,8 @@ dt_result dt_barrier(dt_comm *comm);
  * sent; they do not mix with the messages of collectives or of other
  * communicators. A send of at most 16 KiB completes at once (it is copied);
  * a larger one waits until the receiver has taken it. The receiver's count
- * must equal the sender's (else DT_ERR_MISMATCH on both sides). Sending to
+ * must equal the sender's (else the receive returns DT_ERR_MISMATCH, and so
+ * does the send if it is still waiting). Sending to
  * oneself is not allowed (DT_ERR_INVALID_ARG), except through dt_sendrecv. */
 dt_result dt_send(const void *sendbuf, size_t count, dt_dtype dtype, int peer, dt_comm *comm);
 dt_result dt_recv(void *recvbuf, size_t count, dt_dtype dtype, int peer, dt_comm *comm);

@@ -1,0 +1,249 @@
+/* test_comm_model.c - the modeled network against the alpha-beta formulas,
+ * the byte counts of the stats against 2(N-1)/N * n, network strings, and
+ * determinism of results. */
+#include "test_comm_util.h"
+
+#include <math.h>
+
+#define ALPHA 2e-6
+#define BETA 10e9
+#define NET "alpha=2us,bw=10GB/s"
+
+TEST(comm_net_presets_and_strings, 1)
+{
+    double a, b;
+    EXPECT_OK(dt_net_parse(NET, &a, &b));
+    EXPECT(a == 2e-6 && b == 10e9, "alpha %g beta %g", a, b);
+    EXPECT_OK(dt_net_parse("bw=100Gb/s", &a, &b));
+    EXPECT(a == 0 && b == 12.5e9, "100 Gb/s is 12.5 GB/s: %g", b);
+    EXPECT_OK(dt_net_parse("alpha=1.5ms", &a, &b));
+    EXPECT(a == 1.5e-3 && isinf(b), "alpha only: %g %g", a, b);
+    EXPECT_OK(dt_net_parse(NULL, &a, &b));
+    EXPECT(a == 0 && isinf(b), "no network: zero cost");
+    const char *names[] = {"nvlink", "pcie4", "ib100", "ib400", "eth10", "eth100"};
+    for (int i = 0; i < 6; i++) {
+        EXPECT_OK(dt_net_preset(names[i], &a, &b));
+        EXPECT(a > 0 && a < 1e-4 && b > 1e9 && b < 1e12, "%s: %g %g", names[i], a, b);
+    }
+    EXPECT_OK(dt_net_parse("eth10", &a, &b));
+    EXPECT(a == 30e-6 && b == 1.25e9, "eth10 %g %g", a, b);
+    EXPECT_ERR(dt_net_parse("alpha=2parsecs", &a, &b), DT_ERR_INVALID_ARG);
+    EXPECT_ERR(dt_net_parse("bw=-1GB/s", &a, &b), DT_ERR_INVALID_ARG);
+    EXPECT_ERR(dt_net_preset("carrier-pigeon", &a, &b), DT_ERR_INVALID_ARG);
+}
+
+/* ---------------------------------------------------------------- clock */
+
+typedef struct {
+    size_t count;
+    double clock[8];
+    dt_stats stats[8];
+} model_arg;
+
+static dt_result allreduce_clock_rank(dt_comm *c, void *argp)
+{
+    model_arg *a = argp;
+    float *x = calloc(a->count, sizeof *x);
+    EXPECT_OK(dt_allreduce(x, x, a->count, DT_F32, DT_SUM, c));
+    a->clock[dt_comm_rank(c)] = dt_clock(c);
+    EXPECT_OK(dt_comm_stats(c, &a->stats[dt_comm_rank(c)]));
+    free(x);
+    return DT_OK;
+}
+
+static void run_model(int n, dt_algo algo, model_arg *a)
+{
+    dt_launch_opts o = tc_opts(n, algo);
+    o.net = NET;
+    o.debug = 0;
+    EXPECT_OK(dt_launch(&o, allreduce_clock_rank, a));
+}
+
+TEST_T(comm_model_ring_allreduce_formula, 3, 60)
+{
+    model_arg a = {1 << 18, {0}, {{0}}};
+    double bytes = (double)a.count * 4;
+    int ns[] = {2, 3, 4, 8};
+    for (int k = 0; k < 4; k++) {
+        int n = ns[k];
+        double want = 2.0 * (n - 1) * (ALPHA + bytes / (n * BETA));
+        for (int algo = DT_ALGO_AUTO; algo <= DT_ALGO_RING; algo++) { /* shortcut and ring */
+            run_model(n, (dt_algo)algo, &a);
+            for (int r = 0; r < n; r++) {
+                EXPECT_NEAR(a.clock[r], want, 0.01);
+                EXPECT_NEAR(a.stats[r].time_comm_modeled, want, 0.01);
+            }
+        }
+    }
+    /* recursive doubling, N = 4: log2(N) steps of the whole vector */
+    run_model(4, DT_ALGO_TREE, &a);
+    for (int r = 0; r < 4; r++)
+        EXPECT_NEAR(a.clock[r], 2 * (ALPHA + bytes / BETA), 0.01);
+}
+
+typedef struct {
+    double t_send, t_recv, hidden, exposed, compute;
+} p2p_clock_arg;
+
+static dt_result p2p_clock_rank(dt_comm *c, void *argp)
+{
+    p2p_clock_arg *a = argp;
+    int r = dt_comm_rank(c);
+    static const size_t count = 250000; /* 1 MB */
+    float *x = calloc(count, sizeof *x);
+    if (r == 0) {
+        EXPECT_OK(dt_send(x, count, DT_F32, 1, c));
+        a->t_send = dt_clock(c);
+    } else {
+        EXPECT_OK(dt_recv(x, count, DT_F32, 0, c));
+        a->t_recv = dt_clock(c);
+    }
+    /* overlap: a 2-rank ring allreduce of 1 MB costs 2(alpha + 0.5 MB/beta) */
+    EXPECT_OK(dt_barrier(c));
+    double t0 = dt_clock(c);
+    dt_request *q;
+    EXPECT_OK(dt_iallreduce(x, x, count, DT_F32, DT_SUM, c, &q));
+    EXPECT_OK(dt_clock_advance(c, 0.01)); /* compute far longer than the comm */
+    EXPECT_OK(dt_wait(q));
+    double hidden = dt_clock(c) - t0;
+    t0 = dt_clock(c);
+    EXPECT_OK(dt_iallreduce(x, x, count, DT_F32, DT_SUM, c, &q));
+    EXPECT_OK(dt_wait(q)); /* nothing to hide behind */
+    double exposed = dt_clock(c) - t0;
+    t0 = dt_clock(c);
+    EXPECT_OK(dt_compute_begin(c));
+    dt_sleep(0.02);
+    EXPECT_OK(dt_compute_end(c));
+    if (r == 0) { /* one writer */
+        a->hidden = hidden;
+        a->exposed = exposed;
+        a->compute = dt_clock(c) - t0;
+    }
+    free(x);
+    return DT_OK;
+}
+
+TEST_T(comm_model_p2p_and_overlap, 3, 30)
+{
+    p2p_clock_arg a = {0};
+    dt_launch_opts o = tc_opts(2, DT_ALGO_RING);
+    o.net = NET;
+    o.debug = 0;
+    EXPECT_OK(dt_launch(&o, p2p_clock_rank, &a));
+    double wire = 1e6 / BETA;
+    EXPECT_NEAR(a.t_send, wire, 1e-9);          /* the link is busy n/beta */
+    EXPECT_NEAR(a.t_recv, ALPHA + wire, 1e-9);  /* arrives alpha + n/beta later */
+    EXPECT_NEAR(a.hidden, 0.01, 1e-6);          /* fully overlapped */
+    EXPECT_NEAR(a.exposed, 2 * (ALPHA + wire / 2), 0.01);
+    EXPECT(a.compute >= 0.02 && a.compute < 0.5, "compute region %g s", a.compute);
+}
+
+/* ---------------------------------------------------------------- bytes */
+
+TEST_T(comm_stats_ring_bytes, 3, 30)
+{
+    model_arg a = {1200, {0}, {{0}}};
+    run_model(4, DT_ALGO_RING, &a); /* 1200 = 4 x 300: chunks are exact */
+    for (int r = 0; r < 4; r++) {
+        dt_stats *s = &a.stats[r];
+        EXPECT(s->bytes_sent == 2 * 3 * 1200 * 4 / 4, "rank %d sent %llu bytes, expected %d", r,
+               (unsigned long long)s->bytes_sent, 2 * 3 * 1200 * 4 / 4);
+        EXPECT(s->bytes_recv == s->bytes_sent, "received as much as sent");
+        EXPECT(s->msgs_sent == 6 && s->msgs_recv == 6, "2(N-1) messages: %llu",
+               (unsigned long long)s->msgs_sent);
+        EXPECT(s->calls[DT_COLL_ALLREDUCE] == 1, "one allreduce call");
+    }
+    a.count = 1000;
+    run_model(3, DT_ALGO_RING, &a);
+    for (int r = 0; r < 3; r++) {
+        double want = 2.0 * 2 / 3 * 1000 * 4, got = (double)a.stats[r].bytes_sent;
+        EXPECT(fabs(got - want) <= 2 * 2 * 4, "rank %d sent %g bytes, expected %g up to chunk "
+               "rounding", r, got, want);
+    }
+    /* the shared-memory shortcut reports what the ring would send */
+    a.count = 1 << 18;
+    run_model(4, DT_ALGO_AUTO, &a);
+    for (int r = 0; r < 4; r++)
+        EXPECT(a.stats[r].bytes_sent == 2ULL * 3 * (1 << 18) * 4 / 4, "shortcut: %llu bytes",
+               (unsigned long long)a.stats[r].bytes_sent);
+}
+
+static dt_result stats_scope_rank(dt_comm *c, void *arg)
+{
+    (void)arg;
+    int r = dt_comm_rank(c);
+    float x[256] = {0};
+    dt_comm *half;
+    EXPECT_OK(dt_comm_split(c, r % 2, r, &half));
+    void *base;
+    dt_win *w;
+    EXPECT_OK(dt_win_allocate(c, 64, &base, &w));
+    EXPECT_OK(dt_win_free(w));
+    EXPECT_OK(dt_allreduce(x, x, 256, DT_F32, DT_SUM, half));
+    dt_stats s;
+    EXPECT_OK(dt_comm_stats(c, &s));
+    EXPECT(s.bytes_sent == 0 && s.msgs_sent == 0, "split, window and the other comm's "
+           "traffic are not in this comm's stats (%llu bytes)", (unsigned long long)s.bytes_sent);
+    EXPECT_OK(dt_broadcast(x, x, 256, DT_F32, 0, c));
+    EXPECT_OK(dt_comm_stats(c, &s));
+    EXPECT(s.bytes_recv == (r == 0 ? 0 : 1024), "rank %d received %llu bytes of the broadcast",
+           r, (unsigned long long)s.bytes_recv);
+    EXPECT(s.calls[DT_COLL_BROADCAST] == 1 && s.calls[DT_COLL_ALLREDUCE] == 0, "calls");
+    EXPECT(s.time_comm_wall > 0, "wall time in communication");
+    EXPECT_OK(dt_comm_stats(half, &s));
+    EXPECT(s.calls[DT_COLL_ALLREDUCE] == 1 && s.bytes_sent > 0, "the half comm's stats");
+    EXPECT_OK(dt_comm_stats_reset(half));
+    EXPECT_OK(dt_comm_stats(half, &s));
+    EXPECT(s.bytes_sent == 0 && s.calls[DT_COLL_ALLREDUCE] == 0, "reset");
+    EXPECT_OK(dt_comm_free(half));
+    return DT_OK;
+}
+
+TEST_T(comm_stats_scope_and_reset, 2, 30)
+{
+    dt_launch_opts o = tc_opts(4, DT_ALGO_TREE);
+    EXPECT_OK(dt_launch(&o, stats_scope_rank, NULL));
+}
+
+/* ---------------------------------------------------------------- determinism */
+
+typedef struct {
+    uint64_t hash[8];
+} det_arg;
+
+static dt_result det_rank(dt_comm *c, void *argp)
+{
+    det_arg *a = argp;
+    size_t count = 5003;
+    float *x = malloc(count * sizeof *x);
+    dt_rng rng;
+    dt_rng_init(&rng, 7, (uint64_t)dt_comm_rank(c));
+    for (size_t i = 0; i < count; i++)
+        x[i] = dt_rng_normal(&rng);
+    EXPECT_OK(dt_allreduce(x, x, count, DT_F32, DT_SUM, c));
+    uint64_t h = 0;
+    for (size_t i = 0; i < count; i++) {
+        uint32_t bits;
+        memcpy(&bits, &x[i], 4);
+        h = dt_hash64(h, bits, i);
+    }
+    a->hash[dt_comm_rank(c)] = h;
+    free(x);
+    return DT_OK;
+}
+
+TEST_T(comm_results_are_bit_identical, 2, 30)
+{
+    for (int ai = 0; ai < TC_LEN(tc_algos); ai++) {
+        det_arg a1, a2;
+        dt_launch_opts o = tc_opts(5, tc_algos[ai]);
+        EXPECT_OK(dt_launch(&o, det_rank, &a1));
+        EXPECT_OK(dt_launch(&o, det_rank, &a2));
+        for (int r = 0; r < 5; r++) {
+            EXPECT(a1.hash[r] == a1.hash[0], "%s: rank %d's result differs from rank 0's",
+                   dt_algo_name(tc_algos[ai]), r);
+            EXPECT(a1.hash[r] == a2.hash[r], "%s: rank %d differs between runs",
+                   dt_algo_name(tc_algos[ai]), r);
+        }
+    }
+}

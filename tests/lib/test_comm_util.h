@@ -1,0 +1,118 @@
+/* test_comm_util.h - exact test data for the communicator's tests.
+ *
+ * Every element is a small integer from f(op, rank, i), chosen so that the
+ * reduction over ranks is exact in every dtype (f16 and bf16 included):
+ * sums of values in [-4, 4], products of 1s and 2s, averages whose sum is a
+ * multiple of the rank count. The reference is computed in int64 and
+ * wrapped as the dtype wraps. */
+#ifndef TEST_COMM_UTIL_H
+#define TEST_COMM_UTIL_H
+
+#include "dt/comm.h"
+#include "grader.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static inline int64_t tc_gen(dt_redop op, dt_dtype t, int n, int rank, size_t i)
+{
+    if (op == DT_PROD)
+        return ((size_t)rank + i) % 3 == 0 ? 2 : 1;
+    if (op == DT_AVG) {
+        /* k(i) plus a zero-sum offset per rank pair: the average is k(i) */
+        int64_t k = 3 + (int64_t)(i % 5), d = (int64_t)(i % 3);
+        if (n % 2 == 1 && rank == n - 1)
+            return k;
+        return rank % 2 ? k - d : k + d;
+    }
+    int64_t v = (int64_t)(((size_t)rank * 3 + i * 7) % 9);
+    return t == DT_U8 ? v : v - 4;
+}
+
+static inline int64_t tc_wrap(dt_dtype t, int64_t v)
+{
+    switch (t) {
+    case DT_I32: return (int32_t)(uint32_t)(uint64_t)v;
+    case DT_I8: return (int8_t)(uint8_t)(uint64_t)v;
+    case DT_U8: return (uint8_t)(uint64_t)v;
+    default: return v;
+    }
+}
+
+static inline int64_t tc_ref(dt_redop op, dt_dtype t, int n, size_t i)
+{
+    int64_t acc = tc_gen(op, t, n, 0, i);
+    for (int r = 1; r < n; r++) {
+        int64_t x = tc_gen(op, t, n, r, i);
+        switch (op) {
+        case DT_PROD: acc *= x; break;
+        case DT_MAX: acc = x > acc ? x : acc; break;
+        case DT_MIN: acc = x < acc ? x : acc; break;
+        default: acc += x; break;
+        }
+        acc = tc_wrap(t, acc);
+    }
+    if (op == DT_AVG)
+        acc /= n;
+    return tc_wrap(t, acc);
+}
+
+static inline void tc_put(void *buf, dt_dtype t, size_t i, int64_t v)
+{
+    switch (t) {
+    case DT_F32: ((float *)buf)[i] = (float)v; break;
+    case DT_F16: ((uint16_t *)buf)[i] = dt_f32_to_f16((float)v); break;
+    case DT_BF16: ((uint16_t *)buf)[i] = dt_f32_to_bf16((float)v); break;
+    case DT_I32: ((int32_t *)buf)[i] = (int32_t)v; break;
+    case DT_I8: ((int8_t *)buf)[i] = (int8_t)v; break;
+    case DT_U8: ((uint8_t *)buf)[i] = (uint8_t)v; break;
+    default: break;
+    }
+}
+
+static inline int64_t tc_get(const void *buf, dt_dtype t, size_t i)
+{
+    switch (t) {
+    case DT_F32: return (int64_t)((const float *)buf)[i];
+    case DT_F16: return (int64_t)dt_f16_to_f32(((const uint16_t *)buf)[i]);
+    case DT_BF16: return (int64_t)dt_bf16_to_f32(((const uint16_t *)buf)[i]);
+    case DT_I32: return ((const int32_t *)buf)[i];
+    case DT_I8: return ((const int8_t *)buf)[i];
+    case DT_U8: return ((const uint8_t *)buf)[i];
+    default: return 0;
+    }
+}
+
+/* Fills buf[0..count) with rank's data for elements base .. base+count. */
+static inline void tc_fill(void *buf, dt_redop op, dt_dtype t, int n, int rank, size_t base,
+                           size_t count)
+{
+    for (size_t i = 0; i < count; i++)
+        tc_put(buf, t, i, tc_gen(op, t, n, rank, base + i));
+}
+
+static inline void *tc_alloc(size_t count, dt_dtype t)
+{
+    void *p = malloc(count * dt_dtype_size(t) + 64);
+    EXPECT(p != NULL, "out of memory");
+    memset(p, 0xab, count * dt_dtype_size(t) + 64);
+    return p;
+}
+
+static inline dt_launch_opts tc_opts(int n, dt_algo algo)
+{
+    dt_launch_opts o;
+    dt_launch_opts_init(&o);
+    o.nranks = n;
+    o.algo = algo;
+    o.timeout_s = 20;
+    o.debug = 1;
+    return o;
+}
+
+static const dt_dtype tc_dtypes[] = {DT_F32, DT_F16, DT_BF16, DT_I32, DT_I8, DT_U8};
+static const int tc_nranks[] = {1, 2, 3, 4, 5, 8};
+static const dt_algo tc_algos[] = {DT_ALGO_AUTO, DT_ALGO_RING, DT_ALGO_TREE, DT_ALGO_DIRECT};
+#define TC_LEN(a) ((int)(sizeof(a) / sizeof((a)[0])))
+
+#endif /* TEST_COMM_UTIL_H */
