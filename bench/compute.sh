@@ -1,0 +1,64 @@
+#!/bin/bash
+# compute.sh - libdt's compute layers against their references, one thread:
+#   1. sgemm GFLOP/s, n = 256..2048: dt_sgemm vs calling cblas_sgemm directly
+#   2. one training step of the MLP 784-1024-1024-10 (ReLU, softmax
+#      cross-entropy, plain SGD, batch 64, float32): libdt (build/bin/dttrain)
+#      vs PyTorch (Debian's python3-torch under /usr/bin/python3), run in
+#      turns in the same session, medians of the per-run medians.
+# One thread means OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 for both: Debian's
+# torch does its matrix work through OpenBLAS, which starts its own threads.
+#
+#   bash bench/compute.sh            (make bench runs it; BUILD picks the build)
+#   ROUNDS=5 STEPS=300 bash bench/compute.sh
+set -u
+cd "$(dirname "$0")/.."
+BUILD=${BUILD:-build}
+ROUNDS=${ROUNDS:-3}
+STEPS=${STEPS:-200}
+PY=/usr/bin/python3
+export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 DT_BLAS_THREADS=1
+
+make --no-print-directory -s BUILD="$BUILD" "$BUILD/libdt.a" "$BUILD/bin/dttrain" >/dev/null || exit 1
+CFLAGS_BLAS=$(pkg-config --cflags openblas 2>/dev/null && echo -DDT_HAVE_OPENBLAS)
+LIBS_BLAS=$(pkg-config --libs openblas 2>/dev/null)
+SGEMM="$BUILD/bench/compute_sgemm"
+mkdir -p "$BUILD/bench"
+cc -std=c11 -O2 -D_GNU_SOURCE -pthread -Ilib/include $CFLAGS_BLAS bench/compute_sgemm.c \
+   "$BUILD/libdt.a" $LIBS_BLAS -lm -lrt -o "$SGEMM" || exit 1
+
+echo "-- sgemm, one thread (median of turns; ratio target >= 0.95)"
+"$SGEMM" || { echo "sgemm: results differ"; exit 1; }
+
+echo
+echo "-- MLP 784-1024-1024-10, batch 64, SGD, one thread: $ROUNDS rounds of $STEPS steps"
+MODEL="--model mlp:784,1024,1024,10 --data synthetic --batch 64 --steps $STEPS --lr 0.01 --momentum 0 --threads 1"
+have_torch=1
+if ! $PY -c 'import torch' 2>/dev/null; then
+    have_torch=0
+    echo "PyTorch: not installed for $PY (apt install python3-torch): libdt alone"
+fi
+median() { sort -g | awk '{v[NR]=$1} END {print (NR%2) ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}'; }
+field() { sed -n "s/.*\"$1\": \([0-9.e+-]*\).*/\1/p"; }
+dt_fused=() dt_plain=() pt=()
+for r in $(seq "$ROUNDS"); do
+    j=$("$BUILD/bin/dttrain" $MODEL --json) || exit 1
+    dt_fused+=("$(echo "$j" | field step_ms_median)")
+    j=$("$BUILD/bin/dttrain" $MODEL --no-fuse --json) || exit 1
+    dt_plain+=("$(echo "$j" | field step_ms_median)")
+    if [ $have_torch = 1 ]; then
+        j=$($PY bench/compute_torch.py --batch 64 --steps "$STEPS" --lr 0.01) || exit 1
+        pt+=("$(echo "$j" | field step_ms_median)")
+    fi
+    echo "round $r: libdt fused ${dt_fused[-1]} ms, libdt unfused ${dt_plain[-1]} ms${pt:+, pytorch ${pt[-1]} ms}"
+done
+f=$(printf '%s\n' "${dt_fused[@]}" | median)
+p=$(printf '%s\n' "${dt_plain[@]}" | median)
+printf "%-28s %10s %12s\n" "step (median ms)" "ms" "samples/s"
+printf "%-28s %10.3f %12.0f\n" "libdt (SGD fused in GEMM)" "$f" "$(echo "64000 / $f" | bc -l)"
+printf "%-28s %10.3f %12.0f\n" "libdt (grads, then SGD)" "$p" "$(echo "64000 / $p" | bc -l)"
+if [ $have_torch = 1 ]; then
+    t=$(printf '%s\n' "${pt[@]}" | median)
+    printf "%-28s %10.3f %12.0f\n" "pytorch" "$t" "$(echo "64000 / $t" | bc -l)"
+    printf "libdt / pytorch: fused %.3f, unfused %.3f (target <= 0.85)\n" \
+        "$(echo "$f / $t" | bc -l)" "$(echo "$p / $t" | bc -l)"
+fi
