@@ -3,6 +3,7 @@
 #ifndef LAB_SETUP_H
 #define LAB_SETUP_H
 
+#include "dt/comm.h"
 #include "dt/core.h"
 
 /* Task (a): the alpha-beta model of a link (chapter 00, section 5).
@@ -24,5 +25,20 @@ dt_result lab_cost_ring_allreduce(double alpha, double beta, double nbytes, int 
 
 /* The bytes each rank sends in that ring allreduce: 2 (K-1) / K * nbytes. */
 dt_result lab_ring_bytes_per_rank(double nbytes, int nranks, double *bytes);
+
+/* Task (b): what one rank of a job reports (chapter 00, section 8). */
+typedef struct {
+    int rank;                 /* this rank, 0 .. size-1 */
+    int size;                 /* the number of ranks of the job */
+    int value;                /* (rank + 1)^2 */
+    int sum;                  /* the sum of value over every rank */
+    uint64_t allreduce_calls; /* allreduce calls this rank made on world */
+    uint64_t bytes_sent;      /* bytes this rank sent on world */
+} lab_rank_report;
+
+/* Runs on every rank: fills *out as above, with one allreduce for the sum
+ * and the communicator's statistics for the last two fields. NULL world or
+ * out: DT_ERR_INVALID_ARG. */
+dt_result lab_rank_report_fill(dt_comm *world, lab_rank_report *out);
 
 #endif /* LAB_SETUP_H */

@@ -2,7 +2,9 @@
  *
  * Prints, for K ranks (default 4), the alpha-beta cost of sending a message
  * and of a ring allreduce for message sizes from 1 KB to 1 GB on two links,
- * with your functions of cost.c. */
+ * with your functions of cost.c (task a). Then starts a job of K ranks, on
+ * which every rank fills its report with your lab_rank_report_fill of
+ * ranks.c (task b) and prints it. */
 #include "setup.h"
 
 #include <stdio.h>
@@ -16,13 +18,8 @@ static const struct {
     {"eth10", 30e-6, 1.25e9},
 };
 
-int main(int argc, char **argv)
+static int print_costs(int nranks)
 {
-    int nranks = argc > 1 ? atoi(argv[1]) : 4;
-    if (nranks < 1 || nranks > 1024) {
-        fprintf(stderr, "usage: %s [ranks 1..1024]\n", argv[0]);
-        return 2;
-    }
     printf("alpha-beta model, K = %d ranks (times in microseconds)\n", nranks);
     printf("%-8s %12s %12s %14s %14s\n", "link", "bytes", "send", "ring allreduce",
            "bytes/rank");
@@ -35,7 +32,7 @@ int main(int argc, char **argv)
             if (r == DT_OK)
                 r = lab_ring_bytes_per_rank(n, nranks, &sent);
             if (r != DT_OK) {
-                fprintf(stderr, "cost model: %s %s\n", dt_strerror(r), dt_last_error());
+                printf("cost model: %s %s\n", dt_strerror(r), dt_last_error());
                 return 1;
             }
             printf("%-8s %12.0f %12.2f %14.2f %14.0f\n", links[l].name, n, t_send * 1e6,
@@ -43,4 +40,38 @@ int main(int argc, char **argv)
         }
     }
     return 0;
+}
+
+/* Each rank: fill the report, then say it (dt_log prefixes "[rank R]"). */
+static dt_result report(dt_comm *world, void *arg)
+{
+    (void)arg;
+    lab_rank_report rep;
+    DT_CHECK(lab_rank_report_fill(world, &rep));
+    dt_log("rank %d of %d: value %d, sum %d; %llu allreduce, %llu bytes sent", rep.rank,
+           rep.size, rep.value, rep.sum, (unsigned long long)rep.allreduce_calls,
+           (unsigned long long)rep.bytes_sent);
+    return DT_OK;
+}
+
+int main(int argc, char **argv)
+{
+    int nranks = argc > 1 ? atoi(argv[1]) : 4;
+    if (nranks < 1 || nranks > 1024) {
+        fprintf(stderr, "usage: %s [ranks 1..1024]\n", argv[0]);
+        return 2;
+    }
+    int bad = print_costs(nranks);
+
+    printf("\na job of %d ranks (backend: DT_BACKEND, default thread)\n", nranks);
+    fflush(stdout);
+    dt_launch_opts o;
+    dt_launch_opts_init(&o);
+    o.nranks = nranks;
+    dt_result r = dt_launch(&o, report, NULL);
+    if (r != DT_OK) {
+        printf("ranks: %s %s\n", dt_strerror(r), dt_last_error());
+        bad = 1;
+    }
+    return bad;
 }
