@@ -1,0 +1,49 @@
+/* hogwild.c - lab 04, task 5: Hogwild! (chapter 04, section 7).
+ *
+ * The shared parameters are words that several threads read and write at
+ * the same time without a lock. In C11 that is only defined behaviour when
+ * the words are atomic objects: a plain float written by one thread while
+ * another reads it is a data race (undefined behaviour, and ThreadSanitizer
+ * reports it). Relaxed atomic loads and stores cost the same as plain ones
+ * on x86 and ARM (an ordinary mov / ldr / str), order nothing, and still
+ * let updates be lost between a load and the store that follows it: the
+ * algorithm is exactly Hogwild!'s, with its races made explicit. */
+#include "async.h"
+
+dt_result lab_hogwild_read(float *dst, const _Atomic float *src, size_t n)
+{
+    /* BEGIN STUDENT CODE */
+    /* dst[i] = atomic_load_explicit(&src[i], memory_order_relaxed) */
+    (void)dst, (void)src, (void)n;
+    return DT_ERR_NOT_IMPLEMENTED;
+    /* END STUDENT CODE */
+}
+
+dt_result lab_hogwild_apply(_Atomic float *params, const float *grad, size_t n, float lr)
+{
+    /* BEGIN STUDENT CODE */
+    /* load (relaxed), subtract lr * grad[i], store (relaxed): no lock */
+    (void)params, (void)grad, (void)n, (void)lr;
+    return DT_ERR_NOT_IMPLEMENTED;
+    /* END STUDENT CODE */
+}
+
+dt_result lab_hogwild_worker(dt_comm *comm, const lab_hogwild_config *cfg,
+                             lab_hogwild_result *res)
+{
+    lab_trainer t;
+    DT_CHECK(lab_trainer_init(&t, cfg->train, cfg->batch, cfg->seed));
+    const int w = dt_comm_rank(comm);
+    const size_t n = t.model.num_params;
+    dt_result r;
+    /* BEGIN STUDENT CODE */
+    /* dt_win_allocate(comm, n * sizeof(float), ...); rank 0 stores
+     * t.model.params into it; dt_barrier; cfg->steps times read, gradient
+     * of batch (w, step), apply, res->steps[w]++; dt_barrier; rank 0 reads
+     * the result into res->params; dt_win_free. */
+    (void)w, (void)n, (void)res;
+    r = DT_ERR_NOT_IMPLEMENTED;
+    /* END STUDENT CODE */
+    lab_trainer_free(&t);
+    return r;
+}

@@ -1,0 +1,66 @@
+/* test_hogwild.c - lab 04, task 5: Hogwild! on the thread backend. */
+#include "ref.h"
+
+TEST(hogwild_read_apply_exact, 2)
+{
+    _Atomic float p[4];
+    const float init[4] = {1, 2, 3, 4}, g[4] = {2, 4, -2, 0};
+    float out[4] = {0};
+    for (int i = 0; i < 4; i++)
+        atomic_init(&p[i], init[i]);
+    EXPECT_OK(lab_hogwild_read(out, p, 4));
+    for (int i = 0; i < 4; i++)
+        EXPECT(out[i] == init[i], "read[%d] = %g, expected %g", i, out[i], init[i]);
+    /* p - 0.5 g = {0, 0, 4, 4} */
+    const float want[4] = {0, 0, 4, 4};
+    EXPECT_OK(lab_hogwild_apply(p, g, 4, 0.5f));
+    EXPECT_OK(lab_hogwild_read(out, p, 4));
+    for (int i = 0; i < 4; i++)
+        EXPECT(out[i] == want[i], "after apply: p[%d] = %g, expected %g", i, out[i], want[i]);
+    /* n = 0 touches nothing */
+    EXPECT_OK(lab_hogwild_apply(p, g, 0, 100.0f));
+    EXPECT_OK(lab_hogwild_read(out, p, 4));
+    EXPECT(out[0] == 0 && out[2] == 4, "apply of 0 words changed the parameters");
+    EXPECT_ERR(lab_hogwild_apply(NULL, g, 4, 0.5f), DT_ERR_INVALID_ARG);
+    EXPECT_ERR(lab_hogwild_read(NULL, p, 4), DT_ERR_INVALID_ARG);
+}
+
+TEST_T(hogwild_one_worker_equals_serial_sgd, 3, 20)
+{
+    ref_data();
+    lab_hogwild_config cfg = {40, 16, 0.1f, 0, 1, &ref_train};
+    float *want = ref_serial_sgd(cfg.steps, cfg.batch, cfg.lr, cfg.seed);
+    dt_launch_opts o = ref_opts(1);
+    lab_hogwild_result res;
+    EXPECT_OK(lab_hogwild_launch(&o, &cfg, &res));
+    EXPECT(res.steps[0] == cfg.steps, "the worker applied %d updates, expected %d",
+           res.steps[0], cfg.steps);
+    for (size_t i = 0; i < res.num_params; i++)
+        EXPECT(res.params[i] == want[i], "params[%zu] = %.9g, serial SGD gives %.9g", i,
+               res.params[i], want[i]);
+    lab_hogwild_result_free(&res);
+    free(want);
+}
+
+/* 3 workers x 100 steps reach 90%; one worker's 100 steps alone reach
+ * about 78%: the shared vector must carry every worker's updates. */
+TEST_T(hogwild_trains_digits, 3, 30)
+{
+    ref_data();
+    const int K = 3;
+    lab_hogwild_config cfg = {100, 16, 0.1f, 0, 1, &ref_train};
+    dt_launch_opts o = ref_opts(K);
+    lab_hogwild_result res;
+    EXPECT_OK(lab_hogwild_launch(&o, &cfg, &res));
+    for (int w = 0; w < K; w++) {
+        EXPECT(res.steps[w] == cfg.steps, "worker %d applied %d updates, expected %d", w,
+               res.steps[w], cfg.steps);
+        EXPECT(res.messages[w] == 0, "worker %d made %llu communication calls besides "
+               "barriers: Hogwild! shares memory instead", w,
+               (unsigned long long)res.messages[w]);
+    }
+    float acc = ref_accuracy(res.params, res.num_params);
+    EXPECT(acc >= 0.90f, "test accuracy %.4f after %d x %d Hogwild! steps, expected >= 0.90",
+           acc, K, cfg.steps);
+    lab_hogwild_result_free(&res);
+}

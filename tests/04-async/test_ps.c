@@ -1,0 +1,234 @@
+/* test_ps.c - lab 04, tasks 1 to 4: the parameter server.
+ * References are computed here by plain serial SGD (ref.h); staleness is
+ * checked against what the protocol allows, never against the code under
+ * test. */
+#include "ref.h"
+
+/* ---------------------------------------------------------------- task 1 */
+
+TEST(shard_range_examples, 2)
+{
+    size_t off = 99, cnt = 99;
+    /* 10 over 3: 4 + 3 + 3 */
+    const size_t want_off[3] = {0, 4, 7}, want_cnt[3] = {4, 3, 3};
+    for (int p = 0; p < 3; p++) {
+        EXPECT_OK(lab_shard_range(10, 3, p, &off, &cnt));
+        EXPECT(off == want_off[p] && cnt == want_cnt[p],
+               "10 over 3, part %d: offset %zu count %zu, expected %zu %zu", p, off, cnt,
+               want_off[p], want_cnt[p]);
+    }
+    /* the lab's model over 4 servers: 2410 = 603 + 603 + 602 + 602 */
+    EXPECT_OK(lab_shard_range(2410, 4, 3, &off, &cnt));
+    EXPECT(off == 1808 && cnt == 602, "2410 over 4, part 3: %zu %zu, expected 1808 602", off,
+           cnt);
+    EXPECT_OK(lab_shard_range(7, 1, 0, &off, &cnt));
+    EXPECT(off == 0 && cnt == 7, "7 over 1: %zu %zu, expected 0 7", off, cnt);
+    EXPECT_OK(lab_shard_range(5, 5, 4, &off, &cnt));
+    EXPECT(off == 4 && cnt == 1, "5 over 5, part 4: %zu %zu, expected 4 1", off, cnt);
+    /* bad arguments leave nothing half done */
+    EXPECT_ERR(lab_shard_range(10, 0, 0, &off, &cnt), DT_ERR_INVALID_ARG);
+    EXPECT_ERR(lab_shard_range(10, 3, 3, &off, &cnt), DT_ERR_INVALID_ARG);
+    EXPECT_ERR(lab_shard_range(10, 3, -1, &off, &cnt), DT_ERR_INVALID_ARG);
+    EXPECT_ERR(lab_shard_range(2, 3, 0, &off, &cnt), DT_ERR_INVALID_ARG);
+    EXPECT_ERR(lab_shard_range(10, 3, 0, NULL, &cnt), DT_ERR_INVALID_ARG);
+}
+
+/* ---------------------------------------------------------------- task 4 */
+
+static int admit(const lab_server *s, int w)
+{
+    int a = -1;
+    EXPECT_OK(lab_ps_admit(s, w, &a));
+    EXPECT(a == 0 || a == 1, "lab_ps_admit set %d, expected 0 or 1", a);
+    return a;
+}
+
+TEST(admit_rule, 3)
+{
+    lab_ps_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    lab_server s;
+    memset(&s, 0, sizeof s);
+    s.cfg = &cfg;
+    s.workers = 4;
+    s.version = 5;
+
+    /* synchronous: worker 2 has pushed its round-5 gradient, worker 1 not */
+    cfg.sync = 1;
+    s.pushes[1] = 5, s.pushes[2] = 6;
+    EXPECT(admit(&s, 1) == 1, "sync, V 5, worker pushed 5: must be answered");
+    EXPECT(admit(&s, 2) == 0, "sync, V 5, worker pushed 6 (this round's is in): must wait");
+    cfg.sync = 0;
+    s.pushes[1] = s.pushes[2] = 0;
+
+    /* no bound: always */
+    cfg.bound = -1;
+    s.in_flight[0] = 1, s.pulled_version[0] = 0;
+    EXPECT(admit(&s, 1) == 1, "no bound: must be answered");
+
+    /* bound 2. In flight: worker 0 at version 0, V = 5: (5 - 0) + 1 > 2 */
+    cfg.bound = 2;
+    EXPECT(admit(&s, 1) == 0, "bound 2, V 5, one in flight from version 0: must wait");
+    /* nobody in flight: 0 + 0 <= 2 */
+    s.in_flight[0] = 0;
+    EXPECT(admit(&s, 1) == 1, "bound 2, nobody in flight: must be answered");
+    /* one in flight from version 5: 0 + 1 <= 2 */
+    s.in_flight[0] = 1, s.pulled_version[0] = 5;
+    EXPECT(admit(&s, 1) == 1, "bound 2, one in flight from V: must be answered");
+    /* two in flight, from 4 and 5: (5 - 4) + 2 = 3 > 2 ... */
+    s.in_flight[3] = 1, s.pulled_version[3] = 4;
+    EXPECT(admit(&s, 1) == 0, "bound 2, in flight from 5 and 4: must wait");
+    /* ... but <= 3 */
+    cfg.bound = 3;
+    EXPECT(admit(&s, 1) == 1, "bound 3, in flight from 5 and 4: must be answered");
+    /* two in flight, both from 5: 0 + 2 <= 2 */
+    cfg.bound = 2;
+    s.pulled_version[3] = 5;
+    EXPECT(admit(&s, 1) == 1, "bound 2, two in flight from V: must be answered");
+    /* bound 0: only when nobody is in flight */
+    cfg.bound = 0;
+    EXPECT(admit(&s, 1) == 0, "bound 0, two in flight: must wait");
+    s.in_flight[0] = s.in_flight[3] = 0;
+    EXPECT(admit(&s, 1) == 1, "bound 0, nobody in flight: must be answered");
+}
+
+/* ---------------------------------------------------------------- tasks 2 and 3 */
+
+/* With one worker nothing is ever stale: the run is serial SGD, bit for bit,
+ * however the vector is sharded. */
+TEST_T(ps_one_worker_equals_serial_sgd, 3, 20)
+{
+    ref_data();
+    const int G = 40;
+    lab_ps_config cfg = lab_ps_defaults(&ref_train);
+    cfg.updates = G;
+    float *want = ref_serial_sgd(G, cfg.batch, cfg.lr, cfg.seed);
+    for (int S = 1; S <= 3; S++) {
+        cfg.servers = S;
+        dt_launch_opts o = ref_opts(S + 1);
+        lab_ps_result res = {0};
+        EXPECT_OK(lab_ps_launch(&o, &cfg, &res));
+        EXPECT(res.pushed[0] == G, "%d servers: the worker pushed %d gradients, expected %d",
+               S, res.pushed[0], G);
+        double mean = ref_check_staleness(&res, G, 0);
+        EXPECT(mean == 0, "one worker: staleness must be 0");
+        for (size_t i = 0; i < res.num_params; i++)
+            EXPECT(res.params[i] == want[i], "%d servers: params[%zu] = %.9g, serial SGD "
+                   "gives %.9g", S, i, res.params[i], want[i]);
+        lab_ps_result_free(&res);
+    }
+    free(want);
+}
+
+TEST_T(ps_async_trains_digits, 3, 30)
+{
+    ref_data();
+    const int G = 400, K = 3, S = 2;
+    lab_ps_config cfg = lab_ps_defaults(&ref_train);
+    cfg.servers = S, cfg.updates = G;
+    dt_launch_opts o = ref_opts(S + K);
+    lab_ps_result res = {0};
+    EXPECT_OK(lab_ps_launch(&o, &cfg, &res));
+    ref_check_staleness(&res, G, -1);
+    int total = 0;
+    for (int w = 0; w < K; w++)
+        total += res.pushed[w];
+    EXPECT(total == G, "workers pushed %d gradients in all, expected %d (one per update)",
+           total, G);
+    float acc = ref_accuracy(res.params, res.num_params);
+    EXPECT(acc >= 0.90f, "test accuracy %.4f after %d asynchronous updates, expected >= 0.90",
+           acc, G);
+    lab_ps_result_free(&res);
+}
+
+/* Three workers that each take 2 ms of modeled (and slept) compute overlap:
+ * a gradient usually lands after the other two workers' ones. */
+TEST_T(ps_staleness_recorded, 2, 30)
+{
+    ref_data();
+    const int G = 60, K = 3;
+    lab_ps_config cfg = lab_ps_defaults(&ref_train);
+    cfg.updates = G, cfg.compute_s = 2e-3;
+    dt_launch_opts o = ref_opts(1 + K);
+    lab_ps_result res = {0};
+    EXPECT_OK(lab_ps_launch(&o, &cfg, &res));
+    double mean = ref_check_staleness(&res, G, -1);
+    EXPECT(mean >= 0.8, "mean staleness %.3f with 3 overlapping workers, expected about 2 "
+           "(at least 0.8)", mean);
+    lab_ps_result_free(&res);
+}
+
+TEST_T(ps_bounded_staleness, 3, 30)
+{
+    ref_data();
+    const int G = 60, K = 3, S = 2;
+    for (int b = 0; b <= 1; b++) {
+        lab_ps_config cfg = lab_ps_defaults(&ref_train);
+        cfg.servers = S, cfg.updates = G, cfg.compute_s = 1e-3, cfg.bound = b;
+        dt_launch_opts o = ref_opts(S + K);
+        lab_ps_result res = {0};
+        EXPECT_OK(lab_ps_launch(&o, &cfg, &res));
+        double mean = ref_check_staleness(&res, G, b);
+        /* bound 1 lets two workers overlap: some gradients land 1 late */
+        EXPECT(b == 0 || mean > 0, "bound %d: every staleness is 0; the bound allows %d and "
+               "overlapping workers reach it", b, b);
+        lab_ps_result_free(&res);
+    }
+}
+
+TEST_T(ps_sync_equals_large_batch, 3, 20)
+{
+    ref_data();
+    const int K = 3, S = 2, rounds = 10;
+    lab_ps_config cfg = lab_ps_defaults(&ref_train);
+    cfg.servers = S, cfg.sync = 1, cfg.updates = rounds * K;
+    float *want = ref_sync_sgd(rounds, K, cfg.batch, cfg.lr, cfg.seed);
+    dt_launch_opts o = ref_opts(S + K);
+    lab_ps_result res = {0};
+    EXPECT_OK(lab_ps_launch(&o, &cfg, &res));
+    for (int w = 0; w < K; w++)
+        EXPECT(res.pushed[w] == rounds, "synchronous: worker %d pushed %d gradients, "
+               "expected %d (one per round)", w, res.pushed[w], rounds);
+    double mean = ref_check_staleness(&res, rounds * K, 0);
+    EXPECT(mean == 0, "synchronous rounds are never stale");
+    double d = ref_max_diff(res.params, want, res.num_params);
+    EXPECT(d <= 2e-5, "synchronous run differs from SGD on the %d workers' mean gradient by "
+           "%.3g (at most 2e-5)", K, d);
+    lab_ps_result_free(&res);
+    free(want);
+}
+
+static double job_time(const lab_ps_result *res)
+{
+    double t = 0;
+    for (int r = 0; r < res->servers + res->workers; r++)
+        if (res->clock[r] > t)
+            t = res->clock[r];
+    return t;
+}
+
+/* Worker 0 (rank 1) is a straggler: each message it sends is 20 ms late.
+ * The synchronous run waits for it every round; the asynchronous one goes
+ * on with the others. */
+TEST_T(ps_async_beats_sync_with_straggler, 3, 30)
+{
+    ref_data();
+    const int K = 3, G = 30;
+    double t[2];
+    for (int sync = 0; sync <= 1; sync++) {
+        lab_ps_config cfg = lab_ps_defaults(&ref_train);
+        cfg.updates = G, cfg.sync = sync, cfg.compute_s = 1e-3;
+        dt_launch_opts o = ref_opts(1 + K);
+        o.fault = "delay:rank=1:ms=20";
+        lab_ps_result res = {0};
+        EXPECT_OK(lab_ps_launch(&o, &cfg, &res));
+        ref_check_staleness(&res, G, sync ? 0 : -1);
+        t[sync] = job_time(&res);
+        lab_ps_result_free(&res);
+    }
+    /* 10 rounds, each waiting for at least two late messages of the straggler */
+    EXPECT(t[1] >= 10 * 2 * 0.020, "synchronous run took %.3f modeled s, expected at least "
+           "0.4 (10 rounds behind the straggler)", t[1]);
+    EXPECT(t[0] < 0.5 * t[1], "asynchronous run took %.3f modeled s, synchronous %.3f: "
+           "expected less than half", t[0], t[1]);
+}
