@@ -153,8 +153,12 @@ static dt_result run_rank(dt_comm *world, void *arg)
                        (unsigned long long)all[q].polls, (unsigned long long)all[q].yields,
                        (unsigned long long)all[q].sleeps, all[q].early);
         } else if (!a->quiet) {
-            printf("\n%s: %d ranks, root %d, %zu f32 (%zu bytes)\n", kind_name[a->kind], n,
-                   a->root, a->count, a->count * sizeof(float));
+            if (a->kind == RUN_RING)
+                printf("\n%s: %d ranks, %zu f32 (%zu bytes)\n", kind_name[a->kind], n,
+                       a->count, a->count * sizeof(float));
+            else
+                printf("\n%s: %d ranks, root %d, %zu f32 (%zu bytes)\n", kind_name[a->kind],
+                       n, a->root, a->count, a->count * sizeof(float));
             printf("%6s %10s %10s %12s %12s %12s %14s\n", "rank", "msgs sent", "msgs recv",
                    "bytes sent", "bytes recv", "collectives", "clock (us)");
             uint64_t total = 0;
