@@ -277,3 +277,29 @@ TEST_T(overlap_hides_communication, 4, 20)
                t_bwd * 1e6, t_comm * 1e6);
     }
 }
+
+/* ------------------------------------------------------------ the proc backend */
+
+/* Ranks as processes: each checks itself (ddp_check_rank), since what a
+ * forked rank writes does not come back. A library built without the proc
+ * backend runs the same checks on threads. */
+static dt_result launch_proc(int K, const ddp_run *run)
+{
+    dt_result r = ddp_launch(K, DT_BACKEND_PROC, run);
+    if (r == DT_ERR_UNSUPPORTED) {
+        dt_log("the proc backend is not available (%s): threads instead", dt_last_error());
+        r = ddp_launch(K, DT_BACKEND_THREAD, run);
+    }
+    return r;
+}
+
+TEST_T(ddp_on_proc_backend, 3, 30)
+{
+    ddp_run run = {"mlp:12,16,8,4", LAB_DDP_FLAT, LAB_DDP_BUCKET_BYTES, 6, 1, 3, 1e-5};
+    EXPECT_OK(launch_proc(2, &run));
+    run.mode = LAB_DDP_OVERLAP;
+    run.bucket_bytes = 1;
+    run.micro_steps = 2;
+    run.micro_B = 3;
+    EXPECT_OK(launch_proc(4, &run));
+}
