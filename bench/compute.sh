@@ -1,7 +1,9 @@
 #!/bin/bash
 # compute.sh - libdt's compute layers against their references, one thread:
 #   1. sgemm GFLOP/s, n = 256..2048: dt_sgemm vs calling cblas_sgemm directly
-#   2. one training step of the MLP 784-1024-1024-10 (ReLU, softmax
+#   2. libdt's loss and gradients against PyTorch's on the same weights and
+#      batch (bench/compute_verify.py; relative error < 1e-5)
+#   3. one training step of the MLP 784-1024-1024-10 (ReLU, softmax
 #      cross-entropy, plain SGD, batch 64, float32): libdt (build/bin/dttrain)
 #      vs PyTorch (Debian's python3-torch under /usr/bin/python3), run in
 #      turns in the same session, medians of the per-run medians.
@@ -29,14 +31,23 @@ cc -std=c11 -O2 -D_GNU_SOURCE -pthread -Ilib/include $CFLAGS_BLAS bench/compute_
 echo "-- sgemm, one thread (median of turns; ratio target >= 0.95)"
 "$SGEMM" || { echo "sgemm: results differ"; exit 1; }
 
-echo
-echo "-- MLP 784-1024-1024-10, batch 64, SGD, one thread: $ROUNDS rounds of $STEPS steps"
-MODEL="--model mlp:784,1024,1024,10 --data synthetic --batch 64 --steps $STEPS --lr 0.01 --momentum 0 --threads 1"
 have_torch=1
 if ! $PY -c 'import torch' 2>/dev/null; then
     have_torch=0
+    echo
     echo "PyTorch: not installed for $PY (apt install python3-torch): libdt alone"
 fi
+if [ $have_torch = 1 ]; then
+    echo
+    echo "-- same weights and batch in libdt and PyTorch: loss and gradients"
+    DUMP="$BUILD/bench/mlp_step.bin"
+    "$BUILD/bin/dttrain" --model mlp:784,1024,1024,10 --data synthetic --batch 64 --dump "$DUMP" &&
+        $PY bench/compute_verify.py "$DUMP" || { echo "verify: libdt and PyTorch differ"; exit 1; }
+fi
+
+echo
+echo "-- MLP 784-1024-1024-10, batch 64, SGD, one thread: $ROUNDS rounds of $STEPS steps"
+MODEL="--model mlp:784,1024,1024,10 --data synthetic --batch 64 --steps $STEPS --lr 0.01 --momentum 0 --threads 1"
 median() { sort -g | awk '{v[NR]=$1} END {print (NR%2) ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}'; }
 field() { sed -n "s/.*\"$1\": \([0-9.e+-]*\).*/\1/p"; }
 dt_fused=() dt_plain=() pt=()

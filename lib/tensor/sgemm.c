@@ -27,7 +27,7 @@
 #include <cblas.h>
 #endif
 
-enum { MR = 4, NR = 8, MC = 64, KC = 256, NC = 256 };
+enum { MR = 4, NR = 8, MC = 64, KC = 256, NC = 256 }; /* micro_kernel assumes MR = 4 */
 
 /* ---------------------------------------------------------------- threads */
 
@@ -134,17 +134,30 @@ static void pack_b(float *restrict Bp, dt_trans tb, const float *B, size_t ldb, 
     }
 }
 
-/* acc[MR][NR] = sum over k of a[k][r] * b[k][c]; fixed trip counts let the
- * compiler keep acc in vector registers. */
+/* acc[MR][NR] = sum over k of a[k][r] * b[k][c]. A row of the tile is one
+ * 8-float vector (GCC and Clang vector extension; the compiler splits it
+ * into what the target has, e.g. two SSE registers), so the tile stays in
+ * registers and each step is MR broadcast multiply-adds. */
+typedef float vec8 __attribute__((vector_size(NR * sizeof(float))));
+
 static void micro_kernel(size_t kc, const float *restrict a, const float *restrict b,
                          float acc[MR][NR])
 {
-    float t[MR][NR] = {{0}};
-    for (size_t k = 0; k < kc; k++)
-        for (int r = 0; r < MR; r++)
-            for (int c = 0; c < NR; c++)
-                t[r][c] += a[k * MR + r] * b[k * NR + c];
-    memcpy(acc, t, sizeof t);
+    /* four named accumulators (MR = 4): an indexed array would live on the stack */
+    vec8 t0 = {0}, t1 = {0}, t2 = {0}, t3 = {0};
+    for (size_t k = 0; k < kc; k++) {
+        vec8 bk;
+        memcpy(&bk, b + k * NR, sizeof bk); /* the panel is not vector-aligned */
+        const float *ak = a + k * MR;
+        t0 += ak[0] * bk;
+        t1 += ak[1] * bk;
+        t2 += ak[2] * bk;
+        t3 += ak[3] * bk;
+    }
+    memcpy(acc[0], &t0, sizeof t0);
+    memcpy(acc[1], &t1, sizeof t1);
+    memcpy(acc[2], &t2, sizeof t2);
+    memcpy(acc[3], &t3, sizeof t3);
 }
 
 static void scale_c(float *C, size_t ldc, size_t M, size_t N, float beta)
