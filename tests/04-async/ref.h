@@ -26,6 +26,7 @@ static inline dt_launch_opts ref_opts(int nranks)
     o.backend = DT_BACKEND_THREAD;
     o.net = "none";
     o.fault = "";
+    o.timeout_s = 10; /* a wrong protocol fails in 10 s, before the test's deadline */
     return o;
 }
 
