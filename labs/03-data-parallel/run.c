@@ -26,7 +26,7 @@
 
 #define MAX_RANKS 16
 #define FEATURES 64
-#define SPEC "deep:64,512,8,10" /* 10 layers, 2.4 M parameters (9.5 MB of gradients) */
+#define SPEC "deep:64,512,8,10" /* 10 layers, 2.14 M parameters (8.56 MB of gradients) */
 #define DEVICE_FLOPS 30e9       /* the modeled device: 30 GFLOP/s */
 
 typedef struct {
