@@ -43,11 +43,7 @@ void dt_arena_init(void *base, size_t size);
 void dt_arena_init(void *base, size_t size)
 {
     dt_arena *a = (dt_arena *)((char *)base + ARENA_OFFSET);
-    pthread_mutexattr_t at;
-    pthread_mutexattr_init(&at);
-    pthread_mutexattr_setpshared(&at, PTHREAD_PROCESS_SHARED);
-    pthread_mutex_init(&a->lock, &at);
-    pthread_mutexattr_destroy(&at);
+    dt_shared_mutex_init(&a->lock);
     a->size = size;
     a->top = (ARENA_OFFSET + sizeof(dt_arena) + 63) / 64 * 64;
     for (int i = 0; i < ARENA_CLASSES; i++)
@@ -63,7 +59,7 @@ void *dt_arena_alloc(void *base, size_t bytes)
     if (cls >= ARENA_CLASSES)
         return NULL;
     size_t span = (size_t)64 << cls;
-    pthread_mutex_lock(&a->lock);
+    dt_shared_lock(&a->lock);
     dt_blk *b = a->free_list[cls];
     if (b) {
         a->free_list[cls] = b->next;
@@ -90,7 +86,7 @@ void dt_arena_free(void *base, void *p)
     if (b->magic != BLK_MAGIC)
         return; /* not ours: leave it rather than corrupt the lists */
     b->magic = 0;
-    pthread_mutex_lock(&a->lock);
+    dt_shared_lock(&a->lock);
     b->next = a->free_list[b->cls];
     a->free_list[b->cls] = b;
     pthread_mutex_unlock(&a->lock);

@@ -30,12 +30,8 @@ dt_comm_shared *dt_comm_shared_new(dt_job *job, int size, const int *world)
     sh->id = atomic_fetch_add(&job->next_comm_id, 1);
     atomic_init(&sh->refs, size);
     memcpy(sh->world, world, sizeof(int) * (size_t)size);
-    pthread_mutexattr_t at;
-    pthread_mutexattr_init(&at);
-    pthread_mutexattr_setpshared(&at, PTHREAD_PROCESS_SHARED);
     for (int i = 0; i < size; i++)
-        pthread_mutex_init(&sh->port[i].lock, &at);
-    pthread_mutexattr_destroy(&at);
+        dt_shared_mutex_init(&sh->port[i].lock);
     return sh;
 }
 

@@ -94,10 +94,16 @@ void *dt_arena_alloc(void *arena, size_t bytes);
 void dt_arena_free(void *arena, void *p);
 
 void dt_bell_ring(dt_bell *b);
-/* Copies between this process and another rank's memory (process_vm_* when
- * pid is another process, memcpy otherwise). */
-dt_result dt_copy_from(int pid, void *dst, const void *src, size_t n);
-dt_result dt_copy_to(int pid, void *dst, const void *src, size_t n);
+/* Copies between this process (self) and another rank's memory
+ * (process_vm_* when pid is another process; memcpy when pid is self, or
+ * 0 for memory in the shared arena). */
+dt_result dt_copy_from(int pid, int self, void *dst, const void *src, size_t n);
+dt_result dt_copy_to(int pid, int self, void *dst, const void *src, size_t n);
+
+/* Mutexes in shared memory: process-shared and robust, so that a process
+ * killed while holding one does not block the others forever. */
+void dt_shared_mutex_init(pthread_mutex_t *m);
+void dt_shared_lock(pthread_mutex_t *m);
 
 /* ---------------------------------------------------------------- transport */
 
@@ -178,6 +184,7 @@ typedef struct dt_fault {
 typedef struct dt_rank_ctx {
     dt_job *job;
     int world_rank;
+    int pid;               /* of the rank's process */
     double clock;          /* modeled seconds; lane 0 only */
     double compute_t0;     /* wall start of a compute region, < 0 outside */
     double stream_clock;   /* end of the async timeline; lane 1 only */

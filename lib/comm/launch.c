@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* ---------------------------------------------------------------- options */
 
@@ -102,6 +103,7 @@ void dt_rank_ctx_init(dt_rank_ctx *rc, dt_job *job, int rank, const dt_resolved 
     memset(rc, 0, sizeof *rc);
     rc->job = job;
     rc->world_rank = rank;
+    rc->pid = (int)getpid();
     rc->compute_t0 = -1;
     rc->tracing = res->o.trace_path && res->o.trace_path[0];
     pthread_mutex_init(&rc->trace_lock, NULL);
@@ -131,6 +133,21 @@ void dt_rank_end(dt_job *job, int r, dt_result res, const char *msg)
     }
     atomic_store(&b->order, 1 + atomic_fetch_add(&job->fail_order, 1));
     atomic_store_explicit(&b->state, DT_RANK_FAILED, memory_order_release);
+    atomic_store_explicit(&job->failed, 1, memory_order_release);
+    for (int i = 0; i < job->nranks; i++)
+        dt_bell_ring(&job->board[i].bell);
+}
+
+void dt_rank_died(dt_job *job, int r, const char *msg)
+{
+    dt_board *b = &job->board[r];
+    int st = atomic_load(&b->state);
+    if (st == DT_RANK_FAILED || st == DT_RANK_DIED)
+        return;
+    snprintf(b->msg, sizeof b->msg, "%s", msg);
+    atomic_store(&b->result, (int)DT_ERR_PEER_DIED);
+    atomic_store(&b->order, 1 + atomic_fetch_add(&job->fail_order, 1));
+    atomic_store_explicit(&b->state, DT_RANK_DIED, memory_order_release);
     atomic_store_explicit(&job->failed, 1, memory_order_release);
     for (int i = 0; i < job->nranks; i++)
         dt_bell_ring(&job->board[i].bell);

@@ -16,6 +16,9 @@ dt_result dt_opts_resolve(const dt_launch_opts *in, dt_resolved *out);
 
 /* Fills a zeroed job (its board and world group in shared memory). */
 dt_result dt_job_init(dt_job *job, const dt_resolved *res, void *arena);
+/* The launcher saw rank r's process die (or exit badly): marks it dead,
+ * whatever its state, and wakes every rank. */
+void dt_rank_died(dt_job *job, int r, const char *msg);
 /* The first failure in time, as "rank R: message"; DT_OK when none. */
 dt_result dt_job_result(dt_job *job);
 

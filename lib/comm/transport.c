@@ -18,6 +18,7 @@
  */
 #include "comm_internal.h"
 
+#include <errno.h>
 #include <limits.h>
 #include <linux/futex.h>
 #include <math.h>
@@ -163,11 +164,29 @@ void dt_describe_job(dt_job *job, char *out, size_t n)
 
 /* ---------------------------------------------------------------- copies */
 
-dt_result dt_copy_from(int pid, void *dst, const void *src, size_t n)
+void dt_shared_mutex_init(pthread_mutex_t *m)
+{
+    pthread_mutexattr_t at;
+    pthread_mutexattr_init(&at);
+    pthread_mutexattr_setpshared(&at, PTHREAD_PROCESS_SHARED);
+    pthread_mutexattr_setrobust(&at, PTHREAD_MUTEX_ROBUST);
+    pthread_mutex_init(m, &at);
+    pthread_mutexattr_destroy(&at);
+}
+
+void dt_shared_lock(pthread_mutex_t *m)
+{
+    /* the owner died inside its (short) critical section: its lists may
+     * hold a half-posted message of a dead rank, which nobody will match */
+    if (pthread_mutex_lock(m) == EOWNERDEAD)
+        pthread_mutex_consistent(m);
+}
+
+dt_result dt_copy_from(int pid, int self, void *dst, const void *src, size_t n)
 {
     if (n == 0)
         return DT_OK;
-    if (pid == 0 || pid == getpid()) {
+    if (pid == 0 || pid == self) {
         memcpy(dst, src, n);
         return DT_OK;
     }
@@ -183,11 +202,11 @@ dt_result dt_copy_from(int pid, void *dst, const void *src, size_t n)
     return DT_OK;
 }
 
-dt_result dt_copy_to(int pid, void *dst, const void *src, size_t n)
+dt_result dt_copy_to(int pid, int self, void *dst, const void *src, size_t n)
 {
     if (n == 0)
         return DT_OK;
-    if (pid == 0 || pid == getpid()) {
+    if (pid == 0 || pid == self) {
         memcpy(dst, src, n);
         return DT_OK;
     }
@@ -308,7 +327,7 @@ dt_result dt_tp_isend(dt_op *op, int peer, const void *buf, size_t bytes, uint64
     m->tag = tag;
     m->bytes = bytes;
     m->stamp = op->t;
-    m->pid = getpid();
+    m->pid = eager ? 0 : c->rc->pid; /* eager data lies in shared memory */
     m->owner_world = c->rc->world_rank;
     m->eager = eager;
     m->port_rank = peer;
@@ -319,7 +338,7 @@ dt_result dt_tp_isend(dt_op *op, int peer, const void *buf, size_t bytes, uint64
     if (op->counted)
         dt_stats_msg(c, 1, bytes, 1);
 
-    pthread_mutex_lock(&port->lock);
+    dt_shared_lock(&port->lock);
     dt_msg *r = list_take(&port->recvs, &port->recvs_tail, c->rank, tag, 1);
     if (!r)
         list_append(&port->sends, &port->sends_tail, m);
@@ -338,7 +357,7 @@ dt_result dt_tp_isend(dt_op *op, int peer, const void *buf, size_t bytes, uint64
         res = dt_fail(DT_ERR_MISMATCH, "rank %d sends %zu bytes to rank %d, which receives %zu",
                       c->rank, bytes, peer, r->bytes);
     } else {
-        res = dt_copy_to(r->pid, r->buf, m->buf, bytes);
+        res = dt_copy_to(r->pid, c->rc->pid, r->buf, m->buf, bytes);
         finish(job, r, res == DT_OK ? DT_MSG_DONE : DT_MSG_ERROR);
     }
     dt_shm_free(job, m);
@@ -359,10 +378,10 @@ dt_result dt_tp_irecv(dt_op *op, int peer, void *buf, size_t bytes, uint64_t tag
     m->bytes = bytes;
     m->buf = buf;
     m->port_rank = c->rank;
-    m->pid = getpid();
+    m->pid = c->rc->pid;
     m->owner_world = c->rc->world_rank;
 
-    pthread_mutex_lock(&port->lock);
+    dt_shared_lock(&port->lock);
     dt_msg *s = list_take(&port->sends, &port->sends_tail, peer, tag, 0);
     if (!s)
         list_append(&port->recvs, &port->recvs_tail, m);
@@ -377,7 +396,7 @@ dt_result dt_tp_irecv(dt_op *op, int peer, void *buf, size_t bytes, uint64_t tag
     int state = DT_MSG_DONE;
     if (s->bytes != bytes)
         state = DT_MSG_ERROR;
-    else if (dt_copy_from(s->pid, buf, s->buf, bytes) != DT_OK)
+    else if (dt_copy_from(s->pid, c->rc->pid, buf, s->buf, bytes) != DT_OK)
         state = DT_MSG_ERROR;
     atomic_store_explicit(&m->state, state, memory_order_release);
     if (s->eager)
@@ -401,7 +420,7 @@ static int msg_done_cond(const void *arg) { return dt_tp_done(arg); }
 static void cancel(dt_op *op, dt_msg *m)
 {
     dt_port *port = &op->comm->sh->port[m->port_rank];
-    pthread_mutex_lock(&port->lock);
+    dt_shared_lock(&port->lock);
     int removed = m->dir == DT_MSG_SEND ? list_remove(&port->sends, &port->sends_tail, m)
                                         : list_remove(&port->recvs, &port->recvs_tail, m);
     pthread_mutex_unlock(&port->lock);

@@ -1,6 +1,6 @@
-/* test_comm_coll.c - every collective x N in {1,2,3,4,5,8} x algorithm x
- * counts {0, 1, N-1, N+1, 1037} x dtype x op, in and out of place, against
- * a serial reference on exact integer data (thread backend). */
+/* test_comm_coll.c - every collective x backend x N in {1,2,3,4,5,8} x
+ * algorithm x counts {0, 1, N-1, N+1, 1037} x dtype x op, in and out of
+ * place, against a serial reference on exact integer data. */
 #include "test_comm_util.h"
 
 typedef struct {
@@ -139,18 +139,22 @@ static dt_result sweep_rank(dt_comm *c, void *argp)
     return DT_OK;
 }
 
-static void sweep(dt_coll_kind kind)
+static void sweep_on(dt_coll_kind kind, dt_backend backend)
 {
     sweep_arg a = {kind};
     for (int ni = 0; ni < TC_LEN(tc_nranks); ni++)
         for (int ai = 0; ai < TC_LEN(tc_algos); ai++) {
             dt_launch_opts o = tc_opts(tc_nranks[ni], tc_algos[ai]);
+            o.backend = backend;
             o.debug = ai % 2; /* half the runs check signatures too */
             dt_result r = dt_launch(&o, sweep_rank, &a);
-            EXPECT(r == DT_OK, "%s on %d ranks, algo %s: %s: %s", dt_coll_name(kind),
-                   tc_nranks[ni], dt_algo_name(tc_algos[ai]), dt_strerror(r), dt_last_error());
+            EXPECT(r == DT_OK, "%s on %d ranks (%s), algo %s: %s: %s", dt_coll_name(kind),
+                   tc_nranks[ni], dt_backend_name(backend), dt_algo_name(tc_algos[ai]),
+                   dt_strerror(r), dt_last_error());
         }
 }
+
+static void sweep(dt_coll_kind kind) { sweep_on(kind, DT_BACKEND_THREAD); }
 
 TEST_T(comm_sweep_allreduce, 3, 120) { sweep(DT_COLL_ALLREDUCE); }
 TEST_T(comm_sweep_broadcast, 2, 120) { sweep(DT_COLL_BROADCAST); }
@@ -158,6 +162,17 @@ TEST_T(comm_sweep_reduce, 2, 120) { sweep(DT_COLL_REDUCE); }
 TEST_T(comm_sweep_allgather, 2, 120) { sweep(DT_COLL_ALLGATHER); }
 TEST_T(comm_sweep_reduce_scatter, 2, 120) { sweep(DT_COLL_REDUCE_SCATTER); }
 TEST_T(comm_sweep_alltoall, 2, 120) { sweep(DT_COLL_ALLTOALL); }
+
+/* The same sweeps with ranks as processes over shared memory. */
+TEST_T(comm_proc_sweep_allreduce, 3, 120) { sweep_on(DT_COLL_ALLREDUCE, DT_BACKEND_PROC); }
+TEST_T(comm_proc_sweep_broadcast, 2, 120) { sweep_on(DT_COLL_BROADCAST, DT_BACKEND_PROC); }
+TEST_T(comm_proc_sweep_reduce, 2, 120) { sweep_on(DT_COLL_REDUCE, DT_BACKEND_PROC); }
+TEST_T(comm_proc_sweep_allgather, 2, 120) { sweep_on(DT_COLL_ALLGATHER, DT_BACKEND_PROC); }
+TEST_T(comm_proc_sweep_reduce_scatter, 2, 120)
+{
+    sweep_on(DT_COLL_REDUCE_SCATTER, DT_BACKEND_PROC);
+}
+TEST_T(comm_proc_sweep_alltoall, 2, 120) { sweep_on(DT_COLL_ALLTOALL, DT_BACKEND_PROC); }
 
 /* One large case per algorithm: multi-chunk, multi-segment paths and the
  * shared-memory shortcut (auto, above its threshold). */
@@ -172,9 +187,11 @@ static dt_result large_rank(dt_comm *c, void *arg)
 
 TEST_T(comm_large_counts, 2, 120)
 {
-    for (int ai = 0; ai < TC_LEN(tc_algos); ai++) {
-        dt_launch_opts o = tc_opts(ai == 0 ? 4 : 3, tc_algos[ai]);
-        o.debug = 0;
-        EXPECT_OK(dt_launch(&o, large_rank, NULL));
-    }
+    for (int backend = 0; backend < 2; backend++)
+        for (int ai = 0; ai < TC_LEN(tc_algos); ai++) {
+            dt_launch_opts o = tc_opts(ai == 0 ? 4 : 3, tc_algos[ai]);
+            o.debug = 0;
+            o.backend = (dt_backend)backend;
+            EXPECT_OK(dt_launch(&o, large_rank, NULL));
+        }
 }

@@ -149,8 +149,19 @@ dt_result dt_launch(const dt_launch_opts *opts, dt_rank_fn fn, void *arg);
  * environment as in dt_launch_opts_init. */
 dt_result dt_init(dt_comm **world);
 
-/* Leaves the job joined by dt_init and frees world. Collective. */
+/* Leaves the job joined by dt_init and frees world (and every communicator
+ * split from it). Call it before the program exits. */
 dt_result dt_finalize(dt_comm *world);
+
+/* tools/dtrun's engine: starts opts->nranks processes of the program argv
+ * (argv[0] searched in PATH), each with RANK, LOCAL_RANK, WORLD_SIZE,
+ * LOCAL_WORLD_SIZE and DT_SHM in its environment, and waits for all of them.
+ * *exit_code (may be NULL) gets the first non-zero exit status in time, or
+ * 128 + the signal of a rank that was killed; 0 when all exited 0. Returns
+ * DT_OK when every rank exited 0, else the first failure, e.g.
+ * "rank 2: killed by signal 9 (Killed)" or "rank 1: exited with status 3";
+ * the other ranks are told (DT_ERR_PEER_DIED) at once. */
+dt_result dt_launch_program(const dt_launch_opts *opts, char *const argv[], int *exit_code);
 
 /* ---------------------------------------------------------------- comms */
 

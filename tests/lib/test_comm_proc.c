@@ -1,0 +1,245 @@
+/* test_comm_proc.c - the proc backend: ranks as processes over one shared
+ * arena; dead ranks; no leftovers in /dev/shm; programs started like
+ * dtrun's (dt_launch_program + dt_init); the same bits as the thread
+ * backend. */
+#include "test_comm_util.h"
+
+#include <dirent.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <unistd.h>
+
+static dt_launch_opts proc_opts(int n)
+{
+    dt_launch_opts o = tc_opts(n, DT_ALGO_AUTO);
+    o.backend = DT_BACKEND_PROC;
+    return o;
+}
+
+/* Segments of this process's jobs still in /dev/shm. */
+static int leftovers(void)
+{
+    char prefix[64];
+    const char *job = getenv("DT_JOB_ID");
+    snprintf(prefix, sizeof prefix, "dtlab.%u.%s.", (unsigned)getuid(), job ? job : "");
+    if (!job)
+        snprintf(prefix, sizeof prefix, "dtlab.%u.%d.", (unsigned)getuid(), (int)getpid());
+    DIR *d = opendir("/dev/shm");
+    int n = 0;
+    struct dirent *e;
+    while (d && (e = readdir(d)))
+        n += strncmp(e->d_name, prefix, strlen(prefix)) == 0;
+    if (d)
+        closedir(d);
+    return n;
+}
+
+/* ---------------------------------------------------------------- dead ranks */
+
+static dt_result long_allreduce_rank(dt_comm *c, void *arg)
+{
+    (void)arg;
+    size_t count = 1 << 18;
+    float *x = calloc(count, sizeof *x);
+    for (int i = 0; i < 50; i++)
+        DT_CHECK(dt_allreduce(x, x, count, DT_F32, DT_SUM, c));
+    free(x);
+    return DT_OK;
+}
+
+static dt_result exits_rank(dt_comm *c, void *arg)
+{
+    (void)arg;
+    float x[4] = {0};
+    if (dt_comm_rank(c) == 1)
+        _exit(3);
+    return dt_allreduce(x, x, 4, DT_F32, DT_SUM, c);
+}
+
+TEST_T(comm_proc_killed_rank_is_reported, 4, 30)
+{
+    dt_launch_opts o = proc_opts(4);
+    o.debug = 0;
+    o.timeout_s = 30;
+    o.fault = "kill:rank=2:at=allreduce#5";
+    double t0 = dt_now();
+    EXPECT_ERR(dt_launch(&o, long_allreduce_rank, NULL), DT_ERR_PEER_DIED);
+    double took = dt_now() - t0;
+    EXPECT(strstr(dt_last_error(), "rank 2: killed by signal 9"), "report: '%s'",
+           dt_last_error());
+    EXPECT(took < 2.5, "the others noticed after %g s", took);
+    EXPECT(leftovers() == 0, "a shared-memory segment was left in /dev/shm");
+
+    o.fault = NULL;
+    EXPECT_ERR(dt_launch(&o, exits_rank, NULL), DT_ERR_PEER_DIED);
+    EXPECT(strstr(dt_last_error(), "rank 1: exited with status 3"), "report: '%s'",
+           dt_last_error());
+    EXPECT(leftovers() == 0, "a shared-memory segment was left in /dev/shm");
+}
+
+/* ---------------------------------------------------------------- sharing */
+
+static dt_result proc_features_rank(dt_comm *c, void *arg)
+{
+    (void)arg;
+    int n = dt_comm_size(c), r = dt_comm_rank(c);
+    /* a window: the same memory in every process */
+    void *base;
+    dt_win *w;
+    EXPECT_OK(dt_win_allocate(c, 4096, &base, &w));
+    _Atomic long *counter = base;
+    for (int i = 0; i < 1000; i++)
+        atomic_fetch_add(counter, 1);
+    EXPECT_OK(dt_barrier(c));
+    EXPECT(atomic_load(counter) == 1000L * n, "window counter %ld", atomic_load(counter));
+    EXPECT_OK(dt_win_free(w));
+    /* split and async, as in the thread backend */
+    dt_comm *half;
+    EXPECT_OK(dt_comm_split(c, r % 2, r, &half));
+    int32_t x[1000], y[1000];
+    for (int i = 0; i < 1000; i++)
+        x[i] = r + i;
+    dt_request *q;
+    EXPECT_OK(dt_iallreduce(x, y, 1000, DT_I32, DT_MAX, half, &q));
+    EXPECT_OK(dt_wait(q));
+    int top = (n - 1) % 2 == r % 2 ? n - 1 : n - 2;
+    for (int i = 0; i < 1000; i++)
+        EXPECT(y[i] == top + i, "max [%d] = %d, expected %d", i, y[i], top + i);
+    EXPECT_OK(dt_comm_free(half));
+    /* a large point-to-point message goes process to process */
+    size_t big = 1 << 20;
+    int32_t *buf = malloc(big * sizeof *buf);
+    if (r == 0)
+        for (size_t i = 0; i < big; i++)
+            buf[i] = (int32_t)i;
+    if (r == 0)
+        EXPECT_OK(dt_send(buf, big, DT_I32, n - 1, c));
+    if (r == n - 1) {
+        EXPECT_OK(dt_recv(buf, big, DT_I32, 0, c));
+        for (size_t i = 0; i < big; i++)
+            EXPECT(buf[i] == (int32_t)i, "p2p [%zu] = %d", i, buf[i]);
+    }
+    free(buf);
+    return DT_OK;
+}
+
+TEST_T(comm_proc_window_split_async_p2p, 3, 30)
+{
+    dt_launch_opts o = proc_opts(4);
+    EXPECT_OK(dt_launch(&o, proc_features_rank, NULL));
+    EXPECT(leftovers() == 0, "a shared-memory segment was left in /dev/shm");
+}
+
+static dt_result proc_timeout_rank(dt_comm *c, void *arg)
+{
+    (void)arg;
+    float x[10] = {0};
+    if (dt_comm_rank(c) == 0)
+        return dt_broadcast(x, x, 10, DT_F32, 0, c);
+    return dt_allreduce(x, x, 10, DT_F32, DT_SUM, c);
+}
+
+TEST_T(comm_proc_timeout_report, 2, 30)
+{
+    dt_launch_opts o = proc_opts(3);
+    o.debug = 0;
+    o.timeout_s = 0.3;
+    EXPECT_ERR(dt_launch(&o, proc_timeout_rank, NULL), DT_ERR_TIMEOUT);
+    EXPECT(strstr(dt_last_error(), "rank 1 waits in allreduce #1 (count 10)"), "report: '%s'",
+           dt_last_error());
+}
+
+/* ---------------------------------------------------------------- determinism */
+
+static uint64_t thread_hash[5];
+
+static uint64_t det_hash(dt_comm *c, dt_algo algo)
+{
+    size_t count = 4099;
+    float *x = malloc(count * sizeof *x);
+    dt_rng rng;
+    dt_rng_init(&rng, 11, (uint64_t)dt_comm_rank(c));
+    for (size_t i = 0; i < count; i++)
+        x[i] = dt_rng_normal(&rng);
+    EXPECT_OK(dt_comm_set_algo(c, algo));
+    EXPECT_OK(dt_allreduce(x, x, count, DT_F32, DT_SUM, c));
+    uint64_t h = 0;
+    for (size_t i = 0; i < count; i++) {
+        uint32_t bits;
+        memcpy(&bits, &x[i], 4);
+        h = dt_hash64(h, bits, i);
+    }
+    free(x);
+    return h;
+}
+
+static dt_result det_thread_rank(dt_comm *c, void *arg)
+{
+    thread_hash[dt_comm_rank(c)] = det_hash(c, *(dt_algo *)arg);
+    return DT_OK;
+}
+
+/* The forked ranks inherit thread_hash and compare with it. */
+static dt_result det_proc_rank(dt_comm *c, void *arg)
+{
+    uint64_t h = det_hash(c, *(dt_algo *)arg);
+    EXPECT(h == thread_hash[dt_comm_rank(c)], "rank %d: the proc backend's result differs "
+           "from the thread backend's", dt_comm_rank(c));
+    return DT_OK;
+}
+
+TEST_T(comm_backends_give_identical_bits, 2, 30)
+{
+    for (int ai = 0; ai < TC_LEN(tc_algos); ai++) {
+        dt_algo algo = tc_algos[ai];
+        dt_launch_opts o = tc_opts(5, DT_ALGO_AUTO);
+        EXPECT_OK(dt_launch(&o, det_thread_rank, &algo));
+        o.backend = DT_BACKEND_PROC;
+        EXPECT_OK(dt_launch(&o, det_proc_rank, &algo));
+    }
+}
+
+/* ---------------------------------------------------------------- programs (dtrun) */
+
+/* A program's main as dtrun starts it: it joins with dt_init. Run alone it
+ * is a job of one rank. DT_TEST_EXIT=R makes rank R exit with status 3. */
+TEST(comm_dtrun_child_program, 1)
+{
+    dt_comm *world;
+    EXPECT_OK(dt_init(&world));
+    int r = dt_comm_rank(world), n = dt_comm_size(world);
+    EXPECT(r == (int)dt_env_long("RANK", 0), "rank %d, RANK %ld", r, dt_env_long("RANK", 0));
+    int32_t v = r + 1, sum = 0;
+    EXPECT_OK(dt_allreduce(&v, &sum, 1, DT_I32, DT_SUM, world));
+    EXPECT(sum == n * (n + 1) / 2, "sum %d on %d ranks", sum, n);
+    if (dt_env_long("DT_TEST_EXIT", -1) == r)
+        _exit(3);
+    if (dt_env_long("DT_TEST_EXIT", -1) < 0)
+        EXPECT_OK(dt_barrier(world));
+    EXPECT_OK(dt_finalize(world));
+}
+
+TEST_T(comm_launch_program_like_dtrun, 3, 30)
+{
+    char self[4096];
+    ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
+    EXPECT(len > 0, "cannot find this test binary");
+    self[len] = '\0';
+    char *argv[] = {self, "--run", "comm_dtrun_child_program", NULL};
+    dt_launch_opts o = proc_opts(3);
+    int code = -1;
+    unsetenv("DT_TEST_EXIT");
+    EXPECT_OK(dt_launch_program(&o, argv, &code));
+    EXPECT(code == 0, "exit code %d", code);
+    setenv("DT_TEST_EXIT", "1", 1);
+    EXPECT_ERR(dt_launch_program(&o, argv, &code), DT_ERR_PEER_DIED);
+    unsetenv("DT_TEST_EXIT");
+    EXPECT(code == 3, "the first non-zero exit is passed on: %d", code);
+    EXPECT(strstr(dt_last_error(), "rank 1: exited with status 3"), "report: '%s'",
+           dt_last_error());
+    char *missing[] = {"/nonexistent/program", NULL};
+    EXPECT(dt_launch_program(&o, missing, &code) != DT_OK, "a missing program fails");
+    EXPECT(strstr(dt_last_error(), "cannot run"), "report: '%s'", dt_last_error());
+    EXPECT(leftovers() == 0, "a shared-memory segment was left in /dev/shm");
+}

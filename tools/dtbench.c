@@ -1,0 +1,336 @@
+/* dtbench - collective benchmark in the manner of nccl-tests.
+ *
+ *   dtbench COLL [-b MIN] [-e MAX] [-f FACTOR] [-n RANKS] [--backend thread|proc]
+ *                [--iters N] [--warmup N] [-d DTYPE] [-o OP] [--algo A] [--net NET]
+ *                [--check 0|1] [--csv]
+ *
+ * COLL: allreduce, broadcast, reduce, allgather, reduce_scatter, alltoall,
+ * sendrecv (a ring shift), barrier, or launch (the time of dt_launch of an
+ * empty function). Sizes take K, M, G suffixes (powers of 2) and are, as in
+ * nccl-tests, the bytes of one rank's full buffer: the allreduce vector,
+ * the allgather output, the reduce-scatter input.
+ *
+ * Per size it prints time (the slowest rank's mean over --iters, after
+ * --warmup untimed calls), algbw = size / time and busbw = algbw x the
+ * collective's factor (2(N-1)/N for allreduce; (N-1)/N for allgather,
+ * reduce-scatter, alltoall; 1 for broadcast, reduce, sendrecv), and #wrong:
+ * the elements that differ from the exact answer in a separate checked
+ * call (integer-valued data). Exit status 1 when any element is wrong or a
+ * call fails. */
+#include "dt/comm.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    int coll; /* dt_coll_kind, or -1 for launch */
+    size_t min, max;
+    double factor;
+    int iters, warmup, check, csv;
+    dt_dtype dtype;
+    dt_redop op;
+} bench;
+
+static size_t parse_size(const char *s)
+{
+    char *end;
+    double v = strtod(s, &end);
+    switch (*end) {
+    case 'K': case 'k': v *= 1024; break;
+    case 'M': case 'm': v *= 1024 * 1024; break;
+    case 'G': case 'g': v *= 1024.0 * 1024 * 1024; break;
+    default: break;
+    }
+    return v < 0 ? 0 : (size_t)v;
+}
+
+static double bus_factor(int coll, int n)
+{
+    switch (coll) {
+    case DT_COLL_ALLREDUCE: return 2.0 * (n - 1) / n;
+    case DT_COLL_ALLGATHER:
+    case DT_COLL_REDUCE_SCATTER:
+    case DT_COLL_ALLTOALL: return (double)(n - 1) / n;
+    default: return 1.0;
+    }
+}
+
+/* Elements of sendbuf and recvbuf for a size in bytes. */
+static void buffer_counts(const bench *b, size_t bytes, int n, size_t *count, size_t *scount,
+                          size_t *rcount)
+{
+    size_t es = dt_dtype_size(b->dtype), total = bytes / es;
+    int split = b->coll == DT_COLL_ALLGATHER || b->coll == DT_COLL_REDUCE_SCATTER ||
+                b->coll == DT_COLL_ALLTOALL;
+    *count = split ? total / (size_t)n : total; /* the call's count argument */
+    *scount = *rcount = split ? *count * (size_t)n : total;
+    if (b->coll == DT_COLL_ALLGATHER)
+        *scount = *count;
+    if (b->coll == DT_COLL_REDUCE_SCATTER)
+        *rcount = *count;
+}
+
+static dt_result run_coll(const bench *b, dt_comm *c, const void *s, void *r, size_t count)
+{
+    int n = dt_comm_size(c), me = dt_comm_rank(c);
+    switch (b->coll) {
+    case DT_COLL_ALLREDUCE: return dt_allreduce(s, r, count, b->dtype, b->op, c);
+    case DT_COLL_BROADCAST: return dt_broadcast(s, r, count, b->dtype, 0, c);
+    case DT_COLL_REDUCE: return dt_reduce(s, r, count, b->dtype, b->op, 0, c);
+    case DT_COLL_ALLGATHER: return dt_allgather(s, r, count, b->dtype, c);
+    case DT_COLL_REDUCE_SCATTER: return dt_reduce_scatter(s, r, count, b->dtype, b->op, c);
+    case DT_COLL_ALLTOALL: return dt_alltoall(s, r, count, b->dtype, c);
+    case DT_COLL_BARRIER: return dt_barrier(c);
+    default:
+        return dt_sendrecv(s, count, (me + 1) % n, r, count, (me - 1 + n) % n, b->dtype, c);
+    }
+}
+
+/* Value of element i of rank r's input: small integers, exact in every
+ * dtype after a sum over up to 64 ranks. */
+static float input(int r, size_t i) { return (float)((r + (int)(i % 7)) % 4); }
+
+static void put(void *buf, dt_dtype t, size_t i, float v)
+{
+    switch (t) {
+    case DT_F32: ((float *)buf)[i] = v; break;
+    case DT_F16: ((uint16_t *)buf)[i] = dt_f32_to_f16(v); break;
+    case DT_BF16: ((uint16_t *)buf)[i] = dt_f32_to_bf16(v); break;
+    case DT_I32: ((int32_t *)buf)[i] = (int32_t)v; break;
+    case DT_I8: ((int8_t *)buf)[i] = (int8_t)v; break;
+    default: ((uint8_t *)buf)[i] = (uint8_t)v; break;
+    }
+}
+
+static float get(const void *buf, dt_dtype t, size_t i)
+{
+    switch (t) {
+    case DT_F32: return ((const float *)buf)[i];
+    case DT_F16: return dt_f16_to_f32(((const uint16_t *)buf)[i]);
+    case DT_BF16: return dt_bf16_to_f32(((const uint16_t *)buf)[i]);
+    case DT_I32: return (float)((const int32_t *)buf)[i];
+    case DT_I8: return (float)((const int8_t *)buf)[i];
+    default: return (float)((const uint8_t *)buf)[i];
+    }
+}
+
+/* The exact value of element i of this rank's output (sum op). */
+static float expected(const bench *b, int n, int me, size_t i, size_t count)
+{
+    float s = 0;
+    switch (b->coll) {
+    case DT_COLL_ALLREDUCE:
+    case DT_COLL_REDUCE:
+        for (int r = 0; r < n; r++)
+            s += input(r, i);
+        return s;
+    case DT_COLL_REDUCE_SCATTER:
+        for (int r = 0; r < n; r++)
+            s += input(r, (size_t)me * count + i);
+        return s;
+    case DT_COLL_BROADCAST: return input(0, i);
+    case DT_COLL_ALLGATHER: return input((int)(i / count), i % count);
+    case DT_COLL_ALLTOALL: return input((int)(i / count), (size_t)me * count + i % count);
+    default: return input((me - 1 + n) % n, i);
+    }
+}
+
+/* Fills the input, runs the collective once, counts wrong elements. */
+static long check_once(const bench *b, dt_comm *c, void *s, void *r, size_t count,
+                       size_t scount, size_t rcount)
+{
+    int n = dt_comm_size(c), me = dt_comm_rank(c);
+    for (size_t i = 0; i < scount; i++)
+        put(s, b->dtype, i, input(me, i));
+    if (b->coll == DT_COLL_ALLGATHER) /* rank me's block of the output */
+        for (size_t i = 0; i < scount; i++)
+            put(s, b->dtype, i, input(me, i));
+    memset(r, 0, rcount * dt_dtype_size(b->dtype));
+    if (run_coll(b, c, s, r, count) != DT_OK)
+        return -1;
+    if (b->coll == DT_COLL_BARRIER || (b->coll == DT_COLL_REDUCE && me != 0))
+        return 0;
+    long wrong = 0;
+    for (size_t i = 0; i < rcount; i++)
+        wrong += get(r, b->dtype, i) != expected(b, n, me, i, count);
+    return wrong;
+}
+
+static dt_result bench_rank(dt_comm *c, void *arg)
+{
+    const bench *b = arg;
+    int n = dt_comm_size(c), me = dt_comm_rank(c);
+    size_t es = dt_dtype_size(b->dtype);
+    size_t top = b->max < es * (size_t)n ? es * (size_t)n : b->max;
+    char *s = malloc(top + 64), *r = malloc(top + 64);
+    if (!s || !r)
+        return dt_fail(DT_ERR_NOMEM, "no memory for %zu bytes", top);
+    memset(s, 0, top);
+    memset(r, 0, top);
+    long total_wrong = 0;
+    if (me == 0 && !b->csv)
+        printf("#%11s %12s %6s %11s %12s %12s %7s\n", "size(B)", "count", "type", "time(us)",
+               "algbw(GB/s)", "busbw(GB/s)", "#wrong");
+    if (me == 0 && b->csv)
+        printf("size,count,type,time_us,algbw_GBs,busbw_GBs,wrong\n");
+    for (size_t bytes = b->min; bytes <= b->max; bytes = (size_t)ceil((double)bytes * b->factor)) {
+        size_t count, scount, rcount;
+        buffer_counts(b, bytes, n, &count, &scount, &rcount);
+        for (int i = 0; i < b->warmup; i++)
+            DT_CHECK(run_coll(b, c, s, r, count));
+        DT_CHECK(dt_barrier(c));
+        double t0 = dt_now();
+        for (int i = 0; i < b->iters; i++)
+            DT_CHECK(run_coll(b, c, s, r, count));
+        float mine = (float)((dt_now() - t0) / b->iters), slowest;
+        DT_CHECK(dt_allreduce(&mine, &slowest, 1, DT_F32, DT_MAX, c));
+        int32_t wrong = 0, all_wrong;
+        if (b->check) {
+            long w = check_once(b, c, s, r, count, scount, rcount);
+            wrong = w < 0 ? 1 : (int32_t)w;
+        }
+        DT_CHECK(dt_allreduce(&wrong, &all_wrong, 1, DT_I32, DT_SUM, c));
+        total_wrong += all_wrong;
+        double algbw = (double)bytes / slowest / 1e9;
+        if (me == 0) {
+            const char *fmt = b->csv ? "%zu,%zu,%s,%.3f,%.4f,%.4f,%d\n"
+                                     : "%12zu %12zu %6s %11.2f %12.3f %12.3f %7d\n";
+            printf(fmt, bytes, count, dt_dtype_name(b->dtype), slowest * 1e6, algbw,
+                   algbw * bus_factor(b->coll, n), all_wrong);
+            fflush(stdout);
+        }
+        if (bytes == 0 || b->factor <= 1)
+            break;
+    }
+    free(s);
+    free(r);
+    if (total_wrong)
+        return dt_fail(DT_ERR_INTERNAL, "%ld wrong elements", total_wrong);
+    return DT_OK;
+}
+
+static dt_result empty_rank(dt_comm *c, void *arg)
+{
+    (void)c;
+    (void)arg;
+    return DT_OK;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The median time of dt_launch of an empty function. */
+static int bench_launch(const dt_launch_opts *o, const bench *b)
+{
+    int reps = b->iters > 0 ? b->iters : 20;
+    double *t = malloc(sizeof *t * (size_t)reps);
+    for (int i = 0; i < reps; i++) {
+        double t0 = dt_now();
+        if (dt_launch(o, empty_rank, NULL) != DT_OK) {
+            fprintf(stderr, "dtbench: %s\n", dt_last_error());
+            return 1;
+        }
+        t[i] = dt_now() - t0;
+    }
+    qsort(t, (size_t)reps, sizeof *t, cmp_double);
+    printf(b->csv ? "ranks,backend,median_ms\n%d,%s,%.3f\n" : "# launch: %d ranks (%s): "
+           "median %.3f ms\n", o->nranks, dt_backend_name(o->backend), t[reps / 2] * 1e3);
+    free(t);
+    return 0;
+}
+
+static void usage(void)
+{
+    fprintf(stderr,
+            "usage: dtbench COLL [-b MIN] [-e MAX] [-f FACTOR] [-n RANKS]\n"
+            "               [--backend thread|proc] [--iters N] [--warmup N] [-d DTYPE]\n"
+            "               [-o OP] [--algo A] [--net NET] [--check 0|1] [--csv]\n"
+            "  COLL: allreduce broadcast reduce allgather reduce_scatter alltoall\n"
+            "        sendrecv barrier launch\n");
+    exit(2);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2)
+        usage();
+    bench b = {DT_COLL_ALLREDUCE, 8, 64 << 20, 4, 20, 5, 1, 0, DT_F32, DT_SUM};
+    const char *cname = argv[1];
+    static const char *const names[] = {"allreduce", "broadcast", "reduce", "allgather",
+                                        "reduce_scatter", "alltoall", "barrier", "send",
+                                        "recv", "sendrecv"};
+    b.coll = -2;
+    for (int k = 0; k < DT_NUM_COLLS; k++)
+        if (strcmp(cname, names[k]) == 0 && k != DT_COLL_SEND && k != DT_COLL_RECV)
+            b.coll = k;
+    if (strcmp(cname, "launch") == 0)
+        b.coll = -1;
+    if (b.coll == -2)
+        usage();
+    dt_launch_opts o;
+    dt_launch_opts_init(&o);
+    o.nranks = 2;
+    for (int i = 2; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        int takes = 1;
+        if (!strcmp(a, "-b") && v) b.min = parse_size(v);
+        else if (!strcmp(a, "-e") && v) b.max = parse_size(v);
+        else if (!strcmp(a, "-f") && v) b.factor = atof(v);
+        else if (!strcmp(a, "-n") && v) o.nranks = atoi(v);
+        else if (!strcmp(a, "--iters") && v) b.iters = atoi(v);
+        else if (!strcmp(a, "--warmup") && v) b.warmup = atoi(v);
+        else if (!strcmp(a, "--check") && v) b.check = atoi(v);
+        else if (!strcmp(a, "--net") && v) o.net = v;
+        else if (!strcmp(a, "--backend") && v) {
+            if (dt_backend_parse(v, &o.backend) != DT_OK) usage();
+        } else if (!strcmp(a, "--algo") && v) {
+            if (dt_algo_parse(v, &o.algo) != DT_OK) usage();
+        } else if (!strcmp(a, "-d") && v) {
+            int found = 0;
+            for (int t = 0; t < DT_NUM_DTYPES; t++)
+                if (!strcmp(v, dt_dtype_name((dt_dtype)t))) {
+                    b.dtype = (dt_dtype)t;
+                    found = 1;
+                }
+            if (!found) usage();
+        } else if (!strcmp(a, "-o") && v) {
+            int found = 0;
+            for (int k = 0; k < DT_NUM_REDOPS; k++)
+                if (!strcmp(v, dt_redop_name((dt_redop)k))) {
+                    b.op = (dt_redop)k;
+                    found = 1;
+                }
+            if (!found) usage();
+        } else if (!strcmp(a, "--csv")) {
+            b.csv = 1;
+            takes = 0;
+        } else {
+            usage();
+        }
+        i += takes;
+    }
+    if (b.op != DT_SUM)
+        b.check = 0; /* the exact answers below are for sums */
+    if (b.coll == -1)
+        return bench_launch(&o, &b);
+    if (b.coll == DT_COLL_BARRIER)
+        b.min = b.max = 0;
+    if (b.iters < 1 || b.warmup < 0 || b.min > b.max)
+        usage();
+    if (!b.csv)
+        printf("# dtbench %s: %d ranks, %s backend, %s %s, algo %s, %d iters, %d warmup\n",
+               cname, o.nranks, dt_backend_name(o.backend), dt_dtype_name(b.dtype),
+               dt_redop_name(b.op), dt_algo_name(o.algo), b.iters, b.warmup);
+    fflush(stdout);
+    dt_result r = dt_launch(&o, bench_rank, &b);
+    if (r != DT_OK) {
+        fprintf(stderr, "dtbench: %s (%s)\n", dt_last_error(), dt_strerror(r));
+        return 1;
+    }
+    return 0;
+}
