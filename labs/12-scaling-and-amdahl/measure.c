@@ -1,5 +1,5 @@
-/* measure.c - lab 12, task (a): instrument the training step, and combine
- * the ranks' times into the job's (chapter 12, sections 2 and 7). */
+/* measure.c - lab 12, task (b): instrument the training step, and combine
+ * the ranks' times into the job's (chapter 12, sections 2, 7 and 10). */
 #include "scaling.h"
 
 #include <math.h>

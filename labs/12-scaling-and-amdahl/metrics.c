@@ -1,5 +1,5 @@
-/* metrics.c - lab 12, task (c): speedup, efficiency and load imbalance
- * (chapter 12, sections 2, 5 and 6). dt/metrics.h has these formulas too;
+/* metrics.c - lab 12, task (a): speedup, efficiency and load imbalance
+ * (chapter 12, sections 2, 5 and 7). dt/metrics.h has these formulas too;
  * you may call them or write your own. */
 #include "scaling.h"
 

@@ -63,7 +63,22 @@ dt_result lab_work_serial(dt_comm *comm, const lab_workload *w, int step);
 dt_result lab_work_parallel(dt_comm *comm, const lab_workload *w, int step);
 dt_result lab_work_allreduce(dt_comm *comm, const lab_workload *w, int step);
 
-/* ---------------------------------------------------------------- task (a): instrument */
+/* ---------------------------------------------------------------- task (a): metrics */
+
+/* Strong scaling (the total work fixed): speedup S = T_1 / T_N and
+ * efficiency E = S / N. t1 > 0, tn > 0, n >= 1 (all finite). */
+dt_result lab_strong_scaling(double t1, double tn, int n, double *speedup, double *efficiency);
+
+/* Weak scaling (the work per rank fixed, so N ranks do N times the work of
+ * one): efficiency E = T_1 / T_N; 1 when the step time does not grow with N.
+ * t1 > 0, tn > 0. */
+dt_result lab_weak_efficiency(double t1, double tn, double *efficiency);
+
+/* Load imbalance of per-rank times t[0 .. count): (max - min) / mean.
+ * count >= 1, every t[i] >= 0 and finite, mean > 0. */
+dt_result lab_load_imbalance(const double *t, size_t count, double *imbalance);
+
+/* ---------------------------------------------------------------- task (b): instrument */
 
 /* One rank's times of one step, in seconds of dt_clock. */
 typedef struct {
@@ -86,7 +101,7 @@ typedef struct {
     double serial;    /* the mean over the ranks of the rank's mean serial time */
     double parallel;  /* the same for the parallel part */
     double comm;      /* the same for the allreduce */
-    double imbalance; /* the load imbalance (task c) of the ranks' mean
+    double imbalance; /* the load imbalance (task a) of the ranks' mean
                          parallel times */
 } lab_job_time;
 
@@ -96,7 +111,7 @@ typedef struct {
  * gets the same *out: e.g. dt_allgather each rank's mean lab_step_time as
  * sizeof(lab_step_time) bytes of DT_U8 (libdt has no double dtype; bytes
  * travel exactly) and compute the maximum and the means on every rank.
- * The load imbalance is that of task (c), lab_load_imbalance. steps >= 1. */
+ * The load imbalance is that of task (a), lab_load_imbalance. steps >= 1. */
 dt_result lab_measure_job(dt_comm *comm, const lab_workload *w, int steps, lab_job_time *out);
 
 /* Given: runs lab_measure_job on ns[i] ranks for each i < count (thread
@@ -105,7 +120,7 @@ dt_result lab_measure_job(dt_comm *comm, const lab_workload *w, int steps, lab_j
 dt_result lab_sweep(const lab_workload *w, const char *net, const int *ns, size_t count,
                     int steps, lab_job_time *out);
 
-/* ---------------------------------------------------------------- task (b): fit and predict */
+/* ---------------------------------------------------------------- task (c): fit and predict */
 
 typedef struct {
     double p;        /* the parallel fraction of the one-rank time */
@@ -124,21 +139,6 @@ dt_result lab_fit_amdahl(const int *n, const double *t, size_t count, lab_amdahl
 
 /* Amdahl's prediction for N >= 1 ranks from a fit: 1 / ((1 - p) + p / N). */
 dt_result lab_predict_speedup(const lab_amdahl *fit, int n, double *speedup);
-
-/* ---------------------------------------------------------------- task (c): metrics */
-
-/* Strong scaling (the total work fixed): speedup S = T_1 / T_N and
- * efficiency E = S / N. t1 > 0, tn > 0, n >= 1 (all finite). */
-dt_result lab_strong_scaling(double t1, double tn, int n, double *speedup, double *efficiency);
-
-/* Weak scaling (the work per rank fixed, so N ranks do N times the work of
- * one): efficiency E = T_1 / T_N; 1 when the step time does not grow with N.
- * t1 > 0, tn > 0. */
-dt_result lab_weak_efficiency(double t1, double tn, double *efficiency);
-
-/* Load imbalance of per-rank times t[0 .. count): (max - min) / mean.
- * count >= 1, every t[i] >= 0 and finite, mean > 0. */
-dt_result lab_load_imbalance(const double *t, size_t count, double *imbalance);
 
 /* ---------------------------------------------------------------- task (d): plots */
 

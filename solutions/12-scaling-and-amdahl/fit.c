@@ -1,4 +1,4 @@
-/* fit.c - lab 12, task (b): fit Amdahl's law to measured step times, and
+/* fit.c - lab 12, task (c): fit Amdahl's law to measured step times, and
  * predict the speedup on more ranks (chapter 12, sections 3 and 4).
  * dt/metrics.h has a fit of its own (dt_amdahl_fit_joint); you may call it,
  * or write the least squares yourself. */

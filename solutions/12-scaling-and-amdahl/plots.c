@@ -1,5 +1,5 @@
 /* plots.c - lab 12, task (d): the speedup and efficiency plots (chapter 12,
- * section 8), drawn with the SVG writer of dt/metrics.h. */
+ * section 11), drawn with the SVG writer of dt/metrics.h. */
 #include "scaling.h"
 
 #include <math.h>

@@ -118,7 +118,7 @@ static int wall_clock(const options *o)
     return 0;
 }
 
-/* The modeled workload of sections 2 and 3: 512 samples of 2 ms, 20 ms of
+/* The modeled workload of parts 2 to 4 of the output: 512 samples of 2 ms, 20 ms of
  * serial work, 4 MB of gradients. */
 static void modeled_workload(lab_workload *w)
 {
@@ -181,7 +181,8 @@ static int modeled(const options *o)
         printf("\n");
     }
     /* What the network adds at 1,024 ranks: the alpha-beta price of the ring. */
-    double ring = dt_sim_ring_allreduce(alpha, beta, 4.0 * (double)w.grad_count, 1024);
+    double ring = isinf(beta) ? 2.0 * 1023 * alpha /* n / beta = 0 */
+                              : dt_sim_ring_allreduce(alpha, beta, 4.0 * (double)w.grad_count, 1024);
     double t1024 = w.serial_s + w.samples * w.sample_s / 1024 + ring;
     printf("  with the network (ring allreduce %.2f ms at N = 1024): T_1024 = %.2f ms, S(1024) = %.2f\n\n",
            ring * 1e3, t1024 * 1e3, strong[0].step / t1024);
@@ -191,16 +192,24 @@ static int modeled(const options *o)
     printf("== 3. modeled clock, weak scaling on %s: %d samples per rank\n", o->net, w.samples);
     if ((r = lab_sweep(&w, o->net, n, count, o->steps, weak)) != DT_OK)
         return failed("weak sweep", r);
-    printf("%6s %11s %9s %11s %9s\n", "N", "T_N (ms)", "effic.", "samples/s", "Gustafson");
+    printf("%6s %11s %9s %11s %9s %9s\n", "N", "T_N (ms)", "effic.", "samples/s", "scaled S",
+           "Gustafson");
+    /* Gustafson's p: the parallel share of the one-rank step. The scaled
+     * speedup counts the useful work of N ranks once: one rank would take
+     * serial + N * parallel for it. */
+    double p_g = weak[0].parallel / (weak[0].serial + weak[0].parallel);
     for (size_t i = 0; i < count; i++) {
         double e;
         if ((r = lab_weak_efficiency(weak[0].step, weak[i].step, &e)) != DT_OK)
             return failed("weak efficiency", r);
         tw[i] = weak[i].step;
-        printf("%6d %11.3f %9.3f %11.0f %9.2f\n", n[i], tw[i] * 1e3, e,
-               dt_throughput((double)w.samples * n[i], tw[i]), dt_gustafson_speedup(fit.p, n[i]));
+        double scaled = (weak[0].serial + n[i] * weak[0].parallel) / tw[i];
+        printf("%6d %11.3f %9.3f %11.0f %9.2f %9.2f\n", n[i], tw[i] * 1e3, e,
+               dt_throughput((double)w.samples * n[i], tw[i]), scaled,
+               dt_gustafson_speedup(p_g, n[i]));
     }
-    printf("(Gustafson: the scaled speedup (1 - p) + p N with the strong fit's p; measured N E)\n\n");
+    printf("(Gustafson's law (1 - p) + p N with p = %.4f, the parallel share of one rank's step)\n\n",
+           p_g);
 
     /* A straggler: one rank of 8 computes 1.5 times slower. */
     lab_workload s;

@@ -1,4 +1,4 @@
-/* test_fit.c - lab 12, task (b): fitting Amdahl's law and predicting.
+/* test_fit.c - lab 12, task (c): fitting Amdahl's law and predicting.
  * The expected values are worked out by hand (exact fractions in the
  * comments), never with the formula under test. */
 #include "grader.h"

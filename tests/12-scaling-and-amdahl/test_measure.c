@@ -1,4 +1,4 @@
-/* test_measure.c - lab 12, task (a): instrumenting the step, combining the
+/* test_measure.c - lab 12, task (b): instrumenting the step, combining the
  * ranks, and the end-to-end measurement of a known parallel fraction.
  * The workload runs in modeled time, so each part's time is known exactly:
  * the expected values below are worked out from the workload's settings. */

@@ -1,4 +1,4 @@
-/* test_metrics.c - lab 12, task (c): speedup, efficiency, load imbalance,
+/* test_metrics.c - lab 12, task (a): speedup, efficiency, load imbalance,
  * against answers worked out by hand. */
 #include "grader.h"
 #include "scaling.h"
