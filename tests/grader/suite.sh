@@ -143,6 +143,17 @@ run_mutant() { # lab patch
         echo "  $lab/$name: FAILED: the patch does not apply to solutions/$lab"
         return 1
     fi
+    # A patch of .c files only leaves the lab's headers as they are: the test
+    # objects built for the solutions serve as they are (copied with their
+    # times, so that make sees them up to date). A patched header rebuilds all.
+    if ! grep -E '^\+\+\+ ' "$patch" | grep -qvE '\.c([[:space:]]|$)'; then
+        local sol_tobj=$BUILD/solutions/obj/tests/tests/$lab
+        if [ -d "$sol_tobj" ]; then
+            mkdir -p "$dir/solutions/obj/tests/tests"
+            cp -Rp "$sol_tobj" "$dir/solutions/obj/tests/tests/"
+            rm -f "$dir/solutions/obj/tests/tests/$lab"/*.d
+        fi
+    fi
     # Without -Werror: a mutant is wrong on purpose, a warning is no news.
     if ! m IMPL="$dir/solutions" WERROR= "$dir/solutions/$lab/grade" >>"$log" 2>&1; then
         echo "  $lab/$name: FAILED: does not build (a mutant must build and lose points)"
