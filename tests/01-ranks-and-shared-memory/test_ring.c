@@ -43,7 +43,7 @@ TEST_T(ring_pass_every_n, 3, 30)
 /* Each rank sends one message of n bytes and receives one; the pass takes
  * between one message time (all pairs at once) and two (one half of the
  * ranks after the other), alpha + n/beta each. */
-#define RING_COUNT ((size_t)1 << 20)
+#define RING_COUNT ((size_t)1 << 18)
 #define RING_NET "ib100"
 
 static dt_result cost_rank(dt_comm *w, void *arg)
