@@ -66,7 +66,8 @@ static dt_result efficiency_plot(const lab_scaling_data *d, lab_amdahl *fit, con
 {
     dt_plot *pl;
     char name[64];
-    DT_CHECK(dt_plot_create(&pl, "Efficiency", "ranks N", "efficiency"));
+    DT_CHECK(dt_plot_create(&pl, "Efficiency: strong (measured) and weak scaling", "ranks N",
+                            "efficiency"));
     double nmax = d->n[d->count - 1];
     snprintf(name, sizeof name, "Amdahl, p = %.3f", fit->p);
     dt_result r = dt_plot_set_xscale(pl, DT_AXIS_LOG2);
