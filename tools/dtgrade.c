@@ -37,6 +37,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -1005,7 +1006,15 @@ int main(int argc, char **argv)
             printf(" %s %d/%d%s", labs[l].name, labs[l].score, labs[l].max,
                    l + 1 < nlabs ? "," : "\n");
     }
-    printf("Score: %d/%d  (%.1f s, results in %s)\n", score, max, secs, opt.results);
+    /* CPU time of every test process (and what they forked), for the
+     * grading budget of a small autograder machine. */
+    struct rusage ru;
+    double cpu = 0;
+    if (getrusage(RUSAGE_CHILDREN, &ru) == 0)
+        cpu = (double)ru.ru_utime.tv_sec + 1e-6 * (double)ru.ru_utime.tv_usec +
+              (double)ru.ru_stime.tv_sec + 1e-6 * (double)ru.ru_stime.tv_usec;
+    printf("Score: %d/%d  (%.1f s, cpu %.1f s, results in %s)\n", score, max, secs, cpu,
+           opt.results);
 
     int rc = 0;
     if (interrupted) {
