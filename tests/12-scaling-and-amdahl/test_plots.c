@@ -16,44 +16,37 @@ static const int N5[] = {1, 2, 4, 8, 16};
 static const double STRONG5[] = {100, 55, 32.5, 21.25, 15.625};
 static const double WEAK5[] = {10, 11, 12, 14, 16};
 
-typedef struct {
-    char dir[256], speedup[300], efficiency[300];
-} paths;
-
-/* The test's files, removed when its process exits, passed or failed. */
-static paths *to_remove;
-
-static void remove_paths(void)
+/* Writes the plots into a fresh temporary folder (null_path 1 or 2 passes
+ * NULL for the speedup or the efficiency path), reads back what was written
+ * (*speedup_doc and *efficiency_doc, NULL when missing; free them), and
+ * removes the folder before anything is checked: a failed check ends the
+ * test's process at once, with no chance to clean up. */
+static dt_result call_lab_write_plots(const lab_scaling_data *d, const lab_amdahl *fit, int null_path,
+                              char **speedup_doc, char **efficiency_doc)
 {
-    if (!to_remove) return;
-    unlink(to_remove->speedup);
-    unlink(to_remove->efficiency);
-    rmdir(to_remove->dir);
-    to_remove = NULL;
-}
-
-static void make_paths(paths *p)
-{
+    char dir[256], sp[300], ef[300];
     const char *tmp = getenv("TMPDIR");
-    snprintf(p->dir, sizeof p->dir, "%s/lab12-XXXXXX", tmp && tmp[0] ? tmp : "/tmp");
-    EXPECT(mkdtemp(p->dir) != NULL, "cannot make a temporary folder %s", p->dir);
-    snprintf(p->speedup, sizeof p->speedup, "%s/speedup.svg", p->dir);
-    snprintf(p->efficiency, sizeof p->efficiency, "%s/efficiency.svg", p->dir);
-    to_remove = p;
-    atexit(remove_paths);
+    snprintf(dir, sizeof dir, "%s/lab12-XXXXXX", tmp && tmp[0] ? tmp : "/tmp");
+    EXPECT(mkdtemp(dir) != NULL, "cannot make a temporary folder %s", dir);
+    snprintf(sp, sizeof sp, "%s/speedup.svg", dir);
+    snprintf(ef, sizeof ef, "%s/efficiency.svg", dir);
+    dt_result r = lab_write_plots(d, fit, null_path == 1 ? NULL : sp, null_path == 2 ? NULL : ef);
+    *speedup_doc = xml_read_file(sp);
+    *efficiency_doc = xml_read_file(ef);
+    unlink(sp);
+    unlink(ef);
+    rmdir(dir);
+    return r;
 }
 
-/* Reads an SVG, checks that it is well-formed, returns its series. */
-static int read_svg(const char *path, xml_series *s, int max)
+/* Checks that an SVG document is well-formed, returns its series. */
+static int read_svg(const char *doc, const char *what, xml_series *s, int max)
 {
     char why[200];
-    char *doc = xml_read_file(path);
-    EXPECT(doc != NULL, "%s was not written", path);
-    EXPECT(strstr(doc, "<svg") != NULL, "%s has no <svg> element", path);
-    EXPECT(xml_well_formed(doc, why, sizeof why), "%s is not well-formed XML: %s", path, why);
-    int count = xml_read_series(doc, s, max);
-    free(doc);
-    return count;
+    EXPECT(doc != NULL, "the %s plot was not written", what);
+    EXPECT(strstr(doc, "<svg") != NULL, "the %s plot has no <svg> element", what);
+    EXPECT(xml_well_formed(doc, why, sizeof why), "the %s plot is not well-formed XML: %s", what, why);
+    return xml_read_series(doc, s, max);
 }
 
 /* The measured series has count points, at pixel positions whose
@@ -83,40 +76,41 @@ static void expect_points(const xml_series *s, const char *what, size_t count, c
 
 TEST(plots_are_well_formed_with_their_series, 2)
 {
-    paths p;
-    make_paths(&p);
     lab_scaling_data d = {5, N5, STRONG5, WEAK5};
     lab_amdahl fit = {.p = 0.9, .t1 = 100, .residual = 0};
-    EXPECT_OK(lab_write_plots(&d, &fit, p.speedup, p.efficiency));
+    char *sdoc, *edoc;
+    EXPECT_OK(call_lab_write_plots(&d, &fit, 0, &sdoc, &edoc));
     xml_series s[8];
-    int k = read_svg(p.speedup, s, 8);
+    int k = read_svg(sdoc, "speedup", s, 8);
     EXPECT(k == 3, "speedup plot: %d series, expected 3 (measured, ideal, Amdahl)", k);
     EXPECT(xml_find_series(s, k, "measured", 0), "speedup plot: no series named \"measured\"");
     EXPECT(xml_find_series(s, k, "ideal", 0), "speedup plot: no series named \"ideal\"");
     const xml_series *a = xml_find_series(s, k, "Amdahl", 1);
     EXPECT(a && a->has_line, "speedup plot: no curve named \"Amdahl...\"");
-    k = read_svg(p.efficiency, s, 8);
+    k = read_svg(edoc, "efficiency", s, 8);
     EXPECT(k == 3, "efficiency plot: %d series, expected 3 (measured, Amdahl, weak)", k);
     EXPECT(xml_find_series(s, k, "measured", 0), "efficiency plot: no series named \"measured\"");
     EXPECT(xml_find_series(s, k, "weak", 0), "efficiency plot: no series named \"weak\"");
     a = xml_find_series(s, k, "Amdahl", 1);
     EXPECT(a && a->has_line, "efficiency plot: no curve named \"Amdahl...\"");
+    free(sdoc);
+    free(edoc);
     /* without weak-scaling times, no weak series */
     d.weak = NULL;
-    EXPECT_OK(lab_write_plots(&d, &fit, p.speedup, p.efficiency));
-    k = read_svg(p.efficiency, s, 8);
+    EXPECT_OK(call_lab_write_plots(&d, &fit, 0, &sdoc, &edoc));
+    k = read_svg(edoc, "efficiency", s, 8);
     EXPECT(k == 2 && !xml_find_series(s, k, "weak", 0),
            "efficiency plot without weak data: %d series, expected 2", k);
-    remove_paths();
+    free(sdoc);
+    free(edoc);
 }
 
 TEST(plots_put_the_measured_points_right, 3)
 {
-    paths p;
-    make_paths(&p);
     lab_scaling_data d = {5, N5, STRONG5, WEAK5};
     lab_amdahl fit = {.p = 0.9, .t1 = 100, .residual = 0};
-    EXPECT_OK(lab_write_plots(&d, &fit, p.speedup, p.efficiency));
+    char *sdoc, *edoc;
+    EXPECT_OK(call_lab_write_plots(&d, &fit, 0, &sdoc, &edoc));
     double x[5], sp[5], eff[5], weak[5];
     for (int i = 0; i < 5; i++) {
         x[i] = N5[i];
@@ -125,32 +119,35 @@ TEST(plots_put_the_measured_points_right, 3)
         weak[i] = WEAK5[0] / WEAK5[i];
     }
     xml_series s[8];
-    int k = read_svg(p.speedup, s, 8);
+    int k = read_svg(sdoc, "speedup", s, 8);
     expect_points(xml_find_series(s, k, "measured", 0), "speedup plot, measured", 5, x, sp, 1);
-    k = read_svg(p.efficiency, s, 8);
+    k = read_svg(edoc, "efficiency", s, 8);
     expect_points(xml_find_series(s, k, "measured", 0), "efficiency plot, measured", 5, x, eff, 0);
     expect_points(xml_find_series(s, k, "weak", 0), "efficiency plot, weak", 5, x, weak, 0);
-    remove_paths();
+    free(sdoc);
+    free(edoc);
 }
 
 TEST(plots_reject_bad_arguments, 1)
 {
-    paths p;
-    make_paths(&p);
     lab_amdahl fit = {.p = 0.9, .t1 = 100, .residual = 0};
     lab_scaling_data good = {5, N5, STRONG5, NULL};
-    EXPECT_OK(lab_write_plots(&good, &fit, p.speedup, p.efficiency)); /* a valid call first */
+    char *sdoc, *edoc;
+    EXPECT_OK(call_lab_write_plots(&good, &fit, 0, &sdoc, &edoc)); /* a valid call first */
+    free(sdoc), free(edoc);
     const int from2[] = {2, 4}, down[] = {1, 4, 2};
     const double t2[] = {1, 0.5}, t3[] = {1, 0.5, 0.6}, zero[] = {1, 0};
     lab_scaling_data one = {1, N5, STRONG5, NULL}, not1 = {2, from2, t2, NULL},
                      unsorted = {3, down, t3, NULL}, bad_t = {2, N5, zero, NULL};
-    EXPECT_ERR(lab_write_plots(&one, &fit, p.speedup, p.efficiency), DT_ERR_INVALID_ARG);
-    EXPECT_ERR(lab_write_plots(&not1, &fit, p.speedup, p.efficiency), DT_ERR_INVALID_ARG);
-    EXPECT_ERR(lab_write_plots(&unsorted, &fit, p.speedup, p.efficiency), DT_ERR_INVALID_ARG);
-    EXPECT_ERR(lab_write_plots(&bad_t, &fit, p.speedup, p.efficiency), DT_ERR_INVALID_ARG);
-    EXPECT_ERR(lab_write_plots(NULL, &fit, p.speedup, p.efficiency), DT_ERR_INVALID_ARG);
-    EXPECT_ERR(lab_write_plots(&good, NULL, p.speedup, p.efficiency), DT_ERR_INVALID_ARG);
-    EXPECT_ERR(lab_write_plots(&good, &fit, NULL, p.efficiency), DT_ERR_INVALID_ARG);
-    EXPECT_ERR(lab_write_plots(&good, &fit, p.speedup, NULL), DT_ERR_INVALID_ARG);
-    remove_paths();
+    const lab_scaling_data *bad[] = {&one, &not1, &unsorted, &bad_t, NULL};
+    for (int i = 0; i < 5; i++) {
+        EXPECT_ERR(call_lab_write_plots(bad[i], &fit, 0, &sdoc, &edoc), DT_ERR_INVALID_ARG);
+        free(sdoc), free(edoc);
+    }
+    EXPECT_ERR(call_lab_write_plots(&good, NULL, 0, &sdoc, &edoc), DT_ERR_INVALID_ARG);
+    free(sdoc), free(edoc);
+    EXPECT_ERR(call_lab_write_plots(&good, &fit, 1, &sdoc, &edoc), DT_ERR_INVALID_ARG);
+    free(sdoc), free(edoc);
+    EXPECT_ERR(call_lab_write_plots(&good, &fit, 2, &sdoc, &edoc), DT_ERR_INVALID_ARG);
+    free(sdoc), free(edoc);
 }
