@@ -77,14 +77,17 @@ typedef struct {
     int batch;          /* samples per gradient */
     float lr;           /* SGD step size */
     double compute_s;   /* modeled seconds of one gradient (0: none); the worker
-                           also sleeps that long, so that messages reach the
-                           servers in the order of the modeled clocks */
+                           also sleeps, keeping wall time in step with its
+                           modeled clock, so that messages reach the servers
+                           in about the order of the modeled clocks */
+    int slow_worker;    /* this worker is a straggler (-1: none) ... */
+    double slow_compute_s; /* ... whose gradients cost this much instead */
     uint64_t seed;      /* initial parameters and batches */
     const dt_dataset *train;
 } lab_ps_config;
 
 /* A config of the tests' defaults: 1 server, 300 updates, asynchronous, no
- * bound, batch 16, lr 0.1, no modeled compute, seed 1. */
+ * bound, batch 16, lr 0.1, no modeled compute, no straggler, seed 1. */
 lab_ps_config lab_ps_defaults(const dt_dataset *train);
 
 /* What a run leaves behind (the thread backend: every rank writes its own
@@ -128,21 +131,26 @@ typedef struct {
     const dt_dataset *train;
     int batch;
     uint64_t seed;
+    double compute_s;        /* modeled seconds of one gradient (0: not modeled) */
     size_t *idx;
     float *x;
     int32_t *y;
+    int paced;               /* wall time is kept in step with the modeled clock */
+    double wall0, clock0;    /* from this wall time and clock on */
 } lab_trainer;
 
-dt_result lab_trainer_init(lab_trainer *t, const dt_dataset *train, int batch, uint64_t seed);
+dt_result lab_trainer_init(lab_trainer *t, const dt_dataset *train, int batch, uint64_t seed,
+                           double compute_s);
 void lab_trainer_free(lab_trainer *t);
 
 /* The gradient of the mean loss of batch (worker, step) at t->model.params,
  * into t->model.grads (overwritten). The batch is a pure function of (seed,
  * worker, step): samples dt_hash64(seed, worker << 32 | step, k) mod n. When
- * comm is not NULL and compute_s > 0, charges compute_s to the modeled
- * clock and sleeps what is left of it. */
+ * comm is not NULL and t->compute_s > 0, charges t->compute_s to the
+ * modeled clock and sleeps until the wall time since the first gradient matches
+ * the modeled time since then. */
 dt_result lab_trainer_gradient(lab_trainer *t, int worker, int step, dt_comm *comm,
-                               double compute_s, float *loss);
+                               float *loss);
 
 /* Accuracy on d of the lab's MLP with the given parameters. */
 dt_result lab_accuracy(const float *params, size_t num_params, const dt_dataset *d,
@@ -254,10 +262,12 @@ dt_result lab_ps_worker(dt_comm *comm, const lab_ps_config *cfg, lab_ps_result *
 /* ================================================================ task 5: Hogwild! */
 
 typedef struct {
-    int steps;          /* gradients per worker */
+    int updates;        /* gradients in all, claimed one at a time by the workers */
     int batch;
     float lr;
     double compute_s;   /* as in lab_ps_config */
+    int slow_worker;    /* as in lab_ps_config */
+    double slow_compute_s;
     uint64_t seed;
     const dt_dataset *train;
 } lab_hogwild_config;
@@ -266,7 +276,7 @@ typedef struct {
     int workers;
     size_t num_params;
     float *params;                  /* the final shared parameters (rank 0 copies them) */
-    int steps[LAB_MAX_RANKS];       /* updates applied by each worker */
+    int steps[LAB_MAX_RANKS];       /* gradients applied by each worker */
     uint64_t messages[LAB_MAX_RANKS]; /* point-to-point and collective calls other than
                                          barriers made by each rank (expected 0) */
     double clock[LAB_MAX_RANKS];
@@ -288,13 +298,23 @@ dt_result lab_hogwild_read(float *dst, const _Atomic float *src, size_t n);
  * between the load and the store of a word is lost (Hogwild! accepts it). */
 dt_result lab_hogwild_apply(_Atomic float *params, const float *grad, size_t n, float lr);
 
-/* Every rank is a worker (w = rank). Collectively allocates a window of
- * num_params floats (dt_win_allocate): the shared parameters. Rank 0 stores
- * the initial parameters (those of lab_trainer_init) into it; a barrier;
- * then cfg->steps times: read the shared parameters into t.model.params,
- * compute the gradient of batch (w, step), apply it to the shared
- * parameters; count it in res->steps[w]. A barrier; rank 0 copies the
- * shared parameters to res->params; free the window. No other
+/* The shared window of Hogwild!: a counter of claimed gradients, then the
+ * parameters (LAB_HOGWILD_PARAMS bytes in, so that they start on their own
+ * cache line). */
+#define LAB_HOGWILD_PARAMS 64
+typedef struct {
+    _Atomic int claimed;
+} lab_hogwild_header;
+
+/* Every rank is a worker (w = rank). Collectively allocates the window
+ * (dt_win_allocate, LAB_HOGWILD_PARAMS + num_params floats). Rank 0 stores
+ * the initial parameters (those of lab_trainer_init) into it; a barrier.
+ * Then each worker, as long as atomically incrementing `claimed` returns a
+ * value below cfg->updates (atomic_fetch_add: a fast worker claims more):
+ * read the shared parameters into t.model.params, compute the gradient of
+ * batch (w, step) where step counts this worker's gradients from 0, apply
+ * it to the shared parameters, count it in res->steps[w]. A barrier; rank
+ * 0 copies the shared parameters to res->params; free the window. No other
  * communication. */
 dt_result lab_hogwild_worker(dt_comm *comm, const lab_hogwild_config *cfg,
                              lab_hogwild_result *res);

@@ -24,6 +24,8 @@ lab_ps_config lab_ps_defaults(const dt_dataset *train)
     c.batch = 16;
     c.lr = 0.1f;
     c.compute_s = 0;
+    c.slow_worker = -1;
+    c.slow_compute_s = 0;
     c.seed = 1;
     c.train = train;
     return c;
@@ -52,7 +54,8 @@ void lab_trainer_free(lab_trainer *t)
     memset(t, 0, sizeof *t);
 }
 
-dt_result lab_trainer_init(lab_trainer *t, const dt_dataset *train, int batch, uint64_t seed)
+dt_result lab_trainer_init(lab_trainer *t, const dt_dataset *train, int batch, uint64_t seed,
+                           double compute_s)
 {
     memset(t, 0, sizeof *t);
     if (!train || train->features != LAB_IN || train->classes != LAB_CLASSES || train->n == 0)
@@ -63,6 +66,7 @@ dt_result lab_trainer_init(lab_trainer *t, const dt_dataset *train, int batch, u
     t->train = train;
     t->batch = batch;
     t->seed = seed;
+    t->compute_s = compute_s > 0 ? compute_s : 0;
     dt_result r = dt_mlp_create(&t->model, lab_widths, 3, seed);
     if (r == DT_OK)
         r = dt_acts_create(&t->acts, &t->model, 0, t->model.num_layers, (size_t)batch, 1);
@@ -79,9 +83,9 @@ dt_result lab_trainer_init(lab_trainer *t, const dt_dataset *train, int batch, u
 }
 
 dt_result lab_trainer_gradient(lab_trainer *t, int worker, int step, dt_comm *comm,
-                               double compute_s, float *loss)
+                               float *loss)
 {
-    double t0 = dt_now();
+    const double t0 = dt_now();
     uint64_t stream = (uint64_t)(uint32_t)worker << 32 | (uint32_t)step;
     for (int k = 0; k < t->batch; k++)
         t->idx[k] = (size_t)(dt_hash64(t->seed, stream, (uint64_t)k) % t->train->n);
@@ -93,12 +97,19 @@ dt_result lab_trainer_gradient(lab_trainer *t, int worker, int step, dt_comm *co
     DT_CHECK(dt_model_backward(&t->model, t->acts, NULL, NULL, NULL, NULL));
     if (loss)
         *loss = l;
-    if (comm && compute_s > 0) {
-        /* The modeled clock pays compute_s whatever this machine does; the
-         * sleep keeps wall time in step with it, so that the servers see
-         * messages in about the order of their modeled times. */
-        DT_CHECK(dt_clock_advance(comm, compute_s));
-        double left = compute_s - (dt_now() - t0);
+    if (comm && t->compute_s > 0) {
+        /* The modeled clock pays compute_s whatever this machine does. The
+         * sleep keeps wall time in step with the modeled clock (measured
+         * from the first gradient, so that small oversleeps do not add
+         * up): the servers then see messages in about the order of their
+         * modeled times, as on a real cluster. */
+        if (!t->paced) {
+            t->paced = 1;
+            t->wall0 = t0;
+            t->clock0 = dt_clock(comm);
+        }
+        DT_CHECK(dt_clock_advance(comm, t->compute_s));
+        double left = t->wall0 + (dt_clock(comm) - t->clock0) - dt_now();
         if (left > 0)
             dt_sleep(left);
     }
@@ -323,9 +334,9 @@ dt_result lab_hogwild_launch(const dt_launch_opts *opts, const lab_hogwild_confi
 {
     if (!opts || !cfg || !res || !cfg->train)
         return dt_fail(DT_ERR_INVALID_ARG, "lab_hogwild_launch: NULL argument");
-    if (opts->nranks < 1 || opts->nranks > LAB_MAX_RANKS || cfg->steps < 0 || cfg->batch < 1)
-        return dt_fail(DT_ERR_INVALID_ARG, "lab_hogwild_launch: %d ranks (1..%d), steps %d, "
-                       "batch %d", opts->nranks, LAB_MAX_RANKS, cfg->steps, cfg->batch);
+    if (opts->nranks < 1 || opts->nranks > LAB_MAX_RANKS || cfg->updates < 0 || cfg->batch < 1)
+        return dt_fail(DT_ERR_INVALID_ARG, "lab_hogwild_launch: %d ranks (1..%d), updates %d, "
+                       "batch %d", opts->nranks, LAB_MAX_RANKS, cfg->updates, cfg->batch);
     if (opts->backend != DT_BACKEND_THREAD)
         return dt_fail(DT_ERR_UNSUPPORTED, "lab_hogwild_launch: the results are gathered "
                        "through memory the ranks share: thread backend only");

@@ -31,16 +31,18 @@ dt_result lab_hogwild_apply(_Atomic float *params, const float *grad, size_t n, 
 dt_result lab_hogwild_worker(dt_comm *comm, const lab_hogwild_config *cfg,
                              lab_hogwild_result *res)
 {
-    lab_trainer t;
-    DT_CHECK(lab_trainer_init(&t, cfg->train, cfg->batch, cfg->seed));
     const int w = dt_comm_rank(comm);
+    lab_trainer t;
+    DT_CHECK(lab_trainer_init(&t, cfg->train, cfg->batch, cfg->seed,
+                              w == cfg->slow_worker ? cfg->slow_compute_s : cfg->compute_s));
     const size_t n = t.model.num_params;
     dt_result r;
     /* BEGIN STUDENT CODE */
-    /* dt_win_allocate(comm, n * sizeof(float), ...); rank 0 stores
-     * t.model.params into it; dt_barrier; cfg->steps times read, gradient
-     * of batch (w, step), apply, res->steps[w]++; dt_barrier; rank 0 reads
-     * the result into res->params; dt_win_free. */
+    /* dt_win_allocate(comm, LAB_HOGWILD_PARAMS + n * sizeof(float), ...);
+     * rank 0 stores t.model.params into the parameters; dt_barrier; while
+     * atomic_fetch_add on the counter returns less than cfg->updates: read,
+     * gradient of batch (w, step), apply, res->steps[w]++; dt_barrier; rank
+     * 0 reads the result into res->params; dt_win_free. */
     (void)w, (void)n, (void)res;
     r = DT_ERR_NOT_IMPLEMENTED;
     /* END STUDENT CODE */

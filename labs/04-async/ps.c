@@ -71,14 +71,15 @@ dt_result lab_ps_server(dt_comm *comm, const lab_ps_config *cfg, lab_ps_result *
 
 dt_result lab_ps_worker(dt_comm *comm, const lab_ps_config *cfg, lab_ps_result *res)
 {
-    lab_trainer t;
-    DT_CHECK(lab_trainer_init(&t, cfg->train, cfg->batch, cfg->seed));
     const int S = cfg->servers, w = dt_comm_rank(comm) - S;
+    lab_trainer t;
+    DT_CHECK(lab_trainer_init(&t, cfg->train, cfg->batch, cfg->seed,
+                              w == cfg->slow_worker ? cfg->slow_compute_s : cfg->compute_s));
     dt_result r;
     /* BEGIN STUDENT CODE */
     /* The shard ranges; then steps until server 0 says stop: pull every
      * shard in server order, lab_trainer_gradient(&t, w, step, comm,
-     * cfg->compute_s, NULL), push every shard with its version. */
+     * NULL), push every shard with its version. */
     (void)w, (void)res;
     r = DT_ERR_NOT_IMPLEMENTED;
     /* END STUDENT CODE */

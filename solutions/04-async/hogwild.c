@@ -38,26 +38,31 @@ dt_result lab_hogwild_apply(_Atomic float *params, const float *grad, size_t n, 
 dt_result lab_hogwild_worker(dt_comm *comm, const lab_hogwild_config *cfg,
                              lab_hogwild_result *res)
 {
-    lab_trainer t;
-    DT_CHECK(lab_trainer_init(&t, cfg->train, cfg->batch, cfg->seed));
     const int w = dt_comm_rank(comm);
+    lab_trainer t;
+    DT_CHECK(lab_trainer_init(&t, cfg->train, cfg->batch, cfg->seed,
+                              w == cfg->slow_worker ? cfg->slow_compute_s : cfg->compute_s));
     const size_t n = t.model.num_params;
     dt_result r;
     /* BEGIN STUDENT CODE */
     void *base = NULL;
     dt_win *win = NULL;
-    r = dt_win_allocate(comm, n * sizeof(float), &base, &win);
-    _Atomic float *shared = base;
+    r = dt_win_allocate(comm, LAB_HOGWILD_PARAMS + n * sizeof(float), &base, &win);
+    lab_hogwild_header *head = base;
+    _Atomic float *shared = (_Atomic float *)((char *)base + LAB_HOGWILD_PARAMS);
     if (r == DT_OK && w == 0)
         for (size_t i = 0; i < n; i++)
             atomic_store_explicit(&shared[i], t.model.params[i], memory_order_relaxed);
     /* the barrier orders rank 0's stores before every worker's first read */
     if (r == DT_OK)
         r = dt_barrier(comm);
-    for (int step = 0; step < cfg->steps && r == DT_OK; step++) {
+    /* the counter is the only read-modify-write: one per gradient, not per word */
+    for (int step = 0; r == DT_OK; step++) {
+        if (atomic_fetch_add_explicit(&head->claimed, 1, memory_order_relaxed) >= cfg->updates)
+            break;
         r = lab_hogwild_read(t.model.params, shared, n);
         if (r == DT_OK)
-            r = lab_trainer_gradient(&t, w, step, comm, cfg->compute_s, NULL);
+            r = lab_trainer_gradient(&t, w, step, comm, NULL);
         if (r == DT_OK)
             r = lab_hogwild_apply(shared, t.model.grads, n, cfg->lr);
         if (r == DT_OK)

@@ -189,9 +189,10 @@ static dt_result pull(dt_comm *comm, int server, float *dst, size_t count, int *
 
 dt_result lab_ps_worker(dt_comm *comm, const lab_ps_config *cfg, lab_ps_result *res)
 {
-    lab_trainer t;
-    DT_CHECK(lab_trainer_init(&t, cfg->train, cfg->batch, cfg->seed));
     const int S = cfg->servers, w = dt_comm_rank(comm) - S;
+    lab_trainer t;
+    DT_CHECK(lab_trainer_init(&t, cfg->train, cfg->batch, cfg->seed,
+                              w == cfg->slow_worker ? cfg->slow_compute_s : cfg->compute_s));
     dt_result r;
     /* BEGIN STUDENT CODE */
     size_t off[LAB_MAX_SERVERS], cnt[LAB_MAX_SERVERS];
@@ -212,7 +213,7 @@ dt_result lab_ps_worker(dt_comm *comm, const lab_ps_config *cfg, lab_ps_result *
                 r = dt_send(bye, LAB_HDR, DT_I32, s, comm);
             break;
         }
-        r = lab_trainer_gradient(&t, w, step, comm, cfg->compute_s, NULL);
+        r = lab_trainer_gradient(&t, w, step, comm, NULL);
         for (int s = 0; s < S && r == DT_OK; s++) {
             int32_t hdr[LAB_HDR] = {LAB_OP_PUSH, version[s], 0, 0};
             r = dt_send(hdr, LAB_HDR, DT_I32, s, comm);

@@ -82,3 +82,61 @@ TEST_HIDDEN(hidden_hogwild_concurrent_apply, 2)
     dt_launch_opts o = ref_opts(2);
     EXPECT_OK(dt_launch(&o, race_rank, NULL));
 }
+
+static double hidden_job_time(const double *clock, int n)
+{
+    double t = 0;
+    for (int r = 0; r < n; r++)
+        if (clock[r] > t)
+            t = clock[r];
+    return t;
+}
+
+/* A straggler by compute: worker 2's gradients cost 20 ms, the others' 1 ms. */
+TEST_HIDDEN_T(hidden_ps_compute_straggler, 2, 30)
+{
+    ref_data();
+    const int K = 3, G = 30;
+    double t[2];
+    for (int sync = 0; sync <= 1; sync++) {
+        lab_ps_config cfg = lab_ps_defaults(&ref_train);
+        cfg.updates = G, cfg.sync = sync, cfg.compute_s = 1e-3;
+        cfg.slow_worker = 2, cfg.slow_compute_s = 20e-3;
+        dt_launch_opts o = ref_opts(1 + K);
+        lab_ps_result res = {0};
+        EXPECT_OK(lab_ps_launch(&o, &cfg, &res));
+        ref_check_staleness(&res, G, sync ? 0 : -1);
+        t[sync] = hidden_job_time(res.clock, 1 + K);
+        if (!sync)
+            EXPECT(res.pushed[2] < res.pushed[0] && res.pushed[2] < res.pushed[1],
+                   "asynchronous: the straggler pushed %d gradients, the others %d and %d: "
+                   "expected fewer", res.pushed[2], res.pushed[0], res.pushed[1]);
+        lab_ps_result_free(&res);
+    }
+    /* synchronous: 10 rounds of at least 20 ms */
+    EXPECT(t[1] >= 0.19, "synchronous run took %.3f modeled s, expected about 0.2", t[1]);
+    EXPECT(t[0] < 0.5 * t[1], "asynchronous %.3f modeled s, synchronous %.3f: expected less "
+           "than half", t[0], t[1]);
+}
+
+/* Hogwild! workers claim gradients from one counter: a slow one claims few. */
+TEST_HIDDEN_T(hidden_hogwild_straggler_claims_less, 2, 30)
+{
+    ref_data();
+    lab_hogwild_config cfg = {.updates = 60, .batch = 16, .lr = 0.1f, .compute_s = 1e-3,
+                              .slow_worker = 1, .slow_compute_s = 20e-3, .seed = 1,
+                              .train = &ref_train};
+    dt_launch_opts o = ref_opts(3);
+    lab_hogwild_result res;
+    EXPECT_OK(lab_hogwild_launch(&o, &cfg, &res));
+    EXPECT(res.steps[0] + res.steps[1] + res.steps[2] == cfg.updates,
+           "%d + %d + %d gradients applied, expected %d in all", res.steps[0], res.steps[1],
+           res.steps[2], cfg.updates);
+    EXPECT(res.steps[1] < res.steps[0] && res.steps[1] < res.steps[2],
+           "the straggler applied %d gradients, the others %d and %d: expected fewer",
+           res.steps[1], res.steps[0], res.steps[2]);
+    double t = hidden_job_time(res.clock, 3);
+    EXPECT(t < 20 * 20e-3, "Hogwild! run took %.3f modeled s: the fast workers should not "
+           "wait for the straggler's 20 shares of 20 ms", t);
+    lab_hogwild_result_free(&res);
+}

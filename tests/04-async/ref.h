@@ -36,10 +36,10 @@ static inline dt_launch_opts ref_opts(int nranks)
 static inline float *ref_serial_sgd(int steps, int batch, float lr, uint64_t seed)
 {
     lab_trainer t;
-    EXPECT_OK(lab_trainer_init(&t, &ref_train, batch, seed));
+    EXPECT_OK(lab_trainer_init(&t, &ref_train, batch, seed, 0));
     size_t n = t.model.num_params;
     for (int s = 0; s < steps; s++) {
-        EXPECT_OK(lab_trainer_gradient(&t, 0, s, NULL, 0, NULL));
+        EXPECT_OK(lab_trainer_gradient(&t, 0, s, NULL, NULL));
         for (size_t i = 0; i < n; i++)
             t.model.params[i] = t.model.params[i] - lr * t.model.grads[i];
     }
@@ -55,14 +55,14 @@ static inline float *ref_serial_sgd(int steps, int batch, float lr, uint64_t see
 static inline float *ref_sync_sgd(int rounds, int K, int batch, float lr, uint64_t seed)
 {
     lab_trainer t;
-    EXPECT_OK(lab_trainer_init(&t, &ref_train, batch, seed));
+    EXPECT_OK(lab_trainer_init(&t, &ref_train, batch, seed, 0));
     size_t n = t.model.num_params;
     double *sum = calloc(n, sizeof *sum);
     EXPECT(sum != NULL, "out of memory");
     for (int r = 0; r < rounds; r++) {
         memset(sum, 0, n * sizeof *sum);
         for (int w = 0; w < K; w++) {
-            EXPECT_OK(lab_trainer_gradient(&t, w, r, NULL, 0, NULL));
+            EXPECT_OK(lab_trainer_gradient(&t, w, r, NULL, NULL));
             for (size_t i = 0; i < n; i++)
                 sum[i] += t.model.grads[i];
         }

@@ -28,13 +28,14 @@ TEST(hogwild_read_apply_exact, 2)
 TEST_T(hogwild_one_worker_equals_serial_sgd, 3, 20)
 {
     ref_data();
-    lab_hogwild_config cfg = {40, 16, 0.1f, 0, 1, &ref_train};
-    float *want = ref_serial_sgd(cfg.steps, cfg.batch, cfg.lr, cfg.seed);
+    lab_hogwild_config cfg = {.updates = 40, .batch = 16, .lr = 0.1f, .slow_worker = -1,
+                              .seed = 1, .train = &ref_train};
+    float *want = ref_serial_sgd(cfg.updates, cfg.batch, cfg.lr, cfg.seed);
     dt_launch_opts o = ref_opts(1);
     lab_hogwild_result res;
     EXPECT_OK(lab_hogwild_launch(&o, &cfg, &res));
-    EXPECT(res.steps[0] == cfg.steps, "the worker applied %d updates, expected %d",
-           res.steps[0], cfg.steps);
+    EXPECT(res.steps[0] == cfg.updates, "the worker applied %d gradients, expected %d",
+           res.steps[0], cfg.updates);
     for (size_t i = 0; i < res.num_params; i++)
         EXPECT(res.params[i] == want[i], "params[%zu] = %.9g, serial SGD gives %.9g", i,
                res.params[i], want[i]);
@@ -42,25 +43,28 @@ TEST_T(hogwild_one_worker_equals_serial_sgd, 3, 20)
     free(want);
 }
 
-/* 3 workers x 100 steps reach 90%; one worker's 100 steps alone reach
- * about 78%: the shared vector must carry every worker's updates. */
+/* 600 gradients of 3 workers reach 92.5% to 95% here (30 runs): every
+ * worker's updates land in the one shared vector. */
 TEST_T(hogwild_trains_digits, 3, 30)
 {
     ref_data();
     const int K = 3;
-    lab_hogwild_config cfg = {100, 16, 0.1f, 0, 1, &ref_train};
+    lab_hogwild_config cfg = {.updates = 600, .batch = 16, .lr = 0.1f, .slow_worker = -1,
+                              .seed = 1, .train = &ref_train};
     dt_launch_opts o = ref_opts(K);
     lab_hogwild_result res;
     EXPECT_OK(lab_hogwild_launch(&o, &cfg, &res));
+    int total = 0;
     for (int w = 0; w < K; w++) {
-        EXPECT(res.steps[w] == cfg.steps, "worker %d applied %d updates, expected %d", w,
-               res.steps[w], cfg.steps);
+        total += res.steps[w];
         EXPECT(res.messages[w] == 0, "worker %d made %llu communication calls besides "
                "barriers: Hogwild! shares memory instead", w,
                (unsigned long long)res.messages[w]);
     }
+    EXPECT(total == cfg.updates, "the workers applied %d gradients in all, expected %d", total,
+           cfg.updates);
     float acc = ref_accuracy(res.params, res.num_params);
-    EXPECT(acc >= 0.90f, "test accuracy %.4f after %d x %d Hogwild! steps, expected >= 0.90",
-           acc, K, cfg.steps);
+    EXPECT(acc >= 0.90f, "test accuracy %.4f after %d Hogwild! gradients, expected >= 0.90",
+           acc, cfg.updates);
     lab_hogwild_result_free(&res);
 }
