@@ -169,14 +169,29 @@ run_mutant() { # lab patch
     fi
 }
 
+# Mutants are independent: up to $JOBS of them are built and graded at once;
+# their reports are printed in order.
 do_mutants() {
-    local lab p n=0 bad=0
+    local lab p n=0 bad=0 i
+    local -a list=()
     for lab in $labs; do
         for p in "tests/$lab/mutants"/*.patch; do
-            [ -f "$p" ] || continue
-            n=$((n + 1))
-            run_mutant "$lab" "$p" || bad=$((bad + 1))
+            [ -f "$p" ] && list+=("$lab $p")
         done
+    done
+    mkdir -p "$out/mutants"
+    for i in "${!list[@]}"; do
+        while [ "$(jobs -rp | wc -l)" -ge "$JOBS" ]; do
+            wait -n 2>/dev/null || true
+        done
+        # shellcheck disable=SC2086
+        (run_mutant ${list[$i]} >"$out/mutants/$i.txt" 2>&1; echo $? >"$out/mutants/$i.rc") &
+    done
+    wait
+    for i in "${!list[@]}"; do
+        n=$((n + 1))
+        cat "$out/mutants/$i.txt"
+        [ "$(cat "$out/mutants/$i.rc" 2>/dev/null)" = 0 ] || bad=$((bad + 1))
     done
     echo "mutants: $((n - bad)) of $n caught"
     [ "$bad" -eq 0 ]
