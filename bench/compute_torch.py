@@ -37,17 +37,18 @@ def main():
 
     # a fixed pool of batches, like dttrain's synthetic set: no data loading in the timing
     pool = [(torch.randn(a.batch, w[0]), torch.randint(0, w[-1], (a.batch,))) for _ in range(8)]
-    times, losses = [], []
+    times, cpu, losses = [], [], []
     for step in range(a.steps + 5):
         x, y = pool[step % len(pool)]
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.thread_time()
         opt.zero_grad(set_to_none=True)
         loss = loss_fn(model(x), y)
         loss.backward()
         opt.step()
-        dt = time.perf_counter() - t0
+        dt, dc = time.perf_counter() - t0, time.thread_time() - c0
         if step >= 5:  # the first steps allocate and warm up
             times.append(dt)
+            cpu.append(dc)
             losses.append(loss.item())
     ms = statistics.median(times) * 1e3
     print(json.dumps({
@@ -55,6 +56,7 @@ def main():
         "model": "mlp:" + a.widths, "batch": a.batch, "steps": a.steps,
         "threads": torch.get_num_threads(),
         "step_ms_median": round(ms, 4),
+        "step_cpu_ms_median": round(statistics.median(cpu) * 1e3, 4),
         "samples_per_s": round(a.batch / (ms / 1e3), 1),
         "final_loss": round(sum(losses[-10:]) / len(losses[-10:]), 6),
     }))

@@ -211,10 +211,12 @@ static void print_json(const options *o, const dt_model *m, const dt_train_confi
     printf("{\"model\": \"%s\", \"data\": \"%s\", \"params\": %zu, \"batch\": %ld, "
            "\"steps\": %ld, \"optim\": \"%s\", \"lr\": %g, \"fused_sgd\": %s, "
            "\"threads\": %ld, \"blas\": \"%s\", \"step_ms_median\": %.4f, "
+           "\"step_cpu_ms_median\": %.4f, "
            "\"samples_per_s\": %.1f, \"final_loss\": %.6f, \"accuracy\": ",
            o->model, o->data, m->num_params, o->batch, r->steps, o->optim, o->lr,
            c->fused_sgd ? "true" : "false", o->threads,
-           dt_blas_available() ? "openblas" : "builtin", r->step_ms_median, r->samples_per_s,
+           dt_blas_available() ? "openblas" : "builtin", r->step_ms_median,
+           r->step_cpu_ms_median, r->samples_per_s,
            (double)r->final_loss);
     if (r->accuracy < 0)
         printf("null");

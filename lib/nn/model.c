@@ -352,7 +352,7 @@ double dt_model_flops_per_sample(const dt_model *m)
 {
     if (!m)
         return 0;
-    if (m->kind != DT_MODEL_GPT) { /* 2 MACs... : forward 2 in out, backward twice that */
+    if (m->kind != DT_MODEL_GPT) { /* forward 2 in out per layer; backward twice that */
         double f = 0;
         for (int i = 0; i < m->num_layers; i++)
             f += 6.0 * (double)m->layers[i].in_width * (double)m->layers[i].out_width;

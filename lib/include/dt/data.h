@@ -117,6 +117,8 @@ typedef struct {
     long steps;
     double seconds;
     double step_ms_median; /* of the training steps (forward, backward, update) */
+    double step_cpu_ms_median; /* the same in CPU time of the calling thread: on a
+                                  shared machine, what the step itself costs */
     double samples_per_s;  /* batch / median step time */
     float final_loss;      /* mean training loss of the last (up to) 10 steps */
     float accuracy;        /* on test, -1 without a test set */
