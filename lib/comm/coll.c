@@ -10,7 +10,7 @@
 /* Below this many bytes AUTO uses the tree algorithms (fewer steps, each
  * paying alpha); above, the ring (bandwidth-optimal). */
 #define AUTO_TREE_MAX 32768
-/* The thread backend's one-pass shared-memory allreduce, from this size. */
+/* The one-pass shared-memory allreduce, from this size (shortcut.c). */
 #define SHORTCUT_MIN 262144
 
 /* ---------------------------------------------------------------- checks */
@@ -132,8 +132,8 @@ static void resolve_algo(const dt_comm *c, dt_coll_args *a)
     if (a->algo != DT_ALGO_AUTO)
         return;
     a->algo = bytes <= AUTO_TREE_MAX ? DT_ALGO_TREE : DT_ALGO_RING;
-    if (a->kind == DT_COLL_ALLREDUCE && bytes >= SHORTCUT_MIN &&
-        c->rc->job->backend == DT_BACKEND_THREAD && c->size > 1)
+    if (a->kind == DT_COLL_ALLREDUCE && c->size > 1 &&
+        (bytes <= DT_TINY_MAX || bytes >= SHORTCUT_MIN))
         a->shortcut = 1;
 }
 

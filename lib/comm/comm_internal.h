@@ -35,6 +35,7 @@
 #define DT_LANES 2
 #define DT_EAGER_MAX 16384        /* sends up to this many bytes are copied */
 #define DT_ANY_SOURCE (-1)
+#define DT_TINY_MAX 40            /* allreduces this small ride in the barrier */
 
 /* ---------------------------------------------------------------- job */
 

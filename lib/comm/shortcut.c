@@ -1,23 +1,39 @@
-/* shortcut.c - collectives that use the shared address space directly,
- * and the modeled price they charge (what their network algorithm would
- * cost, so that the modeled clock does not depend on the shortcut).
+/* shortcut.c - collectives that use shared memory directly, and the modeled
+ * price they charge: what their network algorithm would cost, so that the
+ * modeled clock and the stats do not depend on the shortcut.
  *
- * One-pass allreduce (thread backend): every rank publishes its input and
- * output addresses; rank r owns chunk r and, block by block, reduces that
- * chunk over all inputs (in rank order) and writes the result into every
- * output. Each byte of input is read once and each byte of output written
- * once: about 2*n*N bytes of memory traffic in all, the floor. A second
- * barrier keeps every output alive until all writers are done.
+ * One-pass allreduce (large messages): every rank publishes the addresses
+ * of its input and output; rank r owns chunk r and, block by block, reduces
+ * that chunk over all inputs (in rank order) and writes the result into
+ * every output. Each input byte is read once and each output byte written
+ * once: about 2*n*N bytes of memory traffic in all, the floor. Threads
+ * address each other's buffers directly; processes read and write them with
+ * process_vm_readv / process_vm_writev (cross-memory attach). A second
+ * barrier keeps every output alive until all writers are done. Priced as a
+ * ring.
+ *
+ * Tiny allreduce (at most 40 bytes): the values ride in the barrier's own
+ * records; every rank reduces all records in rank order. Priced as
+ * recursive doubling.
  *
  * Barrier: the counter barrier of dt_sync_exchange, priced as a
  * dissemination barrier (ceil(log2 N) rounds of alpha). */
 #include "algo.h"
 
+#include <errno.h>
 #include <math.h>
 #include <string.h>
+#include <sys/uio.h>
+#ifdef __SSE__
+#include <xmmintrin.h>
+#endif
 
-/* Elements per block: the partial result stays in L1. */
-#define BLOCK_BYTES 8192
+/* Bytes per block: threads keep the partial result in L1; processes
+ * amortize a system call per peer and block. */
+#define BLOCK_THREAD 8192
+#define BLOCK_PROC 262144
+/* Outputs larger than this bypass the caches (no read-for-ownership). */
+#define STREAM_MIN ((size_t)16 << 20)
 
 static double wire(const dt_job *job, double bytes)
 {
@@ -39,12 +55,11 @@ double dt_model_allreduce(const dt_job *job, dt_algo algo, size_t count, size_t 
             steps++;
         }
         int extra = p < n ? 2 : 0;
-        *bytes = (uint64_t)(steps + (extra ? 1 : 0)) * count * es;
-        *msgs = (uint64_t)(steps + (extra ? 1 : 0));
+        *msgs = (uint64_t)steps + (extra ? 1 : 0);
+        *bytes = *msgs * count * es;
         return (steps + extra) * (job->alpha + wire(job, total));
     }
-    /* ring (and direct, priced alike): 2(N-1) steps of one chunk each;
-     * this rank's chunks as the ring would cut them */
+    /* ring: 2(N-1) steps of one chunk each, as the ring cuts them */
     for (int s = 0; s < n - 1; s++) {
         *bytes += dt_chunk_len(count, n, (rank - s - 1 + 2 * n) % n) * es;
         *bytes += dt_chunk_len(count, n, (rank - s + n) % n) * es;
@@ -65,43 +80,140 @@ static double max_clock(const dt_rec *all, int n)
     return t;
 }
 
-dt_result dt_shortcut_allreduce(dt_op *op, const dt_coll_args *a)
+static void charge(dt_op *op, const dt_coll_args *a, dt_algo algo, double t0)
 {
     dt_comm *c = op->comm;
-    int n = c->size, r = c->rank;
-    size_t es = dt_dtype_size(a->dtype), count = a->count;
-    size_t blk = BLOCK_BYTES / es;
-    char *acc = dt_scratch(c, op->lane, BLOCK_BYTES);
-    if (!acc)
-        return dt_fail(DT_ERR_NOMEM, "no memory for the allreduce block");
-    dt_rec mine = {{(uint64_t)(uintptr_t)a->sendbuf, (uint64_t)(uintptr_t)a->recvbuf}, op->t};
-    const dt_rec *all;
-    DT_TRY(dt_sync_exchange(op, &mine, &all));
-    double t0 = max_clock(all, n);
-    size_t lo = dt_chunk_off(count, n, r), hi = lo + dt_chunk_len(count, n, r);
-    for (size_t b = lo; b < hi; b += blk) {
-        size_t len = hi - b < blk ? hi - b : blk;
-        const char *in0 = (const char *)(uintptr_t)all[0].w[0];
-        const char *in1 = (const char *)(uintptr_t)all[1].w[0];
-        dt_reduce3(acc, in0 + b * es, in1 + b * es, len, a->dtype, a->op);
-        for (int j = 2; j < n; j++)
-            dt_reduce_into(acc, (const char *)(uintptr_t)all[j].w[0] + b * es, len, a->dtype,
-                           a->op);
-        if (a->op == DT_AVG)
-            dt_reduce_avg(acc, len, a->dtype, n);
-        for (int j = 0; j < n; j++)
-            memcpy((char *)(uintptr_t)all[j].w[1] + b * es, acc, len * es);
-    }
     uint64_t bytes, msgs;
-    double cost = dt_model_allreduce(c->rc->job, DT_ALGO_RING, count, es, n, r, &bytes, &msgs);
-    /* the end barrier: no output may be released while others write it */
-    dt_rec done = {{0, 0}, op->t};
-    DT_TRY(dt_sync_exchange(op, &done, &all));
+    double cost = dt_model_allreduce(c->rc->job, algo, a->count, dt_dtype_size(a->dtype),
+                                     c->size, c->rank, &bytes, &msgs);
     op->t = t0 + cost;
     if (op->counted) {
         dt_stats_msg(c, 1, bytes, msgs);
         dt_stats_msg(c, 0, bytes, msgs);
     }
+}
+
+/* Copies a finished block to an output; large outputs with streaming
+ * stores, which do not pull the destination into the cache first. */
+static void store(void *dst, const void *src, size_t bytes, int stream)
+{
+#ifdef __SSE__
+    if (stream && ((uintptr_t)dst & 15) == 0 && ((uintptr_t)src & 15) == 0 && bytes % 64 == 0) {
+        float *d = dst;
+        const float *s = src;
+        for (size_t i = 0; i < bytes / 4; i += 16) {
+            _mm_stream_ps(d + i, _mm_load_ps(s + i));
+            _mm_stream_ps(d + i + 4, _mm_load_ps(s + i + 4));
+            _mm_stream_ps(d + i + 8, _mm_load_ps(s + i + 8));
+            _mm_stream_ps(d + i + 12, _mm_load_ps(s + i + 12));
+        }
+        return;
+    }
+#endif
+    (void)stream;
+    memcpy(dst, src, bytes);
+}
+
+static dt_result remote(ssize_t got, size_t want, int pid)
+{
+    if (got == (ssize_t)want)
+        return DT_OK;
+    return dt_fail(DT_ERR_PEER_DIED, "cross-memory copy with process %d failed (%s)", pid,
+                   got < 0 ? strerror(errno) : "short copy");
+}
+
+/* One block [off, off+len) of this rank's chunk: gather, reduce, scatter. */
+static dt_result one_block(const dt_coll_args *a, const dt_rec *all, int n, int me, int self_pid,
+                           char *acc, char *stage, size_t block, size_t off, size_t len,
+                           int stream)
+{
+    size_t es = dt_dtype_size(a->dtype), bytes = len * es;
+    const char *inp[DT_MAX_RANKS];
+    for (int j = 0; j < n; j++) {
+        const char *src = (const char *)(uintptr_t)all[j].w[0] + off * es;
+        int pid = (int)all[j].w[2];
+        if (pid == self_pid) {
+            inp[j] = src;
+            continue;
+        }
+        char *dst = stage + (size_t)(j - (j > me)) * block;
+        struct iovec l = {dst, bytes}, r = {(void *)src, bytes};
+        DT_TRY(remote(process_vm_readv(pid, &l, 1, &r, 1, 0), bytes, pid));
+        inp[j] = dst;
+    }
+    dt_reduce3(acc, inp[0], inp[1], len, a->dtype, a->op);
+    for (int j = 2; j < n; j++)
+        dt_reduce_into(acc, inp[j], len, a->dtype, a->op);
+    if (a->op == DT_AVG)
+        dt_reduce_avg(acc, len, a->dtype, n);
+    for (int j = 0; j < n; j++) {
+        char *dst = (char *)(uintptr_t)all[j].w[1] + off * es;
+        int pid = (int)all[j].w[2];
+        if (pid == self_pid) {
+            store(dst, acc, bytes, stream);
+            continue;
+        }
+        struct iovec l = {acc, bytes}, r = {dst, bytes};
+        DT_TRY(remote(process_vm_writev(pid, &l, 1, &r, 1, 0), bytes, pid));
+    }
+    return DT_OK;
+}
+
+static dt_result tiny_allreduce(dt_op *op, const dt_coll_args *a)
+{
+    dt_comm *c = op->comm;
+    size_t bytes = a->count * dt_dtype_size(a->dtype);
+    dt_rec mine = {{0}, op->t};
+    memcpy(mine.w, a->sendbuf, bytes);
+    const dt_rec *all;
+    DT_TRY(dt_sync_exchange(op, &mine, &all));
+    uint64_t acc[5];
+    dt_reduce3(acc, all[0].w, all[1].w, a->count, a->dtype, a->op);
+    for (int j = 2; j < c->size; j++)
+        dt_reduce_into(acc, all[j].w, a->count, a->dtype, a->op);
+    if (a->op == DT_AVG)
+        dt_reduce_avg(acc, a->count, a->dtype, c->size);
+    memcpy(a->recvbuf, acc, bytes);
+    charge(op, a, DT_ALGO_TREE, max_clock(all, c->size));
+    return DT_OK;
+}
+
+dt_result dt_shortcut_allreduce(dt_op *op, const dt_coll_args *a)
+{
+    dt_comm *c = op->comm;
+    int n = c->size, r = c->rank;
+    size_t es = dt_dtype_size(a->dtype), count = a->count;
+    if (count * es <= DT_TINY_MAX)
+        return tiny_allreduce(op, a);
+    int threads = c->rc->job->backend == DT_BACKEND_THREAD;
+    size_t block = threads ? BLOCK_THREAD : BLOCK_PROC;
+    char *acc = dt_scratch(c, op->lane, block * (threads ? 1 : (size_t)n));
+    if (!acc)
+        return dt_fail(DT_ERR_NOMEM, "no memory for the allreduce blocks");
+    /* the same pid for all threads: they address each other directly */
+    int self_pid = c->rc->pid;
+    dt_rec mine = {{(uint64_t)(uintptr_t)a->sendbuf, (uint64_t)(uintptr_t)a->recvbuf,
+                    (uint64_t)self_pid}, op->t};
+    const dt_rec *all;
+    DT_TRY(dt_sync_exchange(op, &mine, &all));
+    double t0 = max_clock(all, n);
+    size_t lo = dt_chunk_off(count, n, r), hi = lo + dt_chunk_len(count, n, r);
+    size_t per = block / es;
+    int stream = count * es >= STREAM_MIN;
+    dt_result res = DT_OK;
+    for (size_t b = lo; b < hi && res == DT_OK; b += per)
+        res = one_block(a, all, n, r, self_pid, acc, acc + block, block, b,
+                        hi - b < per ? hi - b : per, stream);
+#ifdef __SSE__
+    if (stream)
+        _mm_sfence(); /* streaming stores are visible before the barrier */
+#endif
+    /* the end barrier: no output may be released while others write it */
+    dt_rec done = {{0, 0}, op->t};
+    dt_result r2 = dt_sync_exchange(op, &done, &all);
+    DT_TRY(res);
+    DT_TRY(r2);
+    charge(op, a, DT_ALGO_RING, t0);
     return DT_OK;
 }
 

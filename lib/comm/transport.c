@@ -68,11 +68,13 @@ dt_result dt_check_peers(dt_job *job)
     return dt_fail(DT_ERR_PEER_DIED, "a rank of the job failed");
 }
 
-/* Spin a little (the partner is often running on the other core), yield a
- * few times (it may be waiting for this core), then sleep on the doorbell
- * in slices, checking for failed peers and the deadline. */
-#define SPINS 200
-#define YIELDS 4
+/* Spin a little (the partner is often running on the other core), then
+ * yield for a while (with more ranks than cores, the partner may be waiting
+ * for this core: yielding hands it over without the cost of a sleep and a
+ * wake-up), then sleep on the doorbell in slices, checking for failed peers
+ * and the deadline. */
+#define SPINS 100
+#define YIELD_S 200e-6
 
 dt_result dt_wait_until(dt_op *op, int (*cond)(const void *), const void *arg)
 {
@@ -83,11 +85,12 @@ dt_result dt_wait_until(dt_op *op, int (*cond)(const void *), const void *arg)
         if (cond(arg))
             return DT_OK;
     }
-    for (int i = 0; i < YIELDS; i++) {
+    double until = dt_now() + YIELD_S;
+    do {
         sched_yield();
         if (cond(arg))
             return DT_OK;
-    }
+    } while (dt_now() < until);
     dt_job *job = op->comm->rc->job;
     dt_bell *b = &job->board[op->comm->rc->world_rank].bell;
     double deadline = dt_now() + job->timeout_s;
