@@ -50,12 +50,12 @@ static int floor_log2(int k)
 }
 
 /* A third network, "alpha=5us,bw=2GB/s", 4 and 8 ranks (powers of two, so
- * every formula is exact), 1 MB and 4 KB. */
+ * every formula is exact), 128 KiB and 4 KiB. */
 TEST_HIDDEN_T(hidden_modeled_time_third_network, 1, 20)
 {
     const char *net = "alpha=5us,bw=2GB/s";
     const double alpha = 5e-6, beta = 2e9;
-    const size_t counts[] = {1024, 1 << 18};
+    const size_t counts[] = {1024, 1 << 15};
     for (int k = 4; k <= 8; k *= 2)
         for (int ci = 0; ci < 2; ci++) {
             double n = 4.0 * counts[ci], step = alpha + n / (k * beta), whole = alpha + n / beta;

@@ -51,7 +51,7 @@ TEST_T(naive_allreduce_modeled_time, 2, 20)
 {
     const char *nets[] = {"ib100", "eth10"};
     const int ks[] = {2, 4, 7};
-    const size_t counts[] = {256, 1 << 18};
+    const size_t counts[] = {256, 1 << 15};
     for (int ni = 0; ni < 2; ni++) {
         double alpha, beta;
         EXPECT_OK(dt_net_preset(nets[ni], &alpha, &beta));

@@ -89,7 +89,7 @@ TEST_T(recursive_doubling_modeled_time, 2, 20)
 {
     const char *nets[] = {"ib100", "eth10"};
     const int ks[] = {2, 3, 4, 5, 6, 8};
-    const size_t counts[] = {256, 1 << 18};
+    const size_t counts[] = {256, 1 << 15};
     for (int ni = 0; ni < 2; ni++) {
         double alpha, beta;
         EXPECT_OK(dt_net_preset(nets[ni], &alpha, &beta));

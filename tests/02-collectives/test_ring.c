@@ -71,7 +71,7 @@ TEST_T(ring_modeled_time, 3, 30)
 {
     const char *nets[] = {"ib100", "eth10"};
     const int ks[] = {2, 3, 4, 8};
-    const size_t counts[] = {96, 1 << 18};
+    const size_t counts[] = {96, 1 << 15};
     for (int ni = 0; ni < 2; ni++) {
         double alpha, beta;
         EXPECT_OK(dt_net_preset(nets[ni], &alpha, &beta));
