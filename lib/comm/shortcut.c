@@ -164,7 +164,8 @@ static dt_result tiny_allreduce(dt_op *op, const dt_coll_args *a)
     dt_comm *c = op->comm;
     size_t bytes = a->count * dt_dtype_size(a->dtype);
     dt_rec mine = {{0}, op->t};
-    memcpy(mine.w, a->sendbuf, bytes);
+    if (bytes)
+        memcpy(mine.w, a->sendbuf, bytes);
     const dt_rec *all;
     DT_TRY(dt_sync_exchange(op, &mine, &all));
     uint64_t acc[5];
@@ -173,7 +174,8 @@ static dt_result tiny_allreduce(dt_op *op, const dt_coll_args *a)
         dt_reduce_into(acc, all[j].w, a->count, a->dtype, a->op);
     if (a->op == DT_AVG)
         dt_reduce_avg(acc, a->count, a->dtype, c->size);
-    memcpy(a->recvbuf, acc, bytes);
+    if (bytes)
+        memcpy(a->recvbuf, acc, bytes);
     charge(op, a, DT_ALGO_TREE, max_clock(all, c->size));
     return DT_OK;
 }
