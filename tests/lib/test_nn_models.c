@@ -3,6 +3,7 @@
  * gradient hook, the fused SGD backward, the flat layout and its memory. */
 #include "grader.h"
 #include "dt/nn.h"
+#include "dt/optim.h"
 #include "test_nn_gradcheck.h"
 
 #include <math.h>
@@ -330,6 +331,46 @@ TEST(nn_model_memory_accounting_is_exact, 1)
     EXPECT(s.current_total == 0, "all returned: %zu", s.current_total);
     dt_mem_bind(NULL);
     dt_mem_ctx_release(ctx);
+}
+
+/* For each model: parameters, gradients and AdamW state, in bytes, are
+ * exactly 4, 4 and 8 per parameter, with the parameter count from the
+ * formula of the architecture. */
+TEST(nn_model_memory_of_each_model_with_adamw, 1)
+{
+    size_t C = 16, V = 13, T = 8, L = 2;
+    struct {
+        const char *spec;
+        size_t params;
+    } cases[3] = {
+        {"mlp:10,20,5", 10 * 20 + 20 + 20 * 5 + 5},
+        {"deep:6,12,3,4", (6 * 12 + 12) + 3 * (12 * 12 + 12) + (12 * 4 + 4)},
+        /* embed V C + T C; per block 12 C^2 + 13 C; head 2 C + V C */
+        {"gpt:13,8,2,2,16", V * C + T * C + L * (12 * C * C + 13 * C) + 2 * C + V * C},
+    };
+    for (int k = 0; k < 3; k++) {
+        dt_mem_ctx *ctx = dt_mem_ctx_create();
+        dt_mem_bind(ctx);
+        dt_model m;
+        dt_optimizer o;
+        EXPECT_OK(dt_model_create_spec(&m, cases[k].spec, 1));
+        dt_optim_config adam = dt_adamw_config(1e-3f);
+        EXPECT_OK(dt_optim_init(&o, &adam, 0, m.num_params));
+        dt_mem_stats s;
+        dt_mem_stats_get(&s);
+        size_t n = cases[k].params;
+        EXPECT(m.num_params == n, "%s: %zu parameters, expected %zu", cases[k].spec,
+               m.num_params, n);
+        EXPECT(s.current[DT_MEM_PARAM] == 4 * n && s.current[DT_MEM_GRAD] == 4 * n &&
+                   s.current[DT_MEM_OPTIM] == 8 * n,
+               "%s: param %zu, grad %zu, optim %zu bytes; expected %zu, %zu, %zu",
+               cases[k].spec, s.current[DT_MEM_PARAM], s.current[DT_MEM_GRAD],
+               s.current[DT_MEM_OPTIM], 4 * n, 4 * n, 8 * n);
+        dt_optim_free(&o);
+        dt_model_free(&m);
+        dt_mem_bind(NULL);
+        dt_mem_ctx_release(ctx);
+    }
 }
 
 TEST(nn_model_rejects_bad_input, 1)
