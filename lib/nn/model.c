@@ -227,7 +227,7 @@ static dt_result parse_list(const char *spec, const char *list, size_t *out, int
     while (*p) {
         char *end;
         unsigned long long v = strtoull(p, &end, 10);
-        if (end == p || v == 0 || (*end && *end != ','))
+        if (end == p || v == 0 || (*end && *end != ',') || (*end == ',' && !end[1]))
             return dt_fail(DT_ERR_INVALID_ARG, "model spec '%s': bad number at '%s'", spec, p);
         if (*n == max)
             return dt_fail(DT_ERR_INVALID_ARG, "model spec '%s': more than %d numbers", spec, max);

@@ -382,6 +382,8 @@ TEST(nn_model_rejects_bad_input, 1)
     EXPECT_ERR(dt_model_create_spec(&m, "gpt:5,4,1,3,8", 1), DT_ERR_INVALID_ARG);
     EXPECT(strstr(dt_last_error(), "heads"), "message: %s", dt_last_error());
     EXPECT_ERR(dt_model_create_spec(&m, "mlp:5", 1), DT_ERR_INVALID_ARG);
+    EXPECT_ERR(dt_model_create_spec(&m, "mlp:5,3,", 1), DT_ERR_INVALID_ARG);
+    EXPECT_ERR(dt_model_create_spec(&m, "mlp:", 1), DT_ERR_INVALID_ARG);
     EXPECT_ERR(dt_model_create_spec(&m, NULL, 1), DT_ERR_INVALID_ARG);
     EXPECT_OK(dt_model_create_spec(&m, "gpt:5,4,1,1,4", 1));
     dt_acts *a;
