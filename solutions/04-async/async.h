@@ -307,7 +307,7 @@ typedef struct {
 } lab_hogwild_header;
 
 /* Every rank is a worker (w = rank). Collectively allocates the window
- * (dt_win_allocate, LAB_HOGWILD_PARAMS + num_params floats). Rank 0 stores
+ * (dt_win_allocate: LAB_HOGWILD_PARAMS bytes, then num_params floats). Rank 0 stores
  * the initial parameters (those of lab_trainer_init) into it; a barrier.
  * Then each worker, as long as atomically incrementing `claimed` returns a
  * value below cfg->updates (atomic_fetch_add: a fast worker claims more):
