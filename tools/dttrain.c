@@ -2,6 +2,8 @@
  *
  *   dttrain --model mlp:64,128,10 --data digits --steps 600
  *   dttrain --model mlp:784,1024,1024,10 --data synthetic --batch 64 --lr 0.01 --json
+ *   dttrain --ranks 4 --backend proc --net ib100     data parallel (chapter 03)
+ *   dttrain --showcase                               what `make run` shows
  *
  * The loop is the library's (dt_train in lib/data/trainer.c); this program
  * parses options, builds the data, prints progress and the summary. With
@@ -9,11 +11,13 @@
  *
  * --dump FILE writes one step's inputs and results (parameters, batch, loss,
  * gradients) for bench/compute_verify.py, which replays it in PyTorch. */
+#include "dt/comm.h"
 #include "dt/data.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 typedef struct {
     const char *model, *data, *optim, *dump;
@@ -21,12 +25,14 @@ typedef struct {
     double lr, momentum, weight_decay, time_budget;
     unsigned long long seed;
     int json, fuse; /* fuse: -1 auto (plain SGD), 0 never */
-    /* Distributed runs (--ranks, --backend, --net) belong here: they need the
-     * communicator and the data-parallel trainer of chapter 03. Until they
-     * exist, only one rank is accepted. */
-    long ranks;
+    /* Data parallelism (chapter 03): --ranks, --backend or --net given, or
+     * --showcase (1 rank vs --ranks ranks, --epochs of the data set). */
+    long ranks, epochs;
     const char *backend, *net;
+    int distributed, showcase, model_set;
 } options;
+
+#define SHOWCASE_MODEL "mlp:64,512,512,10" /* --showcase's digits MLP */
 
 static void usage(FILE *f)
 {
@@ -51,8 +57,16 @@ static void usage(FILE *f)
             "  --json           print one JSON object: step_ms_median, samples_per_s,\n"
             "                   final_loss, accuracy, ...\n"
             "  --dump FILE      write one step's parameters, batch and gradients, then exit\n"
-            "  --ranks N        (1 only for now: data-parallel runs come with chapter 03)\n"
-            "  --backend B, --net NET   (reserved for distributed runs)\n");
+            "data parallelism (chapter 03): each rank takes --batch samples per step\n"
+            "  --ranks N        ranks (default 1; 4 with --showcase)\n"
+            "  --backend B      thread | proc (default thread)\n"
+            "  --net NET        modeled network: none | nvlink | pcie4 | ib100 | ib400 |\n"
+            "                   eth10 | eth100 | alpha=2us,bw=10GB/s (default none;\n"
+            "                   ib100 with --showcase)\n"
+            "  --showcase       train on 1 rank with the global batch, then on --ranks\n"
+            "                   ranks, and compare them (what `make run` does; its\n"
+            "                   model: " SHOWCASE_MODEL " unless --model)\n"
+            "  --epochs N       with --showcase: epochs of the training set (default 10)\n");
 }
 
 /* Parses a number option; returns 0 when it is not a number in [lo, hi]. */
@@ -70,16 +84,17 @@ static int parse(int argc, char **argv, options *o)
 {
     *o = (options){.model = "mlp:64,128,10", .data = "digits", .optim = "sgd", .batch = 32,
                    .steps = 600, .eval_every = 100, .threads = 1, .lr = 0.05, .momentum = 0.9,
-                   .weight_decay = -1, .seed = 1, .fuse = -1, .ranks = 1};
+                   .weight_decay = -1, .seed = 1, .fuse = -1, .ranks = -1, .epochs = 10};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         double x;
         if (!strcmp(a, "--json")) { o->json = 1; continue; }
         if (!strcmp(a, "--no-fuse")) { o->fuse = 0; continue; }
+        if (!strcmp(a, "--showcase")) { o->showcase = 1; continue; }
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) { usage(stdout); exit(0); }
         if (!v) { fprintf(stderr, "dttrain: %s needs a value\n", a); return 0; }
         i++;
-        if (!strcmp(a, "--model")) o->model = v;
+        if (!strcmp(a, "--model")) o->model = v, o->model_set = 1;
         else if (!strcmp(a, "--data")) o->data = v;
         else if (!strcmp(a, "--optim")) o->optim = v;
         else if (!strcmp(a, "--dump")) o->dump = v;
@@ -89,7 +104,8 @@ static int parse(int argc, char **argv, options *o)
         else if (!strcmp(a, "--steps") && num(v, 1, 1e9, &x)) o->steps = (long)x;
         else if (!strcmp(a, "--eval-every") && num(v, 0, 1e9, &x)) o->eval_every = (long)x;
         else if (!strcmp(a, "--threads") && num(v, 1, 1024, &x)) o->threads = (long)x;
-        else if (!strcmp(a, "--ranks") && num(v, 1, 4096, &x)) o->ranks = (long)x;
+        else if (!strcmp(a, "--ranks") && num(v, 1, DT_MAX_RANKS, &x)) o->ranks = (long)x;
+        else if (!strcmp(a, "--epochs") && num(v, 1, 1e6, &x)) o->epochs = (long)x;
         else if (!strcmp(a, "--lr") && num(v, 1e-12, 1e6, &x)) o->lr = x;
         else if (!strcmp(a, "--momentum") && num(v, 0, 0.999999, &x)) o->momentum = x;
         else if (!strcmp(a, "--weight-decay") && num(v, 0, 1e6, &x)) o->weight_decay = x;
@@ -104,9 +120,21 @@ static int parse(int argc, char **argv, options *o)
         fprintf(stderr, "dttrain: --optim %s: expected sgd or adamw\n", o->optim);
         return 0;
     }
-    if (o->ranks != 1 || o->backend || o->net) {
-        fprintf(stderr, "dttrain: --ranks, --backend and --net need the data-parallel trainer "
-                        "(chapter 03), not available in this build\n");
+    dt_backend be;
+    double alpha, beta;
+    if (o->backend && dt_backend_parse(o->backend, &be) != DT_OK) {
+        fprintf(stderr, "dttrain: --backend %s: expected thread or proc\n", o->backend);
+        return 0;
+    }
+    if (o->net && dt_net_parse(o->net, &alpha, &beta) != DT_OK) {
+        fprintf(stderr, "dttrain: --net %s: %s\n", o->net, dt_last_error());
+        return 0;
+    }
+    o->distributed = o->showcase || o->ranks > 0 || o->backend || o->net;
+    if (o->ranks < 0)
+        o->ranks = o->showcase ? 4 : 1;
+    if (o->distributed && o->dump) {
+        fprintf(stderr, "dttrain: --dump is for one rank, without --ranks/--backend/--net\n");
         return 0;
     }
     return 1;
@@ -231,6 +259,362 @@ static int fail(dt_result r)
     return 1;
 }
 
+/* ================================================================ data parallel
+ *
+ * --ranks/--backend/--net (and --showcase) train with synchronous data
+ * parallelism (chapter 03): every rank holds the model, rank 0's initial
+ * parameters are broadcast, each rank takes its shard of every global batch
+ * from the distributed sampler, and after each backward ONE dt_allreduce of
+ * the flat gradient buffer (sum, then / K) gives every rank the same mean
+ * gradient before the optimizer step. K ranks with batch B thus train like
+ * one rank with batch K*B. */
+
+/* What rank 0 reports; lives in a shared mapping so that proc ranks
+ * (forked) can fill it too. */
+typedef struct {
+    int done;
+    long steps;
+    double seconds, step_ms_median, samples_per_s, modeled_s, bytes_per_step;
+    float final_loss, accuracy;
+    size_t mem_peak;
+} dp_result;
+
+typedef struct {
+    const options *o;
+    int ranks;
+    long epochs;            /* > 0: train whole epochs instead of o->steps */
+    double compute_per_sample; /* > 0: modeled compute charged per sample (s);
+                                  else compute regions are measured */
+    const char *tag;        /* progress prefix, e.g. "4 ranks" */
+    dp_result *res;
+} dp_job;
+
+static int cmp_ms(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* One step on this rank's B samples: forward, backward, allreduce, update.
+ * Returns the bytes the gradient allreduce sent in *bytes. */
+static dt_result dp_step(dt_comm *w, dt_model *m, dt_acts *a, dt_optimizer *opt, const float *x,
+                         const int32_t *y, const dp_job *j, size_t B, float *loss,
+                         uint64_t *bytes)
+{
+    dt_stats s0, s1;
+    float K = (float)dt_comm_size(w);
+    if (j->compute_per_sample <= 0)
+        DT_CHECK(dt_compute_begin(w));
+    DT_CHECK(dt_model_zero_grads(m));
+    DT_CHECK(dt_model_forward(m, a, x, NULL));
+    DT_CHECK(dt_model_loss(m, a, y, loss, NULL));
+    DT_CHECK(dt_model_backward(m, a, NULL, NULL, NULL, NULL));
+    if (j->compute_per_sample <= 0)
+        DT_CHECK(dt_compute_end(w));
+    else
+        DT_CHECK(dt_clock_advance(w, j->compute_per_sample * (double)B));
+    DT_CHECK(dt_comm_stats(w, &s0));
+    /* g = (1/K) sum_k g_k: one allreduce over the whole flat buffer */
+    DT_CHECK(dt_allreduce(m->grads, m->grads, m->num_params, DT_F32, DT_SUM, w));
+    DT_CHECK(dt_comm_stats(w, &s1));
+    *bytes = s1.bytes_sent - s0.bytes_sent;
+    DT_CHECK(dt_vec_scale(m->grads, 1.0f / K, m->num_params));
+    return dt_optim_step(opt, m->params, m->grads);
+}
+
+/* The end of an epoch (or of eval_every steps): the loss averaged over the
+ * ranks, and rank 0 evaluates and prints a line. */
+static dt_result dp_report(dt_comm *w, dt_model *m, const dt_dataset *test, const dp_job *j,
+                           long epoch, long epochs, long step, double loss_mean, double sps,
+                           double bytes_per_step, float *acc)
+{
+    float l = (float)loss_mean;
+    DT_CHECK(dt_allreduce(&l, &l, 1, DT_F32, DT_AVG, w));
+    *acc = -1;
+    if (dt_comm_rank(w) != 0)
+        return DT_OK;
+    if (test)
+        DT_CHECK(dt_evaluate(m, test, 256, acc, NULL));
+    if (j->o->json)
+        return DT_OK;
+    if (epochs > 0)
+        printf("[%s] epoch %2ld/%ld  loss %.4f  accuracy %.4f  %8.0f samples/s  %8.1f KB "
+               "sent/step/rank\n", j->tag, epoch, epochs, (double)l, (double)*acc, sps,
+               bytes_per_step / 1e3);
+    else
+        printf("[%s] step %6ld  loss %.4f  accuracy %.4f  %8.0f samples/s  %8.1f KB "
+               "sent/step/rank\n", j->tag, step, (double)l, (double)*acc, sps,
+               bytes_per_step / 1e3);
+    fflush(stdout);
+    return DT_OK;
+}
+
+typedef struct {
+    dt_dataset train, test;
+    dt_model m;
+    dt_acts *a;
+    dt_optimizer opt;
+    size_t *shard;
+    float *x;
+    int32_t *y;
+    double *ms;
+} dp_state;
+
+static void dp_free(dp_state *s)
+{
+    dt_acts_free(s->a);
+    dt_optim_free(&s->opt);
+    dt_model_free(&s->m);
+    dt_dataset_free(&s->train);
+    dt_dataset_free(&s->test);
+    free(s->shard), free(s->x), free(s->y), free(s->ms);
+}
+
+static dt_result dp_rank(dt_comm *w, void *arg)
+{
+    const dp_job *j = arg;
+    const options *o = j->o;
+    int rank = dt_comm_rank(w), K = dt_comm_size(w);
+    size_t B = (size_t)o->batch;
+    dp_state s;
+    dt_sampler smp;
+    memset(&s, 0, sizeof s);
+    dt_result r = dt_model_create_spec(&s.m, o->model, o->seed + (uint64_t)rank);
+    if (r == DT_OK && s.m.kind == DT_MODEL_GPT)
+        r = dt_fail(DT_ERR_UNSUPPORTED, "--ranks: MLP models only");
+    if (r == DT_OK)
+        r = make_data(o, &s.m, &s.train, &s.test);
+    /* every rank starts from rank 0's parameters */
+    if (r == DT_OK)
+        r = dt_broadcast(s.m.params, s.m.params, s.m.num_params, DT_F32, 0, w);
+    dt_optim_config cfg = !strcmp(o->optim, "adamw")
+                              ? dt_adamw_config((float)o->lr)
+                              : dt_sgd_config((float)o->lr, (float)o->momentum, 0);
+    if (o->weight_decay >= 0)
+        cfg.weight_decay = (float)o->weight_decay;
+    if (r == DT_OK)
+        r = dt_optim_init(&s.opt, &cfg, 0, s.m.num_params);
+    if (r == DT_OK)
+        r = dt_sampler_init(&smp, s.train.n, K, rank, 1, 1, o->seed);
+    long per_epoch = r == DT_OK ? (long)(smp.num_samples / B) : 0;
+    if (r == DT_OK && per_epoch == 0)
+        r = dt_fail(DT_ERR_INVALID_ARG, "--batch %zu: a rank's shard holds %zu samples", B,
+                    smp.num_samples);
+    long steps = j->epochs > 0 ? j->epochs * per_epoch : o->steps;
+    long every = j->epochs > 0 ? per_epoch : (o->eval_every > 0 ? o->eval_every : steps);
+    if (r == DT_OK) {
+        s.shard = malloc(smp.num_samples * sizeof *s.shard);
+        s.x = malloc(B * s.train.features * sizeof *s.x);
+        s.y = malloc(B * sizeof *s.y);
+        s.ms = malloc((size_t)steps * sizeof *s.ms);
+        if (!s.shard || !s.x || !s.y || !s.ms)
+            r = dt_fail(DT_ERR_NOMEM, "--ranks: step buffers");
+    }
+    if (r == DT_OK)
+        r = dt_acts_create(&s.a, &s.m, 0, s.m.num_layers, B, 1);
+    if (r == DT_OK)
+        r = dt_barrier(w); /* time the training only */
+    double t_start = dt_now(), m_start = dt_clock(w), t_mark = t_start, loss_sum = 0;
+    double recent[10] = {0};
+    uint64_t bytes = 0, bytes_mark = 0;
+    float acc = -1;
+    long step = 0;
+    for (; r == DT_OK && step < steps; step++) {
+        if (step % per_epoch == 0)
+            r = dt_sampler_indices(&smp, (uint64_t)(step / per_epoch), s.shard);
+        if (r == DT_OK)
+            r = dt_data_gather(&s.train, s.shard + (size_t)(step % per_epoch) * B, B, s.x, NULL,
+                               s.y);
+        float loss = 0;
+        uint64_t b = 0;
+        double t0 = dt_now();
+        if (r == DT_OK)
+            r = dp_step(w, &s.m, s.a, &s.opt, s.x, s.y, j, B, &loss, &b);
+        s.ms[step] = 1e3 * (dt_now() - t0);
+        bytes += b;
+        loss_sum += loss;
+        recent[step % 10] = loss;
+        if (r == DT_OK && ((step + 1) % every == 0 || step + 1 == steps)) {
+            long n = (step + 1) % every ? (step + 1) % every : every;
+            double now = dt_now();
+            r = dp_report(w, &s.m, &s.test, j, (step + 1) / per_epoch, j->epochs, step + 1,
+                          loss_sum / (double)n, (double)n * (double)B * K / (now - t_mark),
+                          (double)(bytes - bytes_mark) / (double)n, &acc);
+            loss_sum = 0, bytes_mark = bytes, t_mark = dt_now();
+        }
+    }
+    if (r == DT_OK && rank == 0) {
+        dp_result *res = j->res;
+        dt_mem_stats ms;
+        dt_mem_stats_get(&ms);
+        res->steps = steps;
+        res->seconds = dt_now() - t_start;
+        res->modeled_s = dt_clock(w) - m_start;
+        qsort(s.ms, (size_t)steps, sizeof *s.ms, cmp_ms);
+        res->step_ms_median = steps % 2 ? s.ms[steps / 2]
+                                        : (s.ms[steps / 2 - 1] + s.ms[steps / 2]) / 2;
+        res->samples_per_s = (double)B * K / (res->step_ms_median / 1e3);
+        res->bytes_per_step = (double)bytes / (double)steps;
+        long k = steps < 10 ? steps : 10;
+        double sum = 0;
+        for (long i = 0; i < k; i++)
+            sum += recent[i];
+        res->final_loss = (float)(sum / (double)k);
+        res->accuracy = acc;
+        res->mem_peak = ms.peak_total;
+        res->done = 1;
+    }
+    dp_free(&s);
+    return r;
+}
+
+/* Runs a data-parallel job; res must be a shared mapping (see dp_alloc). */
+static dt_result dp_run(const options *o, dp_job *j)
+{
+    dt_launch_opts lo;
+    dt_launch_opts_init(&lo);
+    lo.nranks = j->ranks;
+    if (o->backend)
+        DT_CHECK(dt_backend_parse(o->backend, &lo.backend));
+    lo.net = o->net ? o->net : "none";
+    lo.timeout_s = 120;
+    memset(j->res, 0, sizeof *j->res);
+    fflush(stdout); /* forked ranks must not inherit unwritten output */
+    DT_CHECK(dt_launch(&lo, dp_rank, j));
+    if (!j->res->done)
+        return dt_fail(DT_ERR_INTERNAL, "--ranks: rank 0 reported no result");
+    return DT_OK;
+}
+
+/* A result block shared with forked ranks. */
+static dp_result *dp_alloc(void)
+{
+    void *p = mmap(NULL, sizeof(dp_result), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
+                   -1, 0);
+    return p == MAP_FAILED ? NULL : p;
+}
+
+static void dp_print_json(const options *o, const dp_job *j, const dt_model *m)
+{
+    const dp_result *r = j->res;
+    printf("{\"model\": \"%s\", \"data\": \"%s\", \"params\": %zu, \"ranks\": %d, "
+           "\"backend\": \"%s\", \"net\": \"%s\", \"batch_per_rank\": %ld, \"steps\": %ld, "
+           "\"step_ms_median\": %.4f, \"samples_per_s\": %.1f, \"bytes_per_step\": %.0f, "
+           "\"modeled_s\": %.6f, \"final_loss\": %.6f, \"accuracy\": %.6f, "
+           "\"mem_peak_bytes\": %zu, \"seconds\": %.3f}\n",
+           o->model, o->data, m->num_params, j->ranks, o->backend ? o->backend : "thread",
+           o->net ? o->net : "none", o->batch, r->steps, r->step_ms_median, r->samples_per_s,
+           r->bytes_per_step, r->modeled_s, (double)r->final_loss, (double)r->accuracy,
+           r->mem_peak, r->seconds);
+}
+
+/* --ranks without --showcase: one data-parallel run. */
+static int dp_main(const options *o)
+{
+    dt_model m;
+    dt_result r = dt_model_create_spec(&m, o->model, o->seed);
+    if (r != DT_OK)
+        return fail(r);
+    dp_result *res = dp_alloc();
+    char tag[32];
+    snprintf(tag, sizeof tag, "%ld rank%s", o->ranks, o->ranks > 1 ? "s" : "");
+    dp_job j = {o, (int)o->ranks, 0, 0, tag, res};
+    r = res ? dp_run(o, &j) : dt_fail(DT_ERR_NOMEM, "--ranks: result block");
+    if (r == DT_OK && o->json)
+        dp_print_json(o, &j, &m);
+    else if (r == DT_OK)
+        printf("done: %d ranks (%s), %ld steps, %.3f ms/step (median), %.0f samples/s, "
+               "%.0f bytes sent/step/rank, modeled %.3f s on %s, final loss %.4f, "
+               "test accuracy %.4f\n", j.ranks, o->backend ? o->backend : "thread", res->steps,
+               res->step_ms_median, res->samples_per_s, res->bytes_per_step, res->modeled_s,
+               o->net ? o->net : "none", (double)res->final_loss, (double)res->accuracy);
+    if (res)
+        munmap(res, sizeof *res);
+    dt_model_free(&m);
+    return r == DT_OK ? 0 : fail(r);
+}
+
+/* --showcase (`make run`): the digits MLP on one rank with the global
+ * batch, then on K ranks with batch B each (the same training, section 3 of
+ * chapter 03), and a table side by side. The K-rank run's compute is
+ * charged to the modeled clock at the per-sample cost measured on one rank,
+ * so that its modeled time is what K such cores on the named network would
+ * take, whatever this machine's core count. */
+static int showcase(options *o)
+{
+    int K = (int)o->ranks;
+    if (!o->model_set)
+        o->model = SHOWCASE_MODEL;
+    const char *net = o->net ? o->net : "ib100", *be = o->backend ? o->backend : "thread";
+    double alpha, beta;
+    dt_model m;
+    dt_result r = dt_net_preset(net, &alpha, &beta);
+    if (r == DT_OK)
+        r = dt_model_create_spec(&m, o->model, o->seed);
+    if (r != DT_OK)
+        return fail(r);
+    dp_result *res = dp_alloc();
+    if (!res) {
+        dt_model_free(&m);
+        return fail(dt_fail(DT_ERR_NOMEM, "--showcase: result block"));
+    }
+    long epochs = o->epochs, B = o->batch;
+    size_t params = m.num_params;
+    printf("dttrain: the %s (%s, %zu parameters) with data parallelism\n"
+           "  %d ranks (%s backend) x batch %ld = global batch %ld, SGD lr %g momentum %g, "
+           "%ld epochs\n  modeled network: %s (alpha %g us, %g GB/s)\n\n", o->data, o->model,
+           m.num_params, K, be, B, K * B, o->lr, o->momentum, epochs, net, alpha * 1e6,
+           beta / 1e9);
+    dt_model_free(&m);
+
+    /* 1 rank with the global batch: the reference and the per-sample cost */
+    options one = *o;
+    one.batch = K * B;
+    one.backend = "thread";
+    one.net = "none";
+    dp_result r1;
+    dp_job j1 = {&one, 1, epochs, 0, "1 rank ", res};
+    r = dp_run(&one, &j1);
+    r1 = *res;
+    /* K ranks with batch B, on the named network */
+    options many = *o;
+    many.net = net;
+    char tag[32];
+    snprintf(tag, sizeof tag, "%d ranks", K);
+    double c = r1.step_ms_median / 1e3 / (double)(K * B);
+    dp_job jk = {&many, K, epochs, c, tag, res};
+    if (r == DT_OK) {
+        printf("\n");
+        r = dp_run(&many, &jk);
+    }
+    if (r == DT_OK) {
+        const dp_result *rk = res;
+        printf("\nsummary (%ld epochs of the %s training set, global batch %ld)\n", epochs,
+               o->data, K * B);
+        printf("  %-26s %9s %11s %18s %13s %13s\n", "", "accuracy", "wall time",
+               "modeled on", "samples/s", "memory/rank");
+        printf("  %-26s %9s %11s %18s %13s %13s\n", "", "", "", net, "(median)", "(peak)");
+        char row[48];
+        snprintf(row, sizeof row, "1 rank, batch %ld", K * B);
+        printf("  %-26s %9.4f %9.2f s %16.3f s %13.0f %10.2f MB\n", row, (double)r1.accuracy, r1.seconds, r1.step_ms_median / 1e3 * (double)r1.steps,
+               r1.samples_per_s, r1.mem_peak / 1e6);
+        snprintf(row, sizeof row, "%d ranks (%s), batch %ld", K, be, B);
+        printf("  %-26s %9.4f %9.2f s %16.3f s %13.0f %10.2f MB\n", row, (double)rk->accuracy,
+               rk->seconds, rk->modeled_s, rk->samples_per_s, rk->mem_peak / 1e6);
+        printf("  %-26s %9s %10.2fx %17.2fx %12.2fx\n", "speedup", "", r1.seconds / rk->seconds,
+               r1.step_ms_median / 1e3 * (double)r1.steps / rk->modeled_s,
+               rk->samples_per_s / r1.samples_per_s);
+        printf("  each of the %d ranks sent %.1f KB per step: one ring allreduce of the %zu-float "
+               "gradient, 2(K-1)/K x %zu bytes\n", K, rk->bytes_per_step / 1e3, params,
+               4 * params);
+        printf("  the modeled time charges each rank's compute at the per-sample cost measured "
+               "on 1 rank,\n  plus the alpha-beta cost of its messages on %s: K such cores on "
+               "that network\n", net);
+    }
+    munmap(res, sizeof *res);
+    return r == DT_OK ? 0 : fail(r);
+}
+
 int main(int argc, char **argv)
 {
     options o;
@@ -241,6 +625,10 @@ int main(int argc, char **argv)
     dt_result r = dt_blas_set_threads((int)o.threads);
     if (r != DT_OK)
         return fail(r);
+    if (o.showcase)
+        return showcase(&o);
+    if (o.distributed)
+        return dp_main(&o);
     dt_model m;
     if ((r = dt_model_create_spec(&m, o.model, o.seed)) != DT_OK)
         return fail(r);

@@ -1,0 +1,81 @@
+#!/bin/bash
+# ddp.sh - data-parallel throughput: the MLP 784-1024-1024-10, batch 64 per
+# rank, SGD with momentum, one thread per rank, on 2 ranks against 1 rank:
+#   libdt   build/bin/dttrain --ranks 1|2 --backend thread|proc (one flat
+#           allreduce of the gradient per step, chapter 03)
+#   PyTorch bench/ddp_torch.py: DistributedDataParallel over gloo, 2
+#           processes against the plain model in 1 (Debian's python3-torch
+#           under /usr/bin/python3; skipped with a message when absent)
+# Each configuration runs ROUNDS times, in turns within this one run; a run
+# reports the median step time of its STEPS steps, and the table gives the
+# median over rounds of samples/s (ranks x 64 / median step) and the speedup
+# of 2 ranks over 1 (target >= 1.8 for libdt).
+#
+#   bash bench/ddp.sh                 (make bench runs it; BUILD picks the build)
+#   ROUNDS=5 STEPS=100 bash bench/ddp.sh
+set -u
+cd "$(dirname "$0")/.."
+BUILD=${BUILD:-build}
+ROUNDS=${ROUNDS:-3}
+STEPS=${STEPS:-60}
+PY=/usr/bin/python3
+export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 DT_BLAS_THREADS=1
+
+make --no-print-directory -s BUILD="$BUILD" "$BUILD/bin/dttrain" >/dev/null || exit 1
+DT="$BUILD/bin/dttrain --model mlp:784,1024,1024,10 --data synthetic --batch 64 --steps $STEPS \
+    --lr 0.01 --momentum 0.9 --eval-every 0 --json"
+TORCH="$PY bench/ddp_torch.py --batch 64 --steps $STEPS --lr 0.01 --momentum 0.9"
+
+have_torch=1
+if ! $PY -c 'import torch, torch.distributed' 2>/dev/null; then
+    have_torch=0
+    echo "PyTorch: not installed for $PY (apt install python3-torch): libdt alone"
+fi
+have_proc=1
+if ! $DT --ranks 1 --backend proc --steps 2 >/dev/null 2>&1; then
+    have_proc=0
+    echo "the proc backend is not available in this build: thread backend alone"
+fi
+
+field() { sed -n "s/.*\"$1\": \([0-9.e+-]*\).*/\1/p"; }
+median() { sort -g | awk '{v[NR]=$1} END {print (NR%2) ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}'; }
+declare -A runs
+run() { # name command...: appends samples/s to runs[name]
+    local name=$1 j
+    shift
+    j=$("$@") || { echo "$name: failed: $*"; exit 1; }
+    runs[$name]="${runs[$name]:-} $(echo "$j" | field samples_per_s)"
+}
+
+echo "-- MLP 784-1024-1024-10, batch 64 per rank, one thread per rank: $ROUNDS rounds of $STEPS steps"
+echo "   (load average before: $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null))"
+for r in $(seq "$ROUNDS"); do
+    run dt_thread_1 $DT --ranks 1 --backend thread
+    run dt_thread_2 $DT --ranks 2 --backend thread
+    if [ $have_proc = 1 ]; then
+        run dt_proc_1 $DT --ranks 1 --backend proc
+        run dt_proc_2 $DT --ranks 2 --backend proc
+    fi
+    if [ $have_torch = 1 ]; then
+        run pt_1 $TORCH --ranks 1
+        run pt_2 $TORCH --ranks 2
+    fi
+    line="round $r:"
+    for k in dt_thread_1 dt_thread_2 dt_proc_1 dt_proc_2 pt_1 pt_2; do
+        [ -n "${runs[$k]:-}" ] && line="$line $k $(echo "${runs[$k]}" | awk '{printf "%.0f", $NF}')"
+    done
+    echo "$line samples/s"
+done
+
+med() { echo "${runs[$1]}" | tr ' ' '\n' | grep . | median; }
+echo
+printf "%-34s %14s %14s %9s\n" "samples/s (median of rounds)" "1 rank" "2 ranks" "speedup"
+row() { # label key
+    local a b
+    a=$(med "${2}_1") b=$(med "${2}_2")
+    printf "%-34s %14.0f %14.0f %8.2fx\n" "$1" "$a" "$b" "$(echo "$b / $a" | bc -l)"
+}
+row "libdt, thread backend" dt_thread
+[ $have_proc = 1 ] && row "libdt, proc backend" dt_proc
+[ $have_torch = 1 ] && row "PyTorch DDP, gloo (1: no DDP)" pt
+echo "(target: libdt 2 ranks >= 1.8x of 1 rank)"
