@@ -36,7 +36,9 @@ TEST    ?=
 ARGS    ?=
 NVCC    ?= nvcc
 
-# The showcase of `make run`: what it builds, then the command it runs.
+# The showcase of `make run`: what it builds (RUN_TARGET, made with
+# IMPL=RUN_IMPL), then the command it runs (RUN_CMD). Point these at another
+# program to show something else.
 RUN_IMPL   := $(if $(wildcard solutions/00-setup/run.c),solutions,labs)
 RUN_TARGET := $(BUILD)/$(RUN_IMPL)/00-setup/run
 RUN_CMD    := $(RUN_TARGET) 4
@@ -105,7 +107,9 @@ SEL_GRADES := $(SEL_LABS:%=$(IMPL_DIR)/%/grade)
 # dtgrade's options for `make check` (see `build/bin/dtgrade --help`).
 GRADE_JOBS ?= 1
 DTGRADE_FLAGS ?=
-GRADE_FLAGS = -j $(GRADE_JOBS) $(if $(TEST),--only $(TEST)) \
+# Sanitizers slow tests down: their timeouts stretch (unless DT_TIMEOUT_SCALE says).
+SAN_SCALE := $(if $(DT_TIMEOUT_SCALE),,$(if $(filter address,$(SAN)),3,$(if $(filter thread,$(SAN)),5)))
+GRADE_FLAGS = -j $(GRADE_JOBS) $(if $(TEST),--only $(TEST)) $(if $(SAN_SCALE),--timeout-scale $(SAN_SCALE)) \
               --results $(or $(DT_RESULTS),$(BUILD)/results.json) $(DTGRADE_FLAGS)
 
 all: $(LIBDT) $(TOOLS) $(UNIT_GRADE) $(FIXTURE) lab-bins
@@ -239,8 +243,9 @@ deps:
 	@echo "deps: optional MPI (the mpi backend):"
 	-$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y openmpi-bin libopenmpi-dev
 
+# Removes $(BUILD): all of build/ by default, build/address/ with SAN=address.
 clean:
-	rm -rf build
+	rm -rf $(BUILD)
 
 .PHONY: all lab-bins run run-lab check unit test bench dist-student gradescope gpu deps clean
 .DELETE_ON_ERROR:
