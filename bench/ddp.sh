@@ -10,6 +10,11 @@
 # reports the median step time of its STEPS steps, and the table gives the
 # median over rounds of samples/s (ranks x 64 / median step) and the speedup
 # of 2 ranks over 1 (target >= 1.8 for libdt).
+# The machine may be shared: each run also reports the median CPU time of a
+# rank's step (its thread for libdt, its process for PyTorch). With every
+# rank on a core of its own, 2 ranks would run K x 64 samples in that time,
+# so 2 x cpu(1 rank) / cpu(2 ranks) is the speedup a quiet 2-core machine
+# would give; the table shows it beside the wall-clock one.
 #
 #   bash bench/ddp.sh                 (make bench runs it; BUILD picks the build)
 #   ROUNDS=5 STEPS=100 bash bench/ddp.sh
@@ -39,12 +44,13 @@ fi
 
 field() { sed -n "s/.*\"$1\": \([0-9.e+-]*\).*/\1/p"; }
 median() { sort -g | awk '{v[NR]=$1} END {print (NR%2) ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}'; }
-declare -A runs
-run() { # name command...: appends samples/s to runs[name]
+declare -A runs cpus
+run() { # name command...: appends samples/s to runs[name], CPU ms to cpus[name]
     local name=$1 j
     shift
     j=$("$@") || { echo "$name: failed: $*"; exit 1; }
     runs[$name]="${runs[$name]:-} $(echo "$j" | field samples_per_s)"
+    cpus[$name]="${cpus[$name]:-} $(echo "$j" | field step_cpu_ms_median)"
 }
 
 echo "-- MLP 784-1024-1024-10, batch 64 per rank, one thread per rank: $ROUNDS rounds of $STEPS steps"
@@ -67,13 +73,18 @@ for r in $(seq "$ROUNDS"); do
     echo "$line samples/s"
 done
 
-med() { echo "${runs[$1]}" | tr ' ' '\n' | grep . | median; }
+med() { echo "$1" | tr ' ' '\n' | grep . | median; }
 echo
-printf "%-34s %14s %14s %9s\n" "samples/s (median of rounds)" "1 rank" "2 ranks" "speedup"
+printf "%-31s %9s %9s %8s   %11s %11s %8s\n" "median of rounds" "samples/s" "samples/s" \
+    "speedup" "CPU ms/step" "CPU ms/step" "speedup"
+printf "%-31s %9s %9s %8s   %11s %11s %8s\n" "" "1 rank" "2 ranks" "(wall)" "1 rank" \
+    "2 ranks" "(CPU)"
 row() { # label key
-    local a b
-    a=$(med "${2}_1") b=$(med "${2}_2")
-    printf "%-34s %14.0f %14.0f %8.2fx\n" "$1" "$a" "$b" "$(echo "$b / $a" | bc -l)"
+    local a b c1 c2
+    a=$(med "${runs[${2}_1]}") b=$(med "${runs[${2}_2]}")
+    c1=$(med "${cpus[${2}_1]}") c2=$(med "${cpus[${2}_2]}")
+    printf "%-31s %9.0f %9.0f %7.2fx   %11.2f %11.2f %7.2fx\n" "$1" "$a" "$b" \
+        "$(echo "$b / $a" | bc -l)" "$c1" "$c2" "$(echo "2 * $c1 / $c2" | bc -l)"
 }
 row "libdt, thread backend" dt_thread
 [ $have_proc = 1 ] && row "libdt, proc backend" dt_proc

@@ -7,7 +7,8 @@ the reference bench/ddp.sh puts beside dttrain --ranks.
 
 Each rank times its steps (forward, loss, backward with DDP's bucketed
 allreduce, SGD update) on batches already in memory; rank 0 prints one JSON
-object like dttrain --json: step_ms_median, samples_per_s (ranks * batch /
+object like dttrain --json: step_ms_median, step_cpu_ms_median (CPU time of
+the rank's process, gloo's threads included), samples_per_s (ranks * batch /
 median step). --ranks 1 runs the plain model, without DDP or a process group.
 """
 import argparse
@@ -47,22 +48,24 @@ def run(rank, a, port, out):
     g = torch.Generator().manual_seed(a.seed * 1000 + rank)  # this rank's shard
     pool = [(torch.randn(a.batch, widths[0], generator=g),
              torch.randint(0, widths[-1], (a.batch,), generator=g)) for _ in range(8)]
-    times = []
+    times, cpu = [], []
     for step in range(a.steps + 5):
         x, y = pool[step % len(pool)]
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         opt.zero_grad(set_to_none=True)
         loss = loss_fn(model(x), y)
         loss.backward()  # DDP: bucket allreduces overlap the backward here
         opt.step()
-        dt = time.perf_counter() - t0
+        dt, dc = time.perf_counter() - t0, time.process_time() - c0
         if step >= 5:  # warm-up: allocation, DDP's first-iteration bucket rebuild
             times.append(dt)
+            cpu.append(dc)  # the whole process: gloo's threads included
     med = statistics.median(times)
     if rank == 0:
         out.put({"framework": "pytorch", "torch": torch.__version__, "backend": "gloo",
                  "ranks": a.ranks, "batch_per_rank": a.batch, "steps": a.steps,
                  "step_ms_median": med * 1e3,
+                 "step_cpu_ms_median": statistics.median(cpu) * 1e3,
                  "samples_per_s": a.ranks * a.batch / med,
                  "final_loss": float(loss)})
     if a.ranks > 1:

@@ -18,6 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
 
 typedef struct {
     const char *model, *data, *optim, *dump;
@@ -274,7 +276,8 @@ static int fail(dt_result r)
 typedef struct {
     int done;
     long steps;
-    double seconds, step_ms_median, samples_per_s, modeled_s, bytes_per_step;
+    double seconds, step_ms_median, step_cpu_ms_median, samples_per_s, modeled_s;
+    double bytes_per_step;
     float final_loss, accuracy;
     size_t mem_peak;
 } dp_result;
@@ -295,6 +298,20 @@ static int cmp_ms(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+static double median_ms(double *v, long n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_ms);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* CPU seconds of the calling thread: a rank's own work, whatever the load. */
+static double thread_cpu(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
 /* One step on this rank's B samples: forward, backward, allreduce, update.
  * Returns the bytes the gradient allreduce sent in *bytes. */
 static dt_result dp_step(dt_comm *w, dt_model *m, dt_acts *a, dt_optimizer *opt, const float *x,
@@ -302,7 +319,6 @@ static dt_result dp_step(dt_comm *w, dt_model *m, dt_acts *a, dt_optimizer *opt,
                          uint64_t *bytes)
 {
     dt_stats s0, s1;
-    float K = (float)dt_comm_size(w);
     if (j->compute_per_sample <= 0)
         DT_CHECK(dt_compute_begin(w));
     DT_CHECK(dt_model_zero_grads(m));
@@ -314,11 +330,10 @@ static dt_result dp_step(dt_comm *w, dt_model *m, dt_acts *a, dt_optimizer *opt,
     else
         DT_CHECK(dt_clock_advance(w, j->compute_per_sample * (double)B));
     DT_CHECK(dt_comm_stats(w, &s0));
-    /* g = (1/K) sum_k g_k: one allreduce over the whole flat buffer */
-    DT_CHECK(dt_allreduce(m->grads, m->grads, m->num_params, DT_F32, DT_SUM, w));
+    /* g = (1/K) sum_k g_k: one allreduce (average) over the whole flat buffer */
+    DT_CHECK(dt_allreduce(m->grads, m->grads, m->num_params, DT_F32, DT_AVG, w));
     DT_CHECK(dt_comm_stats(w, &s1));
     *bytes = s1.bytes_sent - s0.bytes_sent;
-    DT_CHECK(dt_vec_scale(m->grads, 1.0f / K, m->num_params));
     return dt_optim_step(opt, m->params, m->grads);
 }
 
@@ -357,7 +372,7 @@ typedef struct {
     size_t *shard;
     float *x;
     int32_t *y;
-    double *ms;
+    double *ms, *cpu_ms;
 } dp_state;
 
 static void dp_free(dp_state *s)
@@ -367,7 +382,7 @@ static void dp_free(dp_state *s)
     dt_model_free(&s->m);
     dt_dataset_free(&s->train);
     dt_dataset_free(&s->test);
-    free(s->shard), free(s->x), free(s->y), free(s->ms);
+    free(s->shard), free(s->x), free(s->y), free(s->ms), free(s->cpu_ms);
 }
 
 static dt_result dp_rank(dt_comm *w, void *arg)
@@ -407,7 +422,8 @@ static dt_result dp_rank(dt_comm *w, void *arg)
         s.x = malloc(B * s.train.features * sizeof *s.x);
         s.y = malloc(B * sizeof *s.y);
         s.ms = malloc((size_t)steps * sizeof *s.ms);
-        if (!s.shard || !s.x || !s.y || !s.ms)
+        s.cpu_ms = malloc((size_t)steps * sizeof *s.cpu_ms);
+        if (!s.shard || !s.x || !s.y || !s.ms || !s.cpu_ms)
             r = dt_fail(DT_ERR_NOMEM, "--ranks: step buffers");
     }
     if (r == DT_OK)
@@ -427,10 +443,11 @@ static dt_result dp_rank(dt_comm *w, void *arg)
                                s.y);
         float loss = 0;
         uint64_t b = 0;
-        double t0 = dt_now();
+        double t0 = dt_now(), c0 = thread_cpu();
         if (r == DT_OK)
             r = dp_step(w, &s.m, s.a, &s.opt, s.x, s.y, j, B, &loss, &b);
         s.ms[step] = 1e3 * (dt_now() - t0);
+        s.cpu_ms[step] = 1e3 * (thread_cpu() - c0);
         bytes += b;
         loss_sum += loss;
         recent[step % 10] = loss;
@@ -450,9 +467,8 @@ static dt_result dp_rank(dt_comm *w, void *arg)
         res->steps = steps;
         res->seconds = dt_now() - t_start;
         res->modeled_s = dt_clock(w) - m_start;
-        qsort(s.ms, (size_t)steps, sizeof *s.ms, cmp_ms);
-        res->step_ms_median = steps % 2 ? s.ms[steps / 2]
-                                        : (s.ms[steps / 2 - 1] + s.ms[steps / 2]) / 2;
+        res->step_ms_median = median_ms(s.ms, steps);
+        res->step_cpu_ms_median = median_ms(s.cpu_ms, steps);
         res->samples_per_s = (double)B * K / (res->step_ms_median / 1e3);
         res->bytes_per_step = (double)bytes / (double)steps;
         long k = steps < 10 ? steps : 10;
@@ -499,11 +515,13 @@ static void dp_print_json(const options *o, const dp_job *j, const dt_model *m)
     const dp_result *r = j->res;
     printf("{\"model\": \"%s\", \"data\": \"%s\", \"params\": %zu, \"ranks\": %d, "
            "\"backend\": \"%s\", \"net\": \"%s\", \"batch_per_rank\": %ld, \"steps\": %ld, "
-           "\"step_ms_median\": %.4f, \"samples_per_s\": %.1f, \"bytes_per_step\": %.0f, "
+           "\"step_ms_median\": %.4f, \"step_cpu_ms_median\": %.4f, \"samples_per_s\": %.1f, "
+           "\"bytes_per_step\": %.0f, "
            "\"modeled_s\": %.6f, \"final_loss\": %.6f, \"accuracy\": %.6f, "
            "\"mem_peak_bytes\": %zu, \"seconds\": %.3f}\n",
            o->model, o->data, m->num_params, j->ranks, o->backend ? o->backend : "thread",
-           o->net ? o->net : "none", o->batch, r->steps, r->step_ms_median, r->samples_per_s,
+           o->net ? o->net : "none", o->batch, r->steps, r->step_ms_median,
+           r->step_cpu_ms_median, r->samples_per_s,
            r->bytes_per_step, r->modeled_s, (double)r->final_loss, (double)r->accuracy,
            r->mem_peak, r->seconds);
 }
@@ -558,7 +576,7 @@ static int showcase(options *o)
         dt_model_free(&m);
         return fail(dt_fail(DT_ERR_NOMEM, "--showcase: result block"));
     }
-    long epochs = o->epochs, B = o->batch;
+    long epochs = o->epochs, B = o->batch, ncores = sysconf(_SC_NPROCESSORS_ONLN);
     size_t params = m.num_params;
     printf("dttrain: the %s (%s, %zu parameters) with data parallelism\n"
            "  %d ranks (%s backend) x batch %ld = global batch %ld, SGD lr %g momentum %g, "
@@ -604,12 +622,12 @@ static int showcase(options *o)
         printf("  %-26s %9s %10.2fx %17.2fx %12.2fx\n", "speedup", "", r1.seconds / rk->seconds,
                r1.step_ms_median / 1e3 * (double)r1.steps / rk->modeled_s,
                rk->samples_per_s / r1.samples_per_s);
-        printf("  each of the %d ranks sent %.1f KB per step: one ring allreduce of the %zu-float "
-               "gradient, 2(K-1)/K x %zu bytes\n", K, rk->bytes_per_step / 1e3, params,
+        printf("  each rank sent %.1f KB per step: one ring allreduce of the gradient (%zu "
+               "floats),\n  2(K-1)/K x %zu bytes\n", rk->bytes_per_step / 1e3, params,
                4 * params);
-        printf("  the modeled time charges each rank's compute at the per-sample cost measured "
-               "on 1 rank,\n  plus the alpha-beta cost of its messages on %s: K such cores on "
-               "that network\n", net);
+        printf("  wall time: the %d ranks share this machine's %ld core%s; modeled time: each "
+               "rank's compute\n  at the per-sample cost measured on 1 rank, on a core of its "
+               "own, plus its messages on %s\n", K, ncores, ncores == 1 ? "" : "s", net);
     }
     munmap(res, sizeof *res);
     return r == DT_OK ? 0 : fail(r);
