@@ -34,7 +34,7 @@ BIN     := $(BUILD)/bin
 LAB     ?=
 TEST    ?=
 ARGS    ?=
-NVCC    ?= nvcc
+NVCC    ?= $(or $(shell command -v nvcc 2>/dev/null),$(wildcard /usr/local/cuda/bin/nvcc),nvcc)
 
 # The showcase of `make run`: what it builds (RUN_TARGET, made with
 # IMPL=RUN_IMPL), then the command it runs (RUN_CMD). Point these at another
