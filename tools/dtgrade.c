@@ -638,6 +638,10 @@ static void print_row(const lab_t *lab, const test_row *r)
 {
     if (opt.quiet && (r->st == ST_PASS || r->st == ST_SKIP))
         return;
+    /* Tests left out on purpose (--only, --no-hidden) are not shown. */
+    if (r->st == ST_SKIP && r->reason &&
+        (!strcmp(r->reason, "not selected") || !strcmp(r->reason, "hidden")))
+        return;
     /* A skeleton is expected to fail: show only what is not a plain FAIL. */
     if (opt.quiet && opt.expect_zero && r->st == ST_FAIL)
         return;
