@@ -16,7 +16,8 @@
  * reduce-scatter, alltoall; 1 for broadcast, reduce, sendrecv), and #wrong:
  * the elements that differ from the exact answer in a separate checked
  * call (integer-valued data). Exit status 1 when any element is wrong or a
- * call fails. */
+ * call fails. Ranks are bound to cores (DT_BIND=1) unless DT_BIND says
+ * otherwise, as mpirun binds its ranks. */
 #include "dt/comm.h"
 
 #include <math.h>
@@ -272,6 +273,7 @@ int main(int argc, char **argv)
         b.coll = -1;
     if (b.coll == -2)
         usage();
+    setenv("DT_BIND", "1", 0); /* one core per rank, as mpirun binds */
     dt_launch_opts o;
     dt_launch_opts_init(&o);
     o.nranks = 2;

@@ -59,9 +59,11 @@ typedef struct {
 
 enum { DT_RANK_RUNNING = 0, DT_RANK_DONE, DT_RANK_FAILED, DT_RANK_DIED };
 
+/* The bell has a cache line of its own: others ring it while the rank
+ * writes its doing fields. */
 typedef struct {
-    dt_bell bell;
-    _Atomic int state;   /* DT_RANK_* */
+    _Alignas(64) dt_bell bell;
+    _Alignas(64) _Atomic int state; /* DT_RANK_* */
     _Atomic int pid;
     dt_doing doing[DT_LANES];
     _Atomic int result;  /* the rank's dt_result once it has ended */
@@ -76,6 +78,8 @@ typedef struct dt_job {
     dt_backend backend;
     double alpha, beta;  /* the modeled network */
     double timeout_s;
+    double spin_s;           /* how long a wait spins before it yields */
+    int bind;                /* DT_BIND=1: rank r runs on core r mod cores */
     int debug;
     dt_algo algo;
     _Atomic int failed;      /* 1 once a rank failed or died */
@@ -142,13 +146,15 @@ typedef struct {
  * Records are double-buffered by the parity of the generation: a rank can be
  * at most one generation ahead of the slowest reader. */
 typedef struct {
-    uint64_t w[6];
+    _Alignas(64) uint64_t w[6]; /* one cache line per rank */
     double clock;
 } dt_rec;
 
+/* The arrival counter and the generation live on separate cache lines:
+ * waiters poll gen while the others add to arrived. */
 typedef struct {
-    _Atomic uint32_t arrived;
-    _Atomic uint32_t gen;
+    _Alignas(64) _Atomic uint32_t arrived;
+    _Alignas(64) _Atomic uint32_t gen;
     dt_rec *rec[2];       /* [size] each */
 } dt_sync;
 
@@ -351,6 +357,9 @@ void dt_doing_set(dt_comm *comm, int lane, int kind, long seq, size_t count, int
  * DT_ERR_FAULT (thread backend) after marking the rank failed. */
 dt_result dt_fault_check(dt_comm *comm, int kind);
 dt_result dt_fault_parse(const char *spec, dt_fault *out, int max, int *n);
+
+/* Pins the calling thread to the rank's core when the job binds ranks. */
+void dt_rank_bind(const dt_job *job, int world_rank);
 
 /* Marks a rank ended (DT_RANK_DONE or DT_RANK_FAILED) with its result. */
 void dt_rank_end(dt_job *job, int world_rank, dt_result r, const char *msg);

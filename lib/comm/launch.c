@@ -3,6 +3,7 @@
 #include "launch.h"
 
 #include <math.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -82,6 +83,11 @@ dt_result dt_job_init(dt_job *job, const dt_resolved *res, void *arena)
     job->alpha = res->alpha;
     job->beta = res->beta;
     job->timeout_s = res->o.timeout_s;
+    /* spin while every rank can have a core of its own, else barely */
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    double spin_us = job->nranks <= cores ? 5 : 0.5;
+    job->spin_s = dt_env_double("DT_SPIN_US", spin_us) * 1e-6;
+    job->bind = dt_env_long("DT_BIND", 0) == 1;
     job->debug = res->o.debug > 0;
     job->algo = res->o.algo;
     job->arena = arena;
@@ -209,9 +215,24 @@ typedef struct {
     int started;
 } rank_thread;
 
+/* Binding is off by default: concurrent jobs (a test suite run in
+ * parallel) would all pile onto the first cores. mpirun binds by default,
+ * so benchmarks that compare with it set DT_BIND=1. */
+void dt_rank_bind(const dt_job *job, int world_rank)
+{
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    if (!job->bind || cores < 1)
+        return;
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET((int)(world_rank % cores), &set);
+    pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+}
+
 dt_result dt_rank_run(dt_rank_ctx *rc, dt_rank_fn fn, void *arg)
 {
     dt_job *job = rc->job;
+    dt_rank_bind(job, rc->world_rank);
     dt_log_set_rank(rc->world_rank);
     dt_mem_ctx *prev = dt_mem_bind(rc->mem);
     dt_comm *world = NULL;

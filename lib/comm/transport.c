@@ -68,22 +68,29 @@ dt_result dt_check_peers(dt_job *job)
     return dt_fail(DT_ERR_PEER_DIED, "a rank of the job failed");
 }
 
-/* Spin a little (the partner is often running on the other core), then
+/* Spin (job->spin_s: long when every rank has a core, short when ranks
+ * outnumber cores: the partner may be waiting for this very core), then
  * yield for a while (with more ranks than cores, the partner may be waiting
  * for this core: yielding hands it over without the cost of a sleep and a
  * wake-up), then sleep on the doorbell in slices, checking for failed peers
  * and the deadline. */
-#define SPINS 100
 #define YIELD_S 200e-6
 
 dt_result dt_wait_until(dt_op *op, int (*cond)(const void *), const void *arg)
 {
     if (cond(arg))
         return DT_OK;
-    for (int i = 0; i < SPINS; i++) {
+    double t0 = 0, spin_s = op->comm->rc->job->spin_s;
+    for (int i = 1;; i++) {
         cpu_relax();
         if (cond(arg))
             return DT_OK;
+        if (i % 64 == 0) { /* read the clock rarely: it costs more than a poll */
+            if (t0 == 0)
+                t0 = dt_now();
+            else if (dt_now() - t0 >= spin_s)
+                break;
+        }
     }
     double until = dt_now() + YIELD_S;
     do {

@@ -21,6 +21,7 @@
  *    DT_TIMEOUT, default 30 s). On timeout the call returns DT_ERR_TIMEOUT
  *    and its message lists what every rank of the job is doing, e.g.
  *    "rank 0 waits in allreduce #3 (count 1000); rank 2 in broadcast #3 (root 1)".
+ *    After a timeout the communicator's ranks are out of step: end the job.
  *  - When another rank of the job has failed (its function returned an
  *    error, or its process died), blocked calls return DT_ERR_PEER_DIED
  *    within 2 s instead of waiting for the deadline.
@@ -69,10 +70,12 @@ typedef enum {
 } dt_backend;
 
 /* The algorithm behind the collectives. AUTO picks by size as a real library
- * does: recursive doubling for small messages, ring for large ones (and, in
- * the emulation backends, a one-pass shared-memory reduction for large
- * allreduces, whose modeled cost and byte counts are those of the ring).
- * An explicit choice always runs that algorithm over point-to-point
+ * does: tree algorithms up to 32 KiB, ring above. For allreduce the
+ * emulation backends then take shared-memory shortcuts: up to 40 bytes the
+ * values travel inside the barrier, from 256 KiB a one-pass reduction reads
+ * every input once and writes every output once; these charge the modeled
+ * clock and the stats what recursive doubling (tiny) or the ring (large)
+ * would. An explicit choice always runs that algorithm over point-to-point
  * messages, so that its stats and modeled time are its own. */
 typedef enum {
     DT_ALGO_AUTO = 0,
@@ -142,11 +145,12 @@ typedef dt_result (*dt_rank_fn)(dt_comm *world, void *arg);
  * string, fn NULL) return DT_ERR_INVALID_ARG without starting any rank. */
 dt_result dt_launch(const dt_launch_opts *opts, dt_rank_fn fn, void *arg);
 
-/* For a program started by tools/dtrun (or run alone): joins the job named
- * by the environment (RANK, WORLD_SIZE, LOCAL_RANK, DT_SHM set by dtrun;
- * proc backend) and returns this rank's world communicator. Without RANK in
- * the environment the program is a job of one rank. Options come from the
- * environment as in dt_launch_opts_init. */
+/* Once per process, for a program started by tools/dtrun (or run alone):
+ * joins the job named by the environment (RANK, WORLD_SIZE, LOCAL_RANK,
+ * DT_SHM set by dtrun; proc backend) and returns this rank's world
+ * communicator. Without DT_SHM and with WORLD_SIZE unset or 1 the program is
+ * a job of one rank; WORLD_SIZE > 1 without DT_SHM is DT_ERR_UNSUPPORTED.
+ * Options come from the environment as in dt_launch_opts_init. */
 dt_result dt_init(dt_comm **world);
 
 /* Leaves the job joined by dt_init and frees world (and every communicator
