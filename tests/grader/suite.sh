@@ -29,6 +29,11 @@ case "$SAN" in
     thread) export DT_TIMEOUT_SCALE=${DT_TIMEOUT_SCALE:-5} ;;
 esac
 
+if [ ! -d solutions ]; then
+    echo "make test is the staff's suite: it needs solutions/. In the student tree, run make check."
+    exit 2
+fi
+
 out=$BUILD/test
 rm -rf "$out"
 mkdir -p "$out"
