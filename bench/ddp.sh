@@ -15,6 +15,9 @@
 # rank on a core of its own, 2 ranks would run K x 64 samples in that time,
 # so 2 x cpu(1 rank) / cpu(2 ranks) is the speedup a quiet 2-core machine
 # would give; the table shows it beside the wall-clock one.
+# Each round also times the step's allreduce alone (build/bin/dtbench, the
+# gradient's 7454760 bytes on 2 ranks): chapter 03's formula for a step
+# without overlap, T_2 = T_1 + T_allreduce, predicts 2 T_1 / (T_1 + T_ar).
 #
 #   bash bench/ddp.sh                 (make bench runs it; BUILD picks the build)
 #   ROUNDS=5 STEPS=100 bash bench/ddp.sh
@@ -26,7 +29,7 @@ STEPS=${STEPS:-60}
 PY=/usr/bin/python3
 export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 DT_BLAS_THREADS=1
 
-make --no-print-directory -s BUILD="$BUILD" "$BUILD/bin/dttrain" >/dev/null || exit 1
+make --no-print-directory -s BUILD="$BUILD" "$BUILD/bin/dttrain" "$BUILD/bin/dtbench" >/dev/null || exit 1
 DT="$BUILD/bin/dttrain --model mlp:784,1024,1024,10 --data synthetic --batch 64 --steps $STEPS \
     --lr 0.01 --momentum 0.9 --eval-every 0 --json"
 TORCH="$PY bench/ddp_torch.py --batch 64 --steps $STEPS --lr 0.01 --momentum 0.9"
@@ -62,6 +65,12 @@ for r in $(seq "$ROUNDS"); do
         run dt_proc_1 $DT --ranks 1 --backend proc
         run dt_proc_2 $DT --ranks 2 --backend proc
     fi
+    for b in thread proc; do
+        [ $b = proc ] && [ $have_proc = 0 ] && continue
+        t=$("$BUILD/bin/dtbench" allreduce -b 7454760 -e 7454760 -n 2 --iters 10 --backend $b \
+            --csv | awk -F, 'NR == 2 {print $4}') || { echo "dtbench failed"; exit 1; }
+        cpus[ar_$b]="${cpus[ar_$b]:-} $t"
+    done
     if [ $have_torch = 1 ]; then
         run pt_1 $TORCH --ranks 1
         run pt_2 $TORCH --ranks 2
@@ -86,7 +95,19 @@ row() { # label key
     printf "%-31s %9.0f %9.0f %7.2fx   %11.2f %11.2f %7.2fx\n" "$1" "$a" "$b" \
         "$(echo "$b / $a" | bc -l)" "$c1" "$c2" "$(echo "2 * $c1 / $c2" | bc -l)"
 }
+predict() { # label key backend: 2 T1 / (T1 + T_ar), T1 from the wall samples/s of 1 rank
+    local a t1 ar
+    a=$(med "${runs[${2}_1]}") ar=$(med "${cpus[ar_$3]}")
+    t1=$(echo "64000 / $a" | bc -l)
+    printf "%-31s T_1 %.2f ms, allreduce %.2f ms: 2 T_1 / (T_1 + T_ar) = %.2fx\n" "$1" "$t1" \
+        "$(echo "$ar / 1000" | bc -l)" "$(echo "2 * $t1 / ($t1 + $ar / 1000)" | bc -l)"
+}
 row "libdt, thread backend" dt_thread
 [ $have_proc = 1 ] && row "libdt, proc backend" dt_proc
 [ $have_torch = 1 ] && row "PyTorch DDP, gloo (1: no DDP)" pt
 echo "(target: libdt 2 ranks >= 1.8x of 1 rank)"
+echo
+echo "predicted from the step of 1 rank and the allreduce alone (no overlap):"
+predict "libdt, thread backend" dt_thread thread
+[ $have_proc = 1 ] && predict "libdt, proc backend" dt_proc proc
+echo "(load average after: $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null))"
