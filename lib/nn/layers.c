@@ -40,6 +40,35 @@ dt_result dt_linear_forward(float *out, const float *inp, const float *weight,
     return dt_sgemm(DT_NO_TRANS, DT_TRANS, N, OC, C, 1, inp, C, weight, C, beta, out, OC);
 }
 
+/* out[n][o] = act(outT[o][n] + bias[o]), in 32 x 32 tiles so that both the
+ * rows read and the rows written stay in cache. */
+static void transpose_bias_act(float *out, const float *outT, const float *bias, int relu,
+                               size_t N, size_t OC)
+{
+    enum { TILE = 32 };
+    for (size_t o0 = 0; o0 < OC; o0 += TILE)
+        for (size_t n0 = 0; n0 < N; n0 += TILE) {
+            size_t o1 = o0 + TILE < OC ? o0 + TILE : OC, n1 = n0 + TILE < N ? n0 + TILE : N;
+            for (size_t n = n0; n < n1; n++)
+                for (size_t o = o0; o < o1; o++) {
+                    float v = outT[o * N + n] + (bias ? bias[o] : 0.0f);
+                    out[n * OC + o] = relu && v < 0 ? 0.0f : v;
+                }
+        }
+}
+
+dt_result dt_linear_forward_t(float *out, float *scratch, const float *inp, const float *weight,
+                              const float *bias, int relu, size_t N, size_t C, size_t OC)
+{
+    const char *fn = "dt_linear_forward_t";
+    NEED(out, fn); NEED(scratch, fn); NEED(inp, fn); NEED(weight, fn);
+    NONZERO(N, fn); NONZERO(C, fn); NONZERO(OC, fn);
+    /* scratch (OC, N) = weight (OC, C) @ inp^T (C, N) */
+    DT_CHECK(dt_sgemm(DT_NO_TRANS, DT_TRANS, OC, N, C, 1, weight, C, inp, C, 0, scratch, N));
+    transpose_bias_act(out, scratch, bias, relu, N, OC);
+    return DT_OK;
+}
+
 static void bias_grad(float *dbias, const float *dout, float scale, size_t N, size_t OC)
 {
     for (size_t n = 0; n < N; n++)

@@ -207,10 +207,16 @@ static dt_result layer_forward(const dt_model *m, dt_acts *a, int j, const float
     size_t r = a->rows, C = m->gpt.channels;
     switch (l->kind) {
     case DT_LAYER_LINEAR:
-    case DT_LAYER_LINEAR_RELU:
+    case DT_LAYER_LINEAR_RELU: {
+        int relu = l->kind == DT_LAYER_LINEAR_RELU;
+        if (r < l->out_width) /* thin batch: the transposed product is faster; the
+                                 gradient buffer is free during the forward */
+            return dt_linear_forward_t(y, a->dbuf[1], x, view_of(m, P, l, 0),
+                                       view_of(m, P, l, 1), relu, r, l->in_width, l->out_width);
         DT_CHECK(dt_linear_forward(y, x, view_of(m, P, l, 0), view_of(m, P, l, 1), r,
                                    l->in_width, l->out_width));
-        return l->kind == DT_LAYER_LINEAR_RELU ? dt_relu_forward(y, y, r * l->out_width) : DT_OK;
+        return relu ? dt_relu_forward(y, y, r * l->out_width) : DT_OK;
+    }
     case DT_LAYER_EMBED:
         return dt_embedding_forward(y, a->tokens, view_of(m, P, l, 0), view_of(m, P, l, 1), a->B,
                                     a->T, C, m->gpt.vocab);

@@ -70,6 +70,33 @@ TEST(nn_linear_forward_exact_and_fused_sgd, 1)
     EXPECT(memcmp(b2, wantb, sizeof b2) == 0, "b after the step");
 }
 
+TEST(nn_linear_forward_t_matches_linear_forward, 1)
+{
+    /* integer data: both orientations give exactly the same sums */
+    size_t shapes[][3] = {{1, 3, 5}, {3, 40, 70}, {37, 33, 35}, {64, 20, 9}};
+    for (size_t s = 0; s < 4; s++)
+        for (int relu = 0; relu < 2; relu++) {
+            size_t N = shapes[s][0], C = shapes[s][1], OC = shapes[s][2];
+            float *x = fbuf(N * C), *w = fbuf(OC * C), *b = fbuf(OC), *want = fbuf(N * OC);
+            float *got = fbuf(N * OC), *scratch = fbuf(N * OC);
+            for (size_t i = 0; i < N * C; i++)
+                x[i] = (float)((int)(i % 7) - 3);
+            for (size_t i = 0; i < OC * C; i++)
+                w[i] = (float)((int)(i % 5) - 2);
+            for (size_t i = 0; i < OC; i++)
+                b[i] = (float)((int)(i % 3) - 1);
+            EXPECT_OK(dt_linear_forward(want, x, w, b, N, C, OC));
+            if (relu)
+                EXPECT_OK(dt_relu_forward(want, want, N * OC));
+            EXPECT_OK(dt_linear_forward_t(got, scratch, x, w, b, relu, N, C, OC));
+            EXPECT(memcmp(want, got, N * OC * sizeof(float)) == 0,
+                   "N=%zu C=%zu OC=%zu relu=%d: orientations differ", N, C, OC, relu);
+            free(x), free(w), free(b), free(want), free(got), free(scratch);
+        }
+    float x[2] = {1, 2}, w[2] = {1, 1}, out[1];
+    EXPECT_ERR(dt_linear_forward_t(out, NULL, x, w, NULL, 0, 1, 2, 1), DT_ERR_INVALID_ARG);
+}
+
 /* ---------------------------------------------------------------- pointwise */
 
 typedef struct {

