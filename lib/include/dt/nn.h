@@ -223,7 +223,8 @@ typedef struct {
     int32_t *tokens;         /* rows, when layer first is the embedding */
     float **out;             /* out[i - first]: rows x out_width of layer i */
     float **saved;           /* per layer: what its backward needs beyond in/out */
-    float *dbuf[2];          /* gradients flowing between layers */
+    float *dbuf[2];          /* gradients flowing between layers (dbuf[1] is also
+                                the forward's scratch for dt_linear_forward_t) */
     float *scratch;          /* backward temporaries of a transformer block */
     float *probs;            /* rows x classes, after dt_model_loss */
     int has_loss_grad;       /* dt_model_loss left dlogits in dbuf[0] */
