@@ -38,11 +38,18 @@ static long futex_op(_Atomic uint32_t *addr, int op, uint32_t val, const struct 
     return syscall(SYS_futex, (uint32_t *)addr, op, val, ts, NULL, 0);
 }
 
+/* The caller has just published what the sleeper waits for. The fence
+ * orders that store before the load of sleepers; a waiter counts itself a
+ * sleeper before its last look at the condition (dt_wait_until), so either
+ * it sees the condition or we see it and wake it. No sleeper: no write to
+ * the bell's cache line at all. */
 void dt_bell_ring(dt_bell *b)
 {
-    atomic_fetch_add_explicit(&b->seq, 1, memory_order_seq_cst);
-    if (atomic_load_explicit(&b->sleepers, memory_order_seq_cst) > 0)
+    atomic_thread_fence(memory_order_seq_cst);
+    if (atomic_load_explicit(&b->sleepers, memory_order_seq_cst) > 0) {
+        atomic_fetch_add_explicit(&b->seq, 1, memory_order_seq_cst);
         futex_op(&b->seq, FUTEX_WAKE, INT_MAX, NULL);
+    }
 }
 
 static inline void cpu_relax(void)

@@ -198,3 +198,27 @@ TEST_T(comm_large_counts, 2, 120)
             EXPECT_OK(dt_launch(&o, large_rank, NULL));
         }
 }
+
+/* The shared-memory shortcuts (auto: tiny and large allreduces) with every
+ * dtype and op, threads and processes, in and out of place. */
+static dt_result shortcut_rank(dt_comm *c, void *arg)
+{
+    (void)arg;
+    size_t count = 270000; /* above the shortcut's 256 KiB even in u8 */
+    for (int ti = 0; ti < TC_LEN(tc_dtypes); ti++)
+        for (int op = 0; op < DT_NUM_REDOPS; op++) {
+            one_allreduce(c, count, tc_dtypes[ti], op, (ti + op) % 2);
+            one_allreduce(c, 3, tc_dtypes[ti], op, (ti + op + 1) % 2);
+        }
+    return DT_OK;
+}
+
+TEST_T(comm_shortcut_all_dtypes_ops, 2, 120)
+{
+    for (int backend = 0; backend < 2; backend++) {
+        dt_launch_opts o = tc_opts(3, DT_ALGO_AUTO);
+        o.debug = 0;
+        o.backend = (dt_backend)backend;
+        EXPECT_OK(dt_launch(&o, shortcut_rank, NULL));
+    }
+}
