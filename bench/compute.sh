@@ -28,7 +28,7 @@ mkdir -p "$BUILD/bench"
 cc -std=c11 -O2 -D_GNU_SOURCE -pthread -Ilib/include $CFLAGS_BLAS bench/compute_sgemm.c \
    "$BUILD/libdt.a" $LIBS_BLAS -lm -lrt -o "$SGEMM" || exit 1
 
-echo "-- sgemm, one thread (median of turns; ratio target >= 0.95)"
+echo "-- sgemm, one thread (fastest of the turns; ratio target >= 0.95)"
 "$SGEMM" || { echo "sgemm: results differ"; exit 1; }
 
 have_torch=1
