@@ -1021,6 +1021,7 @@ int main(int argc, char **argv)
            opt.results);
 
     int rc = 0;
+    fflush(stdout); /* the verdicts below go to stderr, after the table */
     if (interrupted) {
         fprintf(stderr, "dtgrade: interrupted\n");
         rc = 2;
