@@ -39,9 +39,11 @@ NVCC    ?= $(or $(shell command -v nvcc 2>/dev/null),$(wildcard /usr/local/cuda/
 # The showcase of `make run`: what it builds (RUN_TARGET, made with
 # IMPL=RUN_IMPL), then the command it runs (RUN_CMD). Point these at another
 # program to show something else.
-RUN_IMPL   := $(if $(wildcard solutions/00-setup/run.c),solutions,labs)
-RUN_TARGET := $(BUILD)/$(RUN_IMPL)/00-setup/run
-RUN_CMD    := $(RUN_TARGET) 4
+# Today: the digits MLP trained with data parallelism on 4 thread ranks,
+# compared with 1 rank (ARGS="--ranks 8 --backend proc --net ib100", --help).
+RUN_IMPL   := labs
+RUN_TARGET := $(BIN)/dttrain
+RUN_CMD    := $(RUN_TARGET) --showcase $(ARGS)
 
 BASE_CFLAGS := -std=c11 -O2 -g -Wall -Wextra $(WERROR) -D_GNU_SOURCE
 CFLAGS  := $(BASE_CFLAGS) -pthread -Ilib/include -MMD -MP
