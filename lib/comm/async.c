@@ -225,7 +225,7 @@ dt_result dt_wait(dt_request *req)
         if (op.t > c->rc->clock)
             c->rc->clock = op.t;
     }
-    dt_call_end(c, w0, m0, kind);
+    dt_call_end(c, w0, m0, kind, 0);
     free(req);
     return r;
 }

@@ -273,6 +273,8 @@ dt_result dt_check_peers(dt_job *job);
 
 /* Stats, under the comm's lock (both lanes update them). */
 void dt_stats_msg(dt_comm *comm, int sent, uint64_t bytes, uint64_t msgs);
+/* Both directions at once (a shortcut's symmetric traffic). */
+void dt_stats_both(dt_comm *comm, uint64_t bytes, uint64_t msgs);
 
 /* Scratch memory of a lane, grown as needed and kept (DT_MEM_COMM). */
 void *dt_scratch(dt_comm *comm, int lane, size_t bytes);
@@ -342,10 +344,11 @@ void dt_progress_stop(dt_comm *comm);
             return dt_try_r_;                                                \
     } while (0)
 
-/* Bookkeeping around a top-level call on lane 0: fault injection, call
- * counts and the doing board; then time, clock and trace at the end. */
+/* Bookkeeping around a top-level call on lane 0: fault injection and the
+ * doing board; at the end the call count (new_call: 0 for dt_wait, whose
+ * call was counted when issued), time, clock and trace. */
 dt_result dt_call_begin(dt_comm *comm, int kind, long seq, size_t count, int root);
-void dt_call_end(dt_comm *comm, double w0, double m0, int kind);
+void dt_call_end(dt_comm *comm, double w0, double m0, int kind, int new_call);
 
 /* Validates a handle: DT_ERR_INVALID_ARG for NULL, DT_ERR_STATE after free. */
 dt_result dt_comm_check(const dt_comm *comm, const char *fn);

@@ -50,7 +50,7 @@ static dt_result p2p_call(dt_comm *c, int kind, int peer, size_t count, const vo
     }
     if (op.t > c->rc->clock)
         c->rc->clock = op.t;
-    dt_call_end(c, w0, m0, kind);
+    dt_call_end(c, w0, m0, kind, 1);
     return r;
 }
 

@@ -87,10 +87,8 @@ static void charge(dt_op *op, const dt_coll_args *a, dt_algo algo, double t0)
     double cost = dt_model_allreduce(c->rc->job, algo, a->count, dt_dtype_size(a->dtype),
                                      c->size, c->rank, &bytes, &msgs);
     op->t = t0 + cost;
-    if (op->counted) {
-        dt_stats_msg(c, 1, bytes, msgs);
-        dt_stats_msg(c, 0, bytes, msgs);
-    }
+    if (op->counted)
+        dt_stats_both(c, bytes, msgs);
 }
 
 /* Copies a finished block to an output; large outputs with streaming
@@ -232,9 +230,7 @@ dt_result dt_alg_barrier(dt_op *op)
     while ((1 << rounds) < n)
         rounds++;
     op->t = max_clock(all, n) + rounds * c->rc->job->alpha;
-    if (op->counted) {
-        dt_stats_msg(c, 1, 0, (uint64_t)rounds);
-        dt_stats_msg(c, 0, 0, (uint64_t)rounds);
-    }
+    if (op->counted)
+        dt_stats_both(c, 0, (uint64_t)rounds);
     return DT_OK;
 }

@@ -254,6 +254,16 @@ void dt_stats_msg(dt_comm *comm, int sent, uint64_t bytes, uint64_t msgs)
     pthread_mutex_unlock(&comm->stats_lock);
 }
 
+void dt_stats_both(dt_comm *comm, uint64_t bytes, uint64_t msgs)
+{
+    pthread_mutex_lock(&comm->stats_lock);
+    comm->stats.bytes_sent += bytes;
+    comm->stats.msgs_sent += msgs;
+    comm->stats.bytes_recv += bytes;
+    comm->stats.msgs_recv += msgs;
+    pthread_mutex_unlock(&comm->stats_lock);
+}
+
 /* ---------------------------------------------------------------- ports */
 
 static dt_job *op_job(const dt_op *op) { return op->comm->rc->job; }
