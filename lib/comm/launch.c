@@ -85,7 +85,7 @@ dt_result dt_job_init(dt_job *job, const dt_resolved *res, void *arena)
     job->timeout_s = res->o.timeout_s;
     /* spin while every rank can have a core of its own, else barely */
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    double spin_us = job->nranks <= cores ? 20 : 0.5;
+    double spin_us = job->nranks <= cores ? 20 : 0;
     job->spin_s = dt_env_double("DT_SPIN_US", spin_us) * 1e-6;
     job->bind = dt_env_long("DT_BIND", 0) == 1;
     job->debug = res->o.debug > 0;
