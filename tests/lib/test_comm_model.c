@@ -247,3 +247,46 @@ TEST_T(comm_results_are_bit_identical, 2, 30)
         }
     }
 }
+
+/* ---------------------------------------------------------------- environment */
+
+typedef struct {
+    double alpha, beta;
+    dt_algo algo;
+} env_arg;
+
+static dt_result env_rank(dt_comm *c, void *argp)
+{
+    env_arg *a = argp;
+    if (dt_comm_rank(c) == 0) {
+        EXPECT_OK(dt_comm_net(c, &a->alpha, &a->beta));
+        a->algo = dt_comm_get_algo(c);
+    }
+    return DT_OK;
+}
+
+TEST(comm_options_come_from_the_environment, 1)
+{
+    setenv("DT_NET", "eth10", 1);
+    setenv("DT_ALGO", "ring", 1);
+    setenv("DT_NRANKS", "3", 1);
+    dt_launch_opts o;
+    dt_launch_opts_init(&o);
+    unsetenv("DT_NET");
+    unsetenv("DT_ALGO");
+    unsetenv("DT_NRANKS");
+    EXPECT(o.nranks == 3 && o.algo == DT_ALGO_RING, "nranks %d algo %s", o.nranks,
+           dt_algo_name(o.algo));
+    env_arg a = {0, 0, DT_ALGO_AUTO};
+    EXPECT_OK(dt_launch(&o, env_rank, &a));
+    EXPECT(a.alpha == 30e-6 && a.beta == 1.25e9, "eth10: %g %g", a.alpha, a.beta);
+    EXPECT(a.algo == DT_ALGO_RING, "algo %s", dt_algo_name(a.algo));
+    /* without DT_NET the network costs nothing */
+    o.net = NULL;
+    EXPECT_OK(dt_launch(&o, env_rank, &a));
+    EXPECT(a.alpha == 0 && isinf(a.beta), "no network: %g %g", a.alpha, a.beta);
+    setenv("DT_BACKEND", "carrier-pigeon", 1);
+    dt_launch_opts_init(&o);
+    unsetenv("DT_BACKEND");
+    EXPECT_ERR(dt_launch(&o, env_rank, &a), DT_ERR_INVALID_ARG);
+}

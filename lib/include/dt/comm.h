@@ -123,7 +123,12 @@ typedef struct {
 } dt_launch_opts;
 
 /* Fills o with the defaults above, reading the environment now (DT_BACKEND,
- * DT_NET, DT_TIMEOUT, DT_DEBUG, DT_ALGO, DT_TRACE, DT_FAULT, DT_NRANKS). */
+ * DT_NET, DT_TIMEOUT, DT_DEBUG, DT_ALGO, DT_TRACE, DT_FAULT, DT_NRANKS).
+ * Three more knobs are read at launch: DT_BIND=1 pins rank r to core
+ * r mod cores (off by default; dtbench sets it, as mpirun binds);
+ * DT_SPIN_US, how long a wait spins before it yields (default 20 when every
+ * rank has a core, else 0); DT_ARENA_MB, the proc backend's shared arena
+ * (default 64: messages' headers, small messages, windows). */
 void dt_launch_opts_init(dt_launch_opts *o);
 
 /* A rank's function: runs on every rank with its own world communicator. */
@@ -137,7 +142,7 @@ typedef dt_result (*dt_rank_fn)(dt_comm *world, void *arg);
  * The thread backend shares arg between the ranks (each rank may write its
  * own slot of an array in arg). The proc backend forks: each rank works on
  * its own copy of arg, and what a rank writes there is NOT seen by the
- * caller (use a dt_win, or the result code).
+ * caller (only the result code comes back; compare inside the ranks).
  * Returns DT_OK when every rank returned DT_OK; else the first failure in
  * time (a rank that failed because another one did reports
  * DT_ERR_PEER_DIED, later), with the message "rank R: <its message>".
@@ -335,8 +340,8 @@ const char *dt_coll_name(dt_coll_kind k);
  * calls (not copies within a rank). Only top-level calls count: the
  * messages inside dt_comm_split and dt_win_allocate do not. A collective
  * that takes a shared-memory shortcut counts the bytes and messages of the
- * network algorithm it stands for (ring unless the communicator's algorithm
- * says otherwise). Example: a ring allreduce of n elements of s bytes on N
+ * network algorithm it stands for (the ring for a large allreduce,
+ * recursive doubling for a tiny one, a dissemination barrier). Example: a ring allreduce of n elements of s bytes on N
  * ranks shows bytes_sent = bytes_recv = 2(N-1)/N * n * s per rank, up to
  * rounding of the chunks. */
 typedef struct {
