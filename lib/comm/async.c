@@ -165,8 +165,9 @@ dt_result dt_p2p_post(dt_comm *c, int send, void *buf, size_t bytes, int peer, d
     dt_op op;
     dt_op_begin(&op, c, 0, send ? DT_COLL_SEND : DT_COLL_RECV, 0, 1);
     op.tag = 0;
-    dt_result r = send ? dt_tp_isend(&op, peer, buf, bytes, 0, &q->msg)
-                       : dt_tp_irecv(&op, peer, buf, bytes, 0, &q->msg);
+    const dt_backend_ops *be = c->rc->ops;
+    dt_result r = send ? be->post_send(&op, peer, buf, bytes, &q->msg)
+                       : be->post_recv(&op, peer, buf, bytes, &q->msg);
     if (r != DT_OK) {
         free(q);
         return r;
@@ -221,7 +222,7 @@ dt_result dt_wait(dt_request *req)
         dt_op op;
         dt_op_begin(&op, c, 0, kind, 0, 1);
         op.tag = 0;
-        r = dt_tp_wait(&op, req->msg);
+        r = c->rc->ops->wait(&op, req->msg, NULL);
         if (op.t > c->rc->clock)
             c->rc->clock = op.t;
     }
@@ -254,6 +255,6 @@ dt_result dt_request_test(dt_request *req, int *done)
     if (req->type == REQ_COLL)
         *done = req_done_cond(req);
     else
-        *done = dt_tp_done(req->msg);
+        *done = req->comm->rc->ops->done(req->msg);
     return DT_OK;
 }

@@ -105,7 +105,9 @@ static dt_result debug_check(dt_op *op, const dt_coll_args *a)
 
 /* ---------------------------------------------------------------- running */
 
-dt_result dt_coll_run(dt_op *op, const dt_coll_args *a)
+/* The emulation backends' collectives: the debug check, then the
+ * algorithm over the transport. */
+static dt_result emulated_collective(dt_op *op, const dt_coll_args *a)
 {
     if (op->comm->rc->job->debug && op->comm->size > 1)
         DT_TRY(debug_check(op, a));
@@ -119,6 +121,25 @@ dt_result dt_coll_run(dt_op *op, const dt_coll_args *a)
     case DT_COLL_BARRIER: return dt_alg_barrier(op);
     default: return dt_fail(DT_ERR_INTERNAL, "unknown collective %d", a->kind);
     }
+}
+
+static dt_result emulated_send(dt_op *op, int peer, const void *buf, size_t bytes, dt_msg **out)
+{
+    return dt_tp_isend(op, peer, buf, bytes, 0, out);
+}
+
+static dt_result emulated_recv(dt_op *op, int peer, void *buf, size_t bytes, dt_msg **out)
+{
+    return dt_tp_irecv(op, peer, buf, bytes, 0, out);
+}
+
+const dt_backend_ops dt_emulation_ops = {
+    "emulation", emulated_collective, emulated_send, emulated_recv, dt_tp_wait_src, dt_tp_done,
+};
+
+dt_result dt_coll_run(dt_op *op, const dt_coll_args *a)
+{
+    return op->comm->rc->ops->collective(op, a);
 }
 
 /* The algorithm of a call: the communicator's choice, or by size. */

@@ -188,7 +188,10 @@ typedef struct dt_fault {
 
 #define DT_MAX_FAULTS 8
 
+struct dt_backend_ops;
+
 typedef struct dt_rank_ctx {
+    const struct dt_backend_ops *ops; /* how this rank's calls are carried out */
     dt_job *job;
     int world_rank;
     int pid;               /* of the rank's process */
@@ -325,6 +328,29 @@ size_t dt_chunk_len(size_t count, int n, int i);
  * price), with the bytes and messages one rank sends. */
 double dt_model_allreduce(const dt_job *job, dt_algo algo, size_t count, size_t esize, int n,
                           int rank, uint64_t *bytes, uint64_t *msgs);
+
+/* ---------------------------------------------------------------- backends */
+
+/* The seam between the API and a backend. The emulation backends (thread,
+ * proc) run the algorithms of lib/comm over the transport above; an MPI or
+ * NCCL backend would map each entry straight onto MPI_Allreduce,
+ * ncclAllReduce, MPI_Isend, ... (its dt_msg wrapping an MPI_Request or a
+ * CUDA event). The API layer (coll.c, p2p.c, async.c) checks arguments,
+ * counts, times and traces, then calls these; nothing above them knows how
+ * bytes move. */
+typedef struct dt_backend_ops {
+    const char *name;
+    /* every collective of dt/comm.h, as issued */
+    dt_result (*collective)(dt_op *op, const dt_coll_args *a);
+    /* user point-to-point messages (peer may be DT_ANY_SOURCE in a receive) */
+    dt_result (*post_send)(dt_op *op, int peer, const void *buf, size_t bytes, dt_msg **out);
+    dt_result (*post_recv)(dt_op *op, int peer, void *buf, size_t bytes, dt_msg **out);
+    /* completes a posted message (NULL: done at once); src: the sender */
+    dt_result (*wait)(dt_op *op, dt_msg *m, int *src);
+    int (*done)(const dt_msg *m);
+} dt_backend_ops;
+
+extern const dt_backend_ops dt_emulation_ops;
 
 /* ---------------------------------------------------------------- async */
 

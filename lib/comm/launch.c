@@ -107,6 +107,7 @@ dt_result dt_job_init(dt_job *job, const dt_resolved *res, void *arena)
 void dt_rank_ctx_init(dt_rank_ctx *rc, dt_job *job, int rank, const dt_resolved *res)
 {
     memset(rc, 0, sizeof *rc);
+    rc->ops = &dt_emulation_ops; /* thread and proc: the same algorithms */
     rc->job = job;
     rc->world_rank = rank;
     rc->pid = (int)getpid();

@@ -37,17 +37,21 @@ static dt_result p2p_call(dt_comm *c, int kind, int peer, size_t count, const vo
     dt_op op;
     dt_op_begin(&op, c, 0, kind, seq, 1);
     op.tag = 0;
-    dt_result r;
-    if (kind == DT_COLL_SEND) {
-        r = dt_tp_send(&op, peer, sbuf, sbytes, 0);
-    } else if (kind == DT_COLL_RECV) {
-        dt_msg *m = NULL;
-        r = dt_tp_irecv(&op, source, rbuf, rbytes, 0, &m);
-        if (r == DT_OK)
-            r = dt_tp_wait_src(&op, m, got);
-    } else {
-        r = dt_tp_sendrecv(&op, peer, sbuf, sbytes, source, rbuf, rbytes, 0);
+    const dt_backend_ops *be = c->rc->ops;
+    dt_msg *sm = NULL, *rm = NULL;
+    dt_result r = DT_OK, r2 = DT_OK;
+    /* a sendrecv posts both before waiting: no order of peers deadlocks */
+    if (kind != DT_COLL_RECV)
+        r = be->post_send(&op, peer, sbuf, sbytes, &sm);
+    if (r == DT_OK && kind != DT_COLL_SEND)
+        r = be->post_recv(&op, source, rbuf, rbytes, &rm);
+    if (rm)
+        r2 = be->wait(&op, rm, got);
+    if (sm) {
+        dt_result r3 = be->wait(&op, sm, NULL);
+        r2 = r2 != DT_OK ? r2 : r3;
     }
+    r = r != DT_OK ? r : r2;
     if (op.t > c->rc->clock)
         c->rc->clock = op.t;
     dt_call_end(c, w0, m0, kind, 1);
