@@ -67,8 +67,29 @@ static void f32_add(float *dst, const float *a, const float *b, size_t n)
         dst[i] = a[i] + b[i];
 }
 
-static float half_get(uint16_t v, int bf) { return bf ? dt_bf16_to_f32(v) : dt_f16_to_f32(v); }
-static uint16_t half_put(float f, int bf) { return bf ? dt_f32_to_bf16(f) : dt_f32_to_f16(f); }
+/* bf16 inline (the same rounding as core's dt_f32_to_bf16: nearest even,
+ * a nan stays a nan): it is a shift, and a call per element would cost
+ * more than the arithmetic. f16 goes through core. */
+static inline float bf16_get(uint16_t v)
+{
+    uint32_t u = (uint32_t)v << 16;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+static inline uint16_t bf16_put(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    if ((u & 0x7fffffffu) > 0x7f800000u)
+        return (uint16_t)((u >> 16) | 0x0040u);
+    u += 0x7fffu + ((u >> 16) & 1u);
+    return (uint16_t)(u >> 16);
+}
+
+static float half_get(uint16_t v, int bf) { return bf ? bf16_get(v) : dt_f16_to_f32(v); }
+static uint16_t half_put(float f, int bf) { return bf ? bf16_put(f) : dt_f32_to_f16(f); }
 
 static float f32_op(float x, float y, dt_redop op)
 {
