@@ -215,6 +215,7 @@ static void child_main(proc_header *h, const dt_resolved *res, int r, pid_t pare
     rc.mem = dt_mem_ctx_create();
     dt_result res_r = dt_rank_run(&rc, body->fn, body->arg);
     export_trace(h, &rc);
+    fflush(NULL); /* _exit does not: the rank's printf output would be lost */
     _exit(res_r == DT_OK ? 0 : 1);
 }
 
