@@ -66,39 +66,50 @@ static uint64_t signature(const dt_coll_args *a)
            (uint64_t)a->shortcut << 56;
 }
 
-static void describe_sig(char *out, size_t n, uint64_t sig, uint64_t count)
+static void describe_sig(char *out, size_t n, const dt_rec *r, int show_seq)
 {
+    uint64_t sig = r->w[0];
     int kind = (int)(sig & 0xff), dtype = (int)(sig >> 8 & 0xff), op = (int)(sig >> 16 & 0xff);
     int root = (int)(sig >> 24 & 0xffffff) - 1;
     int len = snprintf(out, n, "%s (count %llu, %s", dt_coll_name(kind),
-                       (unsigned long long)count, dt_dtype_name(dtype));
+                       (unsigned long long)r->w[1], dt_dtype_name(dtype));
     if (kind == DT_COLL_ALLREDUCE || kind == DT_COLL_REDUCE || kind == DT_COLL_REDUCE_SCATTER)
         len += snprintf(out + len, n - (size_t)len, ", %s", dt_redop_name(op));
     if (root >= 0)
         len += snprintf(out + len, n - (size_t)len, ", root %d", root);
-    snprintf(out + len, n - (size_t)len, ", algo %s)", dt_algo_name((int)(sig >> 48 & 0xff)));
+    len += snprintf(out + len, n - (size_t)len, ", algo %s)", dt_algo_name((int)(sig >> 48 & 0xff)));
+    if (show_seq)
+        snprintf(out + len, n - (size_t)len, " as its call #%llu", (unsigned long long)r->w[2]);
 }
 
-/* All ranks publish what they called; the odd one out is named. Rank 0's
- * call is the reference, unless rank 0 is the only one that differs. */
+static int same_call(const dt_rec *x, const dt_rec *y)
+{
+    return x->w[0] == y->w[0] && x->w[1] == y->w[1] && x->w[2] == y->w[2];
+}
+
+/* All ranks publish what they called (and its number on the communicator:
+ * blocking and async calls issued in different orders show up here); the
+ * odd one out is named. Rank 0's call is the reference, unless rank 0 is
+ * the only one that differs. */
 static dt_result debug_check(dt_op *op, const dt_coll_args *a)
 {
-    dt_rec mine = {{signature(a), a->count}, 0};
+    dt_rec mine = {{signature(a), a->count, (uint64_t)op->seq}, 0};
     const dt_rec *all;
     DT_TRY(dt_sync_exchange(op, &mine, &all));
     int n = op->comm->size, ref = 0, bad = -1, differ = 0;
     for (int i = 1; i < n; i++)
-        differ += all[i].w[0] != all[0].w[0] || all[i].w[1] != all[0].w[1];
+        differ += !same_call(&all[i], &all[0]);
     if (differ == 0)
         return DT_OK;
     if (differ == n - 1 && n > 2)
         ref = 1;
     for (int i = 0; i < n && bad < 0; i++)
-        if (all[i].w[0] != all[ref].w[0] || all[i].w[1] != all[ref].w[1])
+        if (!same_call(&all[i], &all[ref]))
             bad = i;
-    char x[128], y[128];
-    describe_sig(x, sizeof x, all[bad].w[0], all[bad].w[1]);
-    describe_sig(y, sizeof y, all[ref].w[0], all[ref].w[1]);
+    char x[160], y[160];
+    int show_seq = all[bad].w[2] != all[ref].w[2];
+    describe_sig(x, sizeof x, &all[bad], show_seq);
+    describe_sig(y, sizeof y, &all[ref], show_seq);
     return dt_fail(DT_ERR_MISMATCH, "collective #%ld mismatch: rank %d called %s but rank %d "
                    "called %s", op->seq, bad, x, ref, y);
 }

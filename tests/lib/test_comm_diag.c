@@ -26,6 +26,23 @@ static dt_result mismatch_kind_rank(dt_comm *c, void *arg)
     return dt_allreduce(x, x, 4, DT_F32, DT_SUM, c);
 }
 
+/* Rank 1 issues its async allreduce after the barrier, the others before:
+ * the calls' numbers on the communicator differ. */
+static dt_result mismatch_order_rank(dt_comm *c, void *arg)
+{
+    (void)arg;
+    float x[4] = {0};
+    dt_request *q = NULL;
+    dt_result r1 = DT_OK, r2;
+    if (dt_comm_rank(c) != 1)
+        r1 = dt_iallreduce(x, x, 4, DT_F32, DT_SUM, c, &q);
+    r2 = dt_barrier(c);
+    if (dt_comm_rank(c) == 1)
+        r1 = dt_iallreduce(x, x, 4, DT_F32, DT_SUM, c, &q);
+    dt_result r3 = dt_wait(q);
+    return r1 != DT_OK ? r1 : r2 != DT_OK ? r2 : r3;
+}
+
 TEST_T(comm_debug_names_mismatched_rank, 3, 20)
 {
     dt_launch_opts o = tc_opts(4, DT_ALGO_AUTO);
@@ -39,6 +56,11 @@ TEST_T(comm_debug_names_mismatched_rank, 3, 20)
     EXPECT_ERR(dt_launch(&o, mismatch_kind_rank, NULL), DT_ERR_MISMATCH);
     EXPECT(strstr(dt_last_error(), "rank 0 called broadcast"), "message: '%s'",
            dt_last_error());
+    /* blocking and async calls issued in different orders */
+    o.nranks = 3;
+    EXPECT_ERR(dt_launch(&o, mismatch_order_rank, NULL), DT_ERR_MISMATCH);
+    EXPECT(strstr(dt_last_error(), "rank 1 called") && strstr(dt_last_error(), "as its call #"),
+           "message: '%s'", dt_last_error());
 }
 
 /* ---------------------------------------------------------------- timeouts */
