@@ -104,6 +104,9 @@ void dt_bell_ring(dt_bell *b);
  * 0 for memory in the shared arena). */
 dt_result dt_copy_from(int pid, int self, void *dst, const void *src, size_t n);
 dt_result dt_copy_to(int pid, int self, void *dst, const void *src, size_t n);
+/* The message of a failed process_vm_* copy (errno set): UNSUPPORTED when
+ * the system forbids it, PEER_DIED otherwise. */
+dt_result dt_cma_fail(const char *what, size_t n, int pid);
 
 /* Mutexes in shared memory: process-shared and robust, so that a process
  * killed while holding one does not block the others forever. */

@@ -112,12 +112,13 @@ static void store(void *dst, const void *src, size_t bytes, int stream)
     memcpy(dst, src, bytes);
 }
 
-static dt_result remote(ssize_t got, size_t want, int pid)
+static dt_result remote(ssize_t got, size_t want, int pid, const char *what)
 {
     if (got == (ssize_t)want)
         return DT_OK;
-    return dt_fail(DT_ERR_PEER_DIED, "cross-memory copy with process %d failed (%s)", pid,
-                   got < 0 ? strerror(errno) : "short copy");
+    if (got >= 0)
+        errno = EIO; /* a short copy: the peer's buffer went away */
+    return dt_cma_fail(what, want, pid);
 }
 
 /* One block [off, off+len) of this rank's chunk: gather, reduce, scatter. */
@@ -136,7 +137,7 @@ static dt_result one_block(const dt_coll_args *a, const dt_rec *all, int n, int 
         }
         char *dst = stage + (size_t)(j - (j > me)) * block;
         struct iovec l = {dst, bytes}, r = {(void *)src, bytes};
-        DT_TRY(remote(process_vm_readv(pid, &l, 1, &r, 1, 0), bytes, pid));
+        DT_TRY(remote(process_vm_readv(pid, &l, 1, &r, 1, 0), bytes, pid, "read"));
         inp[j] = dst;
     }
     dt_reduce3(acc, inp[0], inp[1], len, a->dtype, a->op);
@@ -152,7 +153,7 @@ static dt_result one_block(const dt_coll_args *a, const dt_rec *all, int n, int 
             continue;
         }
         struct iovec l = {acc, bytes}, r = {dst, bytes};
-        DT_TRY(remote(process_vm_writev(pid, &l, 1, &r, 1, 0), bytes, pid));
+        DT_TRY(remote(process_vm_writev(pid, &l, 1, &r, 1, 0), bytes, pid, "write"));
     }
     return DT_OK;
 }

@@ -199,6 +199,22 @@ void dt_shared_lock(pthread_mutex_t *m)
         pthread_mutex_consistent(m);
 }
 
+/* A failed cross-memory copy: the peer died, or the system forbids
+ * process_vm_* between the job's processes (ptrace rules; Docker's default
+ * seccomp profile without CAP_SYS_PTRACE). */
+dt_result dt_cma_fail(const char *what, size_t n, int pid)
+{
+    int e = errno;
+    if (e == EPERM || e == ENOSYS || e == EACCES)
+        return dt_fail(DT_ERR_UNSUPPORTED, "cross-memory attach refused (%s) when trying to %s "
+                       "%zu bytes of process %d: the proc backend needs process_vm_readv and "
+                       "process_vm_writev between its processes (in a container: "
+                       "--cap-add=SYS_PTRACE); the thread backend does not", strerror(e), what,
+                       n, pid);
+    return dt_fail(DT_ERR_PEER_DIED, "cannot %s %zu bytes of process %d (%s): it has died?",
+                   what, n, pid, strerror(e));
+}
+
 dt_result dt_copy_from(int pid, int self, void *dst, const void *src, size_t n)
 {
     if (n == 0)
@@ -213,7 +229,7 @@ dt_result dt_copy_from(int pid, int self, void *dst, const void *src, size_t n)
         struct iovec r = {(char *)src + done, n - done};
         ssize_t got = process_vm_readv(pid, &l, 1, &r, 1, 0);
         if (got <= 0)
-            return dt_fail(DT_ERR_PEER_DIED, "cannot read %zu bytes from process %d", n, pid);
+            return dt_cma_fail("read", n, pid);
         done += (size_t)got;
     }
     return DT_OK;
@@ -233,7 +249,7 @@ dt_result dt_copy_to(int pid, int self, void *dst, const void *src, size_t n)
         struct iovec r = {(char *)dst + done, n - done};
         ssize_t put = process_vm_writev(pid, &l, 1, &r, 1, 0);
         if (put <= 0)
-            return dt_fail(DT_ERR_PEER_DIED, "cannot write %zu bytes to process %d", n, pid);
+            return dt_cma_fail("write", n, pid);
         done += (size_t)put;
     }
     return DT_OK;

@@ -32,7 +32,10 @@
  * default) and DT_BACKEND_PROC (ranks are forked processes sharing one POSIX
  * shared-memory arena per job). Both run the same algorithms over the same
  * transport; the mpi and nccl values are reserved for backends that map each
- * call straight onto MPI or NCCL.
+ * call straight onto MPI or NCCL. The proc backend moves large messages with
+ * cross-memory attach (process_vm_readv / process_vm_writev); where the
+ * system forbids it (a container without CAP_SYS_PTRACE), those calls return
+ * DT_ERR_UNSUPPORTED and say so.
  */
 #ifndef DT_COMM_H
 #define DT_COMM_H
