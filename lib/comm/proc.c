@@ -392,6 +392,7 @@ dt_result dt_init(dt_comm **world)
             j->rc.tracing = j->h->tracing; /* the launcher writes the file */
         j->rc.mem = dt_mem_ctx_create();
         dt_mem_bind(j->rc.mem);
+        dt_rank_bind(job, rank);
         r = dt_comm_make(&j->rc, job->world, rank, &j->world);
     }
     if (r != DT_OK) {
