@@ -205,6 +205,11 @@ bench: all
 	  found=1; echo "== $$s"; BUILD=$(BUILD) bash $$s; done; \
 	  test $$found = 1 || echo "bench: no bench/*.sh yet"
 
+# The communicator against OpenMPI's MPI_Allreduce, side by side in one run
+# (skipped with a message when mpicc is absent).
+bench-mpi:
+	BUILD=$(BUILD) bash bench/comm.sh $(REPS)
+
 # ------------------------------------------------------------ packaging
 
 # The student tree: no solutions, no hidden tests, no mutants, no CI or staff
@@ -249,7 +254,7 @@ deps:
 clean:
 	rm -rf $(BUILD)
 
-.PHONY: all lab-bins run run-lab check unit test bench dist-student gradescope gpu deps clean
+.PHONY: all lab-bins run run-lab check unit test bench bench-mpi dist-student gradescope gpu deps clean
 .DELETE_ON_ERROR:
 
 -include $(wildcard $(BUILD)/obj/*/*.d $(BUILD)/obj/*/*/*.d $(BUILD)/obj/tests/*/*/*.d $(IMPL_DIR)/obj/*/*.d \

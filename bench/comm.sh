@@ -18,7 +18,7 @@ set -eu
 REPS=${1:-5}
 BUILD=${BUILD:-build/bench}
 MPIRUN="mpirun --allow-run-as-root --oversubscribe"
-command -v mpicc >/dev/null || { echo "bench/comm.sh: mpicc not found" >&2; exit 1; }
+command -v mpicc >/dev/null || { echo "bench/comm.sh: skipped: mpicc not found (make deps installs OpenMPI)"; exit 0; }
 
 make -s BUILD="$BUILD" "$BUILD/bin/dtbench" "$BUILD/bin/dtrun" >/dev/null
 mkdir -p "$BUILD/bench"
