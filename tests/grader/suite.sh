@@ -104,7 +104,7 @@ do_unit() {
     m "$dtgrade" "$BUILD/tests/lib/grade" >/dev/null 2>&1
     [ -x "$BUILD/tests/lib/grade" ] || rm -f "$BUILD/tests/lib/grade"
     "$dtgrade" -q -j "$JOBS" --min-score-full --tests-root tests \
-        --results "$out/unit.json" "lib=$BUILD/tests/lib/grade"
+        --results "$out/unit.json" "lib=$BUILD/tests/lib/grade" | tee "$out/unit.txt"
 }
 
 do_convention() {
@@ -117,7 +117,7 @@ do_solutions() {
         { grep -E 'error' "$out/solutions-build.log" | head -n 20; }
     # shellcheck disable=SC2046
     "$dtgrade" -q -j "$JOBS" --min-score-full --results "$out/solutions.json" \
-        $(lab_args solutions "$BUILD/solutions")
+        $(lab_args solutions "$BUILD/solutions") | tee "$out/solutions.txt"
 }
 
 do_skeleton() {
@@ -199,6 +199,7 @@ do_mutants() {
         [ "$(cat "$out/mutants/$i.rc" 2>/dev/null)" = 0 ] || bad=$((bad + 1))
     done
     echo "mutants: $((n - bad)) of $n caught"
+    echo "$((n - bad)) passed, $bad failed" >"$out/mutants.txt"
     [ "$bad" -eq 0 ]
 }
 
@@ -216,8 +217,30 @@ for i in "${!names[@]}"; do
     printf '  %-11s %-7s %6s s\n' "${names[$i]}" "${results[$i]}" "${times[$i]}"
 done
 total=$(($(date +%s) - t_start))
+# The closing count: the unit tests, the solutions' tests and the mutants
+# (a mutant passes when it is caught), plus each other step as one check.
+count() { # file -> "passed failed" of its last "N passed, N failed" line
+    grep -E '^[0-9]+ passed, [0-9]+ failed' "$1" 2>/dev/null | tail -n 1 |
+        awk '{ print $1, $3 }'
+}
+n_pass=0
+n_fail=0
+for i in "${!names[@]}"; do
+    f=$out/${names[$i]}.txt
+    pf=$(count "$f")
+    if [ -n "$pf" ]; then
+        n_pass=$((n_pass + ${pf% *}))
+        n_fail=$((n_fail + ${pf#* }))
+    elif [ "${results[$i]}" = ok ]; then
+        n_pass=$((n_pass + 1))
+    else
+        n_fail=$((n_fail + 1))
+    fi
+done
 if [ "$failed" -ne 0 ]; then
     echo "make test: FAILED ($failed of ${#names[@]} steps, ${total} s)"
+    echo "suite: $n_pass passed, $n_fail failed"
     exit 1
 fi
 echo "make test: passed (${#names[@]} steps, ${total} s)"
+echo "suite: $n_pass passed, $n_fail failed"
