@@ -27,6 +27,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -74,6 +75,18 @@ static dt_result arena_create(const dt_resolved *res, void *hint, proc_header **
     int fd = shm_open(name, O_CREAT | O_EXCL | O_RDWR, 0600);
     if (fd < 0)
         return dt_fail(DT_ERR_IO, "cannot create shared memory %s: %s", name, strerror(errno));
+    /* The mapping is sparse: pages are taken from /dev/shm only when touched,
+     * and a touch that finds the file system full kills the process with
+     * SIGBUS. Refuse up front, with a message, where the arena cannot fit. */
+    struct statvfs vfs;
+    if (fstatvfs(fd, &vfs) == 0 && (uint64_t)vfs.f_bavail * vfs.f_frsize < size) {
+        close(fd);
+        shm_unlink(name);
+        return dt_fail(DT_ERR_NOMEM, "shared memory has %llu MB free, the job's arena needs "
+                       "%zu MB: free /dev/shm or set DT_ARENA_MB smaller",
+                       (unsigned long long)((uint64_t)vfs.f_bavail * vfs.f_frsize >> 20),
+                       size >> 20);
+    }
     if (ftruncate(fd, (off_t)size) != 0) {
         int e = errno;
         close(fd);

@@ -243,3 +243,26 @@ TEST_T(comm_launch_program_like_dtrun, 3, 30)
     EXPECT(strstr(dt_last_error(), "cannot run"), "report: '%s'", dt_last_error());
     EXPECT(leftovers() == 0, "a shared-memory segment was left in /dev/shm");
 }
+
+static dt_result nothing_rank(dt_comm *c, void *arg)
+{
+    (void)c;
+    (void)arg;
+    return DT_OK;
+}
+
+/* An arena larger than /dev/shm is refused with a message, before any rank
+ * starts: a sparse mapping would otherwise die of SIGBUS when it fills. */
+TEST(comm_proc_arena_too_large_is_refused, 1)
+{
+    setenv("DT_ARENA_MB", "100000000", 1); /* 100 TB */
+    dt_launch_opts o;
+    dt_launch_opts_init(&o);
+    o.nranks = 2;
+    o.backend = DT_BACKEND_PROC;
+    dt_result r = dt_launch(&o, nothing_rank, NULL);
+    unsetenv("DT_ARENA_MB");
+    EXPECT(r == DT_ERR_NOMEM, "launch returned %s, expected DT_ERR_NOMEM", dt_strerror(r));
+    EXPECT(strstr(dt_last_error(), "DT_ARENA_MB") != NULL, "message '%s' names DT_ARENA_MB",
+           dt_last_error());
+}
