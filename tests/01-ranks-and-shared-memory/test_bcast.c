@@ -9,8 +9,9 @@
  *    alpha + (N-1) n/beta;
  *  - tree: ceil(log2 N) rounds of one message time, alpha + n/beta each.
  * The message is 1 MiB, so that n/beta (84 us) dominates alpha (1.5 us) on
- * "ib100": when N is not a power of two the tree's last rank may finish up
- * to (ceil(log2 N) - 1) alpha early, still within 2% of whole rounds. */
+ * "ib100": when N is not a power of two the tree's last rank finishes one
+ * alpha early ((ceil(log2 N) - 1) alpha + ceil(log2 N) n/beta), still
+ * within 2% of whole rounds. */
 #include "lab01.h"
 
 typedef dt_result (*bcast_fn)(void *, size_t, dt_dtype, int, dt_comm *);
