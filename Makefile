@@ -107,6 +107,11 @@ SEL_LABS   := $(if $(LAB),$(sort $(foreach l,$(LAB),$(filter $(l) $(l)-%,$(LABS)
 # path; others (labs, solutions, a student's folder) get one folder each.
 IMPL_DIR   := $(if $(filter $(BUILD)/%,$(IMPL)),$(IMPL),$(BUILD)/$(subst /,_,$(IMPL)))
 SEL_GRADES := $(SEL_LABS:%=$(IMPL_DIR)/%/grade)
+# A lab's files missing from $(IMPL) come from labs/: a mistyped IMPL would
+# quietly build the skeleton, so it must name a folder.
+ifeq ($(wildcard $(IMPL)/.),)
+  $(error IMPL=$(IMPL) is no folder (labs, solutions, or a folder of NN-topic/ lab files))
+endif
 
 # dtgrade's options for `make check` (see `build/bin/dtgrade --help`).
 GRADE_JOBS ?= 1
