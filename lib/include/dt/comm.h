@@ -368,7 +368,9 @@ dt_result dt_comm_stats_reset(dt_comm *comm);
  * occupies the sender's link: its clock advances by n / beta per message
  * (so a ring step costs alpha + n/beta, and a root that sends to k ranks
  * one after another pays k * n / beta). Under this model a ring allreduce
- * of n bytes on N ranks takes 2(N-1)(alpha + n/(N*beta)).
+ * of n bytes on N ranks that start it together (their clocks equal, e.g.
+ * after a barrier) takes 2(N-1)(alpha + n/(N*beta)); ranks whose clocks
+ * differ see the difference carried through the ring.
  * Without a network set (no opts.net, no DT_NET) the network is "none":
  * alpha = 0 and an infinite beta, so communication costs no modeled time
  * and the clock counts only compute. */

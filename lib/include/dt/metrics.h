@@ -33,7 +33,9 @@ double dt_efficiency_strong(double t1, double tn, int n);
 
 /* Weak-scaling efficiency (fixed work per rank, so N ranks do N times the
  * work of one): E = T_1 / T_N. 1 is ideal: the time per step does not grow.
- * (The matching scaled speedup is N * T_1 / T_N = N * E.) */
+ * The matching scaled speedup: N * T_1 / T_N = N * E when every part of the
+ * work grows with N; ((1 - p) + p * N) * T_1 / T_N when only the parallel
+ * part grows and the serial part stays fixed, as Gustafson's law assumes. */
 double dt_efficiency_weak(double t1, double tn);
 
 /* Amdahl's law, p the parallel fraction of the one-rank time:
