@@ -3,9 +3,23 @@
  *
  * Gradients flow between layers through two ping-pong buffers (dbuf): layer
  * i reads the gradient of its output from one and writes the gradient of its
- * input into the other, zeroed first because layer backwards accumulate. */
+ * input into the other, zeroed first because layer backwards accumulate.
+ *
+ * A stage of linear layers whose batch is thin (rows below its widest
+ * layer, e.g. 64 rows through 1024-wide layers) runs feature-major: it keeps
+ * every activation also as (width x rows), and its gradients flow that way
+ * too. The reason is OpenBLAS's speed on a thin batch, which depends on the
+ * orientation: for 64 rows and a 1024 x 1024 weight, one thread, best of
+ * 150 calls,
+ *   forward     y = x W^T   (NT, M = 64)   2.09 ms;  y^T = W x^T   (NN)  1.44 ms
+ *   weight step W += d^T x  (TN, K = 64)   1.56 ms;  d^T (x^T)^T   (NT)  1.45 ms
+ *   input grad  dx = d W    (NN, M = 64)   1.62 ms;  dx^T = W^T d^T (TN) 1.52 ms
+ * The batch-major copies (input, out) stay filled, so callers see the same
+ * activations either way; only the 64-row input and the narrow loss
+ * gradient are transposed on the way in and out. */
 #include "dt/nn.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -66,6 +80,32 @@ static float *act_alloc(size_t floats)
     return floats ? dt_mem_alloc(DT_MEM_ACT, floats * sizeof(float)) : NULL;
 }
 
+/* Feature-major pays for a stage of linear layers on a thin batch. */
+static int wants_feature_major(const dt_model *m, int first, int last, size_t rows)
+{
+    size_t widest = 0;
+    for (int i = first; i < last; i++) {
+        const dt_layer *l = &m->layers[i];
+        if (l->kind != DT_LAYER_LINEAR && l->kind != DT_LAYER_LINEAR_RELU)
+            return 0;
+        widest = l->out_width > widest ? l->out_width : widest;
+    }
+    return rows < widest;
+}
+
+static dt_result acts_fill_fm(dt_acts *a, const dt_model *m)
+{
+    int n = a->last - a->first;
+    if (!(a->out_fm = calloc((size_t)n, sizeof *a->out_fm)))
+        return DT_ERR_NOMEM;
+    if (!(a->input_fm = act_alloc(a->rows * m->layers[a->first].in_width)))
+        return DT_ERR_NOMEM;
+    for (int j = 0; j < n; j++)
+        if (!(a->out_fm[j] = act_alloc(a->rows * m->layers[a->first + j].out_width)))
+            return DT_ERR_NOMEM;
+    return DT_OK;
+}
+
 static dt_result acts_fill(dt_acts *a, const dt_model *m)
 {
     size_t r = a->rows, C = m->gpt.channels, maxw = 0, scratch = 0;
@@ -101,7 +141,8 @@ static dt_result acts_fill(dt_acts *a, const dt_model *m)
         return DT_ERR_NOMEM;
     if (a->last == m->num_layers && !(a->probs = act_alloc(r * m->num_classes)))
         return DT_ERR_NOMEM;
-    return DT_OK;
+    a->feature_major = wants_feature_major(m, a->first, a->last, r);
+    return a->feature_major ? acts_fill_fm(a, m) : DT_OK;
 }
 
 dt_result dt_acts_create(dt_acts **out, const dt_model *m, int first, int last, size_t B,
@@ -145,6 +186,10 @@ void dt_acts_free(dt_acts *a)
         dt_mem_free(a->out[j]);
         dt_mem_free(a->saved[j]);
     }
+    for (int j = 0; a->out_fm && j < a->last - a->first; j++)
+        dt_mem_free(a->out_fm[j]);
+    free(a->out_fm);
+    dt_mem_free(a->input_fm);
     free(a->out);
     free(a->saved);
     dt_mem_free(a->input);
@@ -230,6 +275,87 @@ static dt_result layer_forward(const dt_model *m, dt_acts *a, int j, const float
     return dt_fail(DT_ERR_INTERNAL, "layer %s: unknown kind %d", l->name, (int)l->kind);
 }
 
+/* dst (cols x rows) = src (rows x cols)^T, in 32 x 32 tiles so that both
+ * the rows read and the rows written stay in cache. */
+static void transpose(float *dst, const float *src, size_t rows, size_t cols)
+{
+    enum { TILE = 32 };
+    for (size_t r0 = 0; r0 < rows; r0 += TILE)
+        for (size_t c0 = 0; c0 < cols; c0 += TILE) {
+            size_t r1 = r0 + TILE < rows ? r0 + TILE : rows;
+            size_t c1 = c0 + TILE < cols ? c0 + TILE : cols;
+            for (size_t c = c0; c < c1; c++)
+                for (size_t r = r0; r < r1; r++)
+                    dst[c * rows + r] = src[r * cols + c];
+        }
+}
+
+/* The elementwise passes of the feature-major path are written in chunks of
+ * 8 on restrict pointers so that -O2 turns them into branch-free vector
+ * code: with a branch per element, the random sign pattern of the ReLU
+ * mispredicts about half the time (it cost about 0.3 ms of a 9 ms step). */
+enum { LANES = 8 };
+
+/* y (OC, r): each row o gets + b[o], then max(., 0) when relu. */
+static void bias_act_rows(float *restrict y, const float *restrict b, int relu, size_t OC,
+                          size_t r)
+{
+    for (size_t o = 0; o < OC; o++) {
+        float *row = y + o * r, bo = b[o], lo = relu ? 0.0f : -INFINITY;
+        size_t i = 0;
+        for (; i + LANES <= r; i += LANES)
+            for (size_t k = 0; k < LANES; k++) {
+                float v = row[i + k] + bo;
+                row[i + k] = v > lo ? v : lo;
+            }
+        for (; i < r; i++) {
+            float v = row[i] + bo;
+            row[i] = v > lo ? v : lo;
+        }
+    }
+}
+
+/* d[i] = d[i] where y[i] > 0, else 0: the gradient through a ReLU. */
+static void relu_mask(float *restrict d, const float *restrict y, size_t n)
+{
+    size_t i = 0;
+    for (; i + LANES <= n; i += LANES)
+        for (size_t k = 0; k < LANES; k++)
+            d[i + k] = y[i + k] > 0 ? d[i + k] : 0.0f;
+    for (; i < n; i++)
+        d[i] = y[i] > 0 ? d[i] : 0.0f;
+}
+
+/* The sum of x[0 .. n), in LANES partial sums. */
+static float row_sum(const float *restrict x, size_t n)
+{
+    float acc[LANES] = {0}, s = 0;
+    size_t i = 0;
+    for (; i + LANES <= n; i += LANES)
+        for (size_t k = 0; k < LANES; k++)
+            acc[k] += x[i + k];
+    for (; i < n; i++)
+        s += x[i];
+    for (size_t k = 0; k < LANES; k++)
+        s += acc[k];
+    return s;
+}
+
+/* Feature-major linear layer j: y^T (OC, r) = W (OC, C) @ x^T (C, r) + b,
+ * ReLU when the layer has one, then the batch-major copy out[j] = y. */
+static dt_result layer_forward_fm(const dt_model *m, dt_acts *a, int j)
+{
+    const dt_layer *l = &m->layers[a->first + j];
+    size_t r = a->rows, C = l->in_width, OC = l->out_width;
+    const float *xT = j ? a->out_fm[j - 1] : a->input_fm;
+    const float *W = view_of(m, m->params, l, 0), *b = view_of(m, m->params, l, 1);
+    float *yT = a->out_fm[j];
+    DT_CHECK(dt_sgemm(DT_NO_TRANS, DT_NO_TRANS, OC, r, C, 1, W, C, xT, r, 0, yT, r));
+    bias_act_rows(yT, b, l->kind == DT_LAYER_LINEAR_RELU, OC, r);
+    transpose(a->out[j], yT, OC, r);
+    return DT_OK;
+}
+
 static dt_result check_stage(const char *fn, const dt_model *m, const dt_acts *a)
 {
     if (!m || !a)
@@ -256,8 +382,11 @@ dt_result dt_model_forward(dt_model *m, dt_acts *a, const float *x, const int32_
     }
     a->forward_done = 0;
     a->has_loss_grad = 0;
+    if (a->feature_major)
+        transpose(a->input_fm, a->input, a->rows, lf->in_width);
     for (int j = 0; j < a->last - a->first; j++)
-        DT_CHECK(layer_forward(m, a, j, j ? a->out[j - 1] : a->input));
+        DT_CHECK(a->feature_major ? layer_forward_fm(m, a, j)
+                                  : layer_forward(m, a, j, j ? a->out[j - 1] : a->input));
     a->forward_done = 1;
     return DT_OK;
 }
@@ -370,6 +499,55 @@ static dt_result layer_backward(const dt_model *m, dt_acts *a, int j, const floa
     return res;
 }
 
+/* Feature-major backward of linear layer j, dyT (OC, r) the gradient of its
+ * output (masked here through the ReLU), dxT (C, r) overwritten with the
+ * gradient of its input (NULL: skipped). The input gradient is computed
+ * first, with the weight before any SGD step:
+ *   dx^T = W^T dy^T;   dW = dy^T (x^T)^T;   db = row sums of dy^T
+ * With lr > 0 the step W -= lr dW, b -= lr db is applied at once (the
+ * gradient is never stored), else dW and db are accumulated into m->grads. */
+static dt_result layer_backward_fm(const dt_model *m, dt_acts *a, int j, float *dyT, float *dxT,
+                                   float lr)
+{
+    const dt_layer *l = &m->layers[a->first + j];
+    size_t r = a->rows, C = l->in_width, OC = l->out_width;
+    const float *xT = j ? a->out_fm[j - 1] : a->input_fm, *yT = a->out_fm[j];
+    float *W = view_of(m, m->params, l, 0), *b = view_of(m, m->params, l, 1);
+    if (l->kind == DT_LAYER_LINEAR_RELU) /* through relu: keep dy where y > 0 */
+        relu_mask(dyT, yT, OC * r);
+    if (dxT) /* dx^T (C, r) = W^T (C, OC) @ dy^T (OC, r) */
+        DT_CHECK(dt_sgemm(DT_TRANS, DT_NO_TRANS, C, r, OC, 1, W, C, dyT, r, 0, dxT, r));
+    float *dW = lr > 0 ? W : view_of(m, m->grads, l, 0);
+    float *db = lr > 0 ? b : view_of(m, m->grads, l, 1), alpha = lr > 0 ? -lr : 1;
+    /* dW (OC, C) += alpha dy^T (OC, r) @ (x^T)^T (r, C) */
+    DT_CHECK(dt_sgemm(DT_NO_TRANS, DT_TRANS, OC, C, r, alpha, dyT, r, xT, r, 1, dW, C));
+    for (size_t o = 0; o < OC; o++)
+        db[o] += alpha * row_sum(dyT + o * r, r);
+    return DT_OK;
+}
+
+/* The whole stage feature-major: dbuf[0] holds dy (rows x out_width,
+ * batch-major) on entry; it is transposed once, flows back as (width x
+ * rows), and the stage's input gradient is transposed back into dinp. */
+static dt_result backward_fm(dt_model *m, dt_acts *a, float *dinp, dt_grad_hook hook,
+                             void *hook_arg, float lr)
+{
+    size_t r = a->rows;
+    int n = a->last - a->first, p = 1;
+    transpose(a->dbuf[1], a->dbuf[0], r, dt_acts_output_width(a));
+    for (int j = n - 1; j >= 0; j--) {
+        const dt_layer *l = &m->layers[a->first + j];
+        float *dxT = j || dinp ? a->dbuf[1 - p] : NULL;
+        DT_CHECK(layer_backward_fm(m, a, j, a->dbuf[p], dxT, lr));
+        if (hook)
+            DT_CHECK(hook(hook_arg, a->first + j, l->param_offset, l->param_count));
+        p = 1 - p;
+    }
+    if (dinp) /* the last dx^T went into dbuf[p] (p flipped after it) */
+        transpose(dinp, a->dbuf[p], m->layers[a->first].in_width, r);
+    return DT_OK;
+}
+
 static dt_result backward(dt_model *m, dt_acts *a, const float *dout, float *dinp,
                           dt_grad_hook hook, void *hook_arg, float lr, const char *fn)
 {
@@ -389,6 +567,8 @@ static dt_result backward(dt_model *m, dt_acts *a, const float *dout, float *din
     if (dout)
         memcpy(a->dbuf[0], dout, r * dt_acts_output_width(a) * sizeof(float));
     a->has_loss_grad = 0; /* the buffer is consumed below */
+    if (a->feature_major)
+        return backward_fm(m, a, dinp, hook, hook_arg, lr);
     for (int j = n - 1; j >= 0; j--) {
         const dt_layer *l = &m->layers[a->first + j];
         float *dx = j ? a->dbuf[1 - p] : dinp;

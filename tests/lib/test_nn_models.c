@@ -267,6 +267,74 @@ TEST(nn_model_fused_sgd_equals_grad_then_step, 2)
     }
 }
 
+/* A thin batch (3 rows through a 9-wide layer) runs the stage
+ * feature-major; its outputs, gradients and input gradient must equal the
+ * layer functions run batch-major, and its fused SGD step the gradient
+ * step. A batch as wide as the widest layer runs batch-major and must pass
+ * the finite-difference check too. */
+TEST(nn_model_feature_major_equals_batch_major, 2)
+{
+    dt_model m;
+    size_t w[3] = {6, 9, 4}, B = 3;
+    EXPECT_OK(dt_mlp_create(&m, w, 3, 7));
+    float x[9 * 6];
+    int32_t lab[9] = {3, 0, 2, 1, 1, 0, 3, 2, 0};
+    fill_x(x, 9 * 6, 9);
+    const float *P = m.params;
+    size_t w1 = dt_model_find_view(&m, "fc1.weight")->offset;
+    size_t b1 = dt_model_find_view(&m, "fc1.bias")->offset;
+    size_t w2 = dt_model_find_view(&m, "fc2.weight")->offset;
+    size_t b2 = dt_model_find_view(&m, "fc2.bias")->offset;
+    /* reference: the layer functions, batch-major */
+    float h[27], z[12], probs[12], dz[12] = {0}, dh[27] = {0}, dhr[27] = {0}, dx[18] = {0};
+    float *g = calloc(m.num_params, sizeof(float));
+    EXPECT_OK(dt_linear_forward(h, x, P + w1, P + b1, B, 6, 9));
+    EXPECT_OK(dt_relu_forward(h, h, 27));
+    EXPECT_OK(dt_linear_forward(z, h, P + w2, P + b2, B, 9, 4));
+    EXPECT_OK(dt_softmax_xent_forward(probs, NULL, NULL, z, lab, B, 4));
+    EXPECT_OK(dt_softmax_xent_backward(dz, probs, lab, 1.0f / (float)B, B, 4));
+    EXPECT_OK(dt_linear_backward(dh, g + w2, g + b2, dz, h, P + w2, B, 9, 4));
+    EXPECT_OK(dt_relu_backward(dhr, dh, h, 27));
+    EXPECT_OK(dt_linear_backward(dx, g + w1, g + b1, dhr, x, P + w1, B, 6, 9));
+    /* the stage */
+    dt_acts *a;
+    EXPECT_OK(dt_acts_create(&a, &m, 0, 2, B, 1));
+    EXPECT(a->feature_major, "3 rows through a 9-wide layer run feature-major");
+    float loss, dx2[18], d;
+    EXPECT_OK(dt_model_zero_grads(&m));
+    EXPECT_OK(dt_model_forward(&m, a, x, NULL));
+    EXPECT_OK(dt_vec_max_abs_diff(h, a->out[0], 27, &d));
+    EXPECT(d < 1e-6f, "hidden activations (batch-major copy) differ by %g", d);
+    EXPECT_OK(dt_vec_max_abs_diff(z, dt_acts_output(a), 12, &d));
+    EXPECT(d < 1e-6f, "logits differ by %g", d);
+    EXPECT_OK(dt_model_loss(&m, a, lab, &loss, NULL));
+    EXPECT_OK(dt_model_backward(&m, a, NULL, dx2, NULL, NULL));
+    EXPECT_OK(dt_vec_max_abs_diff(g, m.grads, m.num_params, &d));
+    EXPECT(d < 1e-6f, "parameter gradients differ by %g", d);
+    EXPECT_OK(dt_vec_max_abs_diff(dx, dx2, 18, &d));
+    EXPECT(d < 1e-6f, "input gradient differs by %g", d);
+    /* fused: the input gradient comes from the weights before the step */
+    float *want = malloc(m.num_params * sizeof(float)), lr = 0.5f;
+    for (size_t i = 0; i < m.num_params; i++)
+        want[i] = P[i] - lr * g[i];
+    memset(dx2, 0, sizeof dx2);
+    EXPECT_OK(dt_model_forward(&m, a, x, NULL));
+    EXPECT_OK(dt_model_loss(&m, a, lab, &loss, NULL));
+    EXPECT_OK(dt_model_backward_sgd(&m, a, NULL, dx2, lr));
+    EXPECT_OK(dt_vec_max_abs_diff(want, m.params, m.num_params, &d));
+    EXPECT(d < 1e-6f, "fused feature-major step differs by %g", d);
+    EXPECT_OK(dt_vec_max_abs_diff(dx, dx2, 18, &d));
+    EXPECT(d < 1e-6f, "fused input gradient differs by %g", d);
+    dt_acts_free(a);
+    /* 9 rows: batch-major */
+    EXPECT_OK(dt_acts_create(&a, &m, 0, 2, 9, 1));
+    EXPECT(!a->feature_major, "9 rows through a 9-wide layer run batch-major");
+    dt_acts_free(a);
+    check_model(&m, 9, 1, x, NULL, lab, 1e-3f, "mlp 6-9-4 batch 9 (batch-major)");
+    free(g), free(want);
+    dt_model_free(&m);
+}
+
 /* ---------------------------------------------------------------- layout, memory */
 
 TEST(nn_model_views_are_one_contiguous_layout, 1)
@@ -318,9 +386,20 @@ TEST(nn_model_memory_accounting_is_exact, 1)
     dt_acts *a;
     EXPECT_OK(dt_acts_create(&a, &m, 0, 3, 32, 1));
     dt_mem_stats_get(&s);
-    /* input copy + three outputs + two gradient buffers of the widest row + probs */
-    size_t act = 32 * (784 + 128 + 64 + 10 + 2 * 784 + 10) * 4;
+    /* input copy + three outputs + two gradient buffers of the widest row +
+     * probs; 32 rows are thinner than the 128-wide layer, so the stage also
+     * keeps the input and the three outputs feature-major */
+    size_t act = 32 * (784 + 128 + 64 + 10 + 2 * 784 + 10 + 784 + 128 + 64 + 10) * 4;
+    EXPECT(a->feature_major, "32 rows through a 128-wide layer run feature-major");
     EXPECT(s.current[DT_MEM_ACT] == act, "activations %zu bytes, expected %zu",
+           s.current[DT_MEM_ACT], act);
+    dt_acts_free(a);
+    /* 128 rows: batch-major only, no copies */
+    EXPECT_OK(dt_acts_create(&a, &m, 0, 3, 128, 1));
+    dt_mem_stats_get(&s);
+    act = 128 * (784 + 128 + 64 + 10 + 2 * 784 + 10) * 4;
+    EXPECT(!a->feature_major, "128 rows run batch-major");
+    EXPECT(s.current[DT_MEM_ACT] == act, "activations of 128 rows %zu bytes, expected %zu",
            s.current[DT_MEM_ACT], act);
     dt_acts_free(a);
     dt_model_free_grads(&m);

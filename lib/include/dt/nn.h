@@ -229,6 +229,14 @@ typedef struct {
     float *probs;            /* rows x classes, after dt_model_loss */
     int has_loss_grad;       /* dt_model_loss left dlogits in dbuf[0] */
     int forward_done;
+    /* Feature-major copies (width x rows) for a stage of linear layers with
+     * a thin batch (rows below its widest layer): there every product of
+     * the step runs in the orientation OpenBLAS is fastest at, and
+     * input/out above still hold the same values batch-major. NULL and 0
+     * otherwise. */
+    int feature_major;
+    float *input_fm;         /* in_width of layer first x rows */
+    float **out_fm;          /* out_fm[i - first]: out_width of layer i x rows */
 } dt_acts;
 
 dt_result dt_acts_create(dt_acts **out, const dt_model *m, int first, int last, size_t B,
