@@ -19,7 +19,6 @@
  * gradient are transposed on the way in and out. */
 #include "dt/nn.h"
 
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -297,21 +296,27 @@ static void transpose(float *dst, const float *src, size_t rows, size_t cols)
  * of the MLP 784-1024-1024-10 at batch 64). */
 enum { LANES = 8 };
 
-/* y (OC, r): each row o gets + b[o], then max(., 0) when relu. */
+/* y (OC, r): each row o gets + b[o], then ReLU (v < 0 -> 0, so that a nan
+ * stays a nan and a diverging run shows it) when relu. */
 static void bias_act_rows(float *restrict y, const float *restrict b, int relu, size_t OC,
                           size_t r)
 {
     for (size_t o = 0; o < OC; o++) {
-        float *row = y + o * r, bo = b[o], lo = relu ? 0.0f : -INFINITY;
+        float *row = y + o * r, bo = b[o];
         size_t i = 0;
+        if (!relu) {
+            for (; i < r; i++)
+                row[i] += bo;
+            continue;
+        }
         for (; i + LANES <= r; i += LANES)
             for (size_t k = 0; k < LANES; k++) {
                 float v = row[i + k] + bo;
-                row[i + k] = v > lo ? v : lo;
+                row[i + k] = v < 0 ? 0.0f : v;
             }
         for (; i < r; i++) {
             float v = row[i] + bo;
-            row[i] = v > lo ? v : lo;
+            row[i] = v < 0 ? 0.0f : v;
         }
     }
 }
