@@ -215,7 +215,10 @@ dt_result dt_cma_fail(const char *what, size_t n, int pid)
                    what, n, pid, strerror(e));
 }
 
-dt_result dt_copy_from(int pid, int self, void *dst, const void *src, size_t n)
+/* Copies n bytes from src to dst where one side lies in process pid: with
+ * to_peer, our src into its dst (process_vm_writev), else its src into our
+ * dst (process_vm_readv). The kernel may move less than asked: loop. */
+static dt_result cma_copy(int pid, int self, void *dst, const void *src, size_t n, int to_peer)
 {
     if (n == 0)
         return DT_OK;
@@ -225,34 +228,25 @@ dt_result dt_copy_from(int pid, int self, void *dst, const void *src, size_t n)
     }
     size_t done = 0;
     while (done < n) {
-        struct iovec l = {(char *)dst + done, n - done};
-        struct iovec r = {(char *)src + done, n - done};
-        ssize_t got = process_vm_readv(pid, &l, 1, &r, 1, 0);
-        if (got <= 0)
-            return dt_cma_fail("read", n, pid);
-        done += (size_t)got;
+        struct iovec to = {(char *)dst + done, n - done};
+        struct iovec from = {(char *)src + done, n - done};
+        ssize_t moved = to_peer ? process_vm_writev(pid, &from, 1, &to, 1, 0)
+                                : process_vm_readv(pid, &to, 1, &from, 1, 0);
+        if (moved <= 0)
+            return dt_cma_fail(to_peer ? "write" : "read", n, pid);
+        done += (size_t)moved;
     }
     return DT_OK;
 }
 
+dt_result dt_copy_from(int pid, int self, void *dst, const void *src, size_t n)
+{
+    return cma_copy(pid, self, dst, src, n, 0);
+}
+
 dt_result dt_copy_to(int pid, int self, void *dst, const void *src, size_t n)
 {
-    if (n == 0)
-        return DT_OK;
-    if (pid == 0 || pid == self) {
-        memcpy(dst, src, n);
-        return DT_OK;
-    }
-    size_t done = 0;
-    while (done < n) {
-        struct iovec l = {(char *)src + done, n - done};
-        struct iovec r = {(char *)dst + done, n - done};
-        ssize_t put = process_vm_writev(pid, &l, 1, &r, 1, 0);
-        if (put <= 0)
-            return dt_cma_fail("write", n, pid);
-        done += (size_t)put;
-    }
-    return DT_OK;
+    return cma_copy(pid, self, dst, src, n, 1);
 }
 
 /* ---------------------------------------------------------------- stats */
