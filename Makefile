@@ -18,8 +18,6 @@
 #   tools/<name>.c            -> build/bin/<name>
 #   tests/lib/*.c             -> build/tests/lib/grade (libdt's unit tests)
 #   $(IMPL)/NN-topic/*.c      -> the lab's code; run.c, if present, is the lab's program
-#   labs/NN-topic/*.c         -> also, when IMPL is another folder (solutions/, a
-#                                mutant), the files it lacks: the given code
 #   tests/NN-topic/*.c        -> build/<impl>/NN-topic/grade (the graded tests)
 #   tests/NN-topic/mutants/*.patch   known-bad variants of the solution (make test)
 #   tests/NN-topic/hidden_*.c        hidden tests (left out of the student tree)
@@ -107,8 +105,7 @@ SEL_LABS   := $(if $(LAB),$(sort $(foreach l,$(LAB),$(filter $(l) $(l)-%,$(LABS)
 # path; others (labs, solutions, a student's folder) get one folder each.
 IMPL_DIR   := $(if $(filter $(BUILD)/%,$(IMPL)),$(IMPL),$(BUILD)/$(subst /,_,$(IMPL)))
 SEL_GRADES := $(SEL_LABS:%=$(IMPL_DIR)/%/grade)
-# A lab's files missing from $(IMPL) come from labs/: a mistyped IMPL would
-# quietly build the skeleton, so it must name a folder.
+# A mistyped IMPL would only show up as link errors of every lab: say so.
 ifeq ($(wildcard $(IMPL)/.),)
   $(error IMPL=$(IMPL) is no folder (labs, solutions, or a folder of NN-topic/ lab files))
 endif
@@ -152,37 +149,24 @@ $(FIXTURE): $(FIXTURE_SRCS:%.c=$(BUILD)/obj/%.o) $(GRADER_OBJ) $(LIBDT)
 
 $(BUILD)/obj/tests/%.o: CFLAGS += -Itests/grader
 
-# One lab's rules: its code, its graded tests, its program. The code is
-# every file of $(IMPL)/NN-topic plus the files of labs/NN-topic that it does
-# not have: solutions/ (or a mutant's copy) holds only the files with student
-# fences, and the given files (no fence: headers, run.c, given code) exist
-# once, in labs/. Headers resolve from $(IMPL)/NN-topic first, then labs/.
-# Given files compile to obj/given/NN-topic/ so they never collide with
-# $(IMPL)'s objects.
+# One lab's rules: its code from $(IMPL), its graded tests, its program.
 define LAB_RULES
-$(1)_OWN   := $$(sort $$(wildcard $(IMPL)/$(1)/*.c))
-$(1)_GIVEN := $$(filter-out $$(patsubst $(IMPL)/%,labs/%,$$($(1)_OWN)),$$(sort $$(wildcard labs/$(1)/*.c)))
-$(1)_ALLO  := $$($(1)_OWN:$(IMPL)/%.c=$(IMPL_DIR)/obj/%.o) $$($(1)_GIVEN:labs/%.c=$(IMPL_DIR)/obj/given/%.o)
-$(1)_OBJS  := $$(filter-out %/run.o,$$($(1)_ALLO))
-$(1)_RUNO  := $$(filter %/run.o,$$($(1)_ALLO))
-$(1)_INC   := -I$(IMPL)/$(1)$(if $(filter labs,$(IMPL)),, -Ilabs/$(1))
+$(1)_CODE  := $$(filter-out %/run.c,$$(sort $$(wildcard $(IMPL)/$(1)/*.c)))
+$(1)_OBJS  := $$($(1)_CODE:$(IMPL)/%.c=$(IMPL_DIR)/obj/%.o)
 $(1)_TOBJS := $$(patsubst %.c,$(IMPL_DIR)/obj/tests/%.o,$$(sort $$(wildcard tests/$(1)/*.c)))
 $(IMPL_DIR)/obj/$(1)/%.o: $(IMPL)/$(1)/%.c
 	@mkdir -p $$(dir $$@)
-	$$(CC) $$(CFLAGS) $$($(1)_INC) -c $$< -o $$@
-$(IMPL_DIR)/obj/given/$(1)/%.o: labs/$(1)/%.c
-	@mkdir -p $$(dir $$@)
-	$$(CC) $$(CFLAGS) $$($(1)_INC) -c $$< -o $$@
+	$$(CC) $$(CFLAGS) -I$(IMPL)/$(1) -c $$< -o $$@
 $(IMPL_DIR)/obj/tests/tests/$(1)/%.o: tests/$(1)/%.c
 	@mkdir -p $$(dir $$@)
-	$$(CC) $$(CFLAGS) -Itests/grader $$($(1)_INC) -c $$< -o $$@
+	$$(CC) $$(CFLAGS) -Itests/grader -I$(IMPL)/$(1) -c $$< -o $$@
 $(IMPL_DIR)/$(1)/grade: $$($(1)_OBJS) $$($(1)_TOBJS) $(GRADER_OBJ) $(LIBDT)
 	@mkdir -p $$(dir $$@)
 	$$(CC) $$(LDFLAGS) $$^ $$(LDLIBS) -o $$@
-$(IMPL_DIR)/$(1)/run: $$($(1)_RUNO) $$($(1)_OBJS) $(LIBDT)
+$(IMPL_DIR)/$(1)/run: $(IMPL_DIR)/obj/$(1)/run.o $$($(1)_OBJS) $(LIBDT)
 	@mkdir -p $$(dir $$@)
 	$$(CC) $$(LDFLAGS) $$^ $$(LDLIBS) -o $$@
-LAB_BINS += $(IMPL_DIR)/$(1)/grade $$(if $$($(1)_RUNO),$(IMPL_DIR)/$(1)/run)
+LAB_BINS += $(IMPL_DIR)/$(1)/grade $(if $(wildcard $(IMPL)/$(1)/run.c),$(IMPL_DIR)/$(1)/run)
 endef
 $(foreach lab,$(LABS),$(eval $(call LAB_RULES,$(lab))))
 
@@ -196,8 +180,7 @@ run:
 
 run-lab:
 	@test -n "$(SEL_LABS)" || { echo "run-lab: LAB=NN names no lab (labs: $(LABS))"; exit 2; }
-	@test -f $(IMPL)/$(SEL_LABS)/run.c || test -f labs/$(SEL_LABS)/run.c || \
-	  { echo "run-lab: neither $(IMPL)/$(SEL_LABS) nor labs/$(SEL_LABS) has a run.c"; exit 2; }
+	@test -f $(IMPL)/$(SEL_LABS)/run.c || { echo "run-lab: $(IMPL)/$(SEL_LABS) has no run.c"; exit 2; }
 	@$(MAKE) --no-print-directory $(IMPL_DIR)/$(SEL_LABS)/run
 	$(IMPL_DIR)/$(SEL_LABS)/run $(ARGS)
 
@@ -279,4 +262,4 @@ clean:
 .DELETE_ON_ERROR:
 
 -include $(wildcard $(BUILD)/obj/*/*.d $(BUILD)/obj/*/*/*.d $(BUILD)/obj/tests/*/*/*.d $(IMPL_DIR)/obj/*/*.d \
-                   $(IMPL_DIR)/obj/given/*/*.d $(IMPL_DIR)/obj/tests/tests/*/*.d)
+                   $(IMPL_DIR)/obj/tests/tests/*/*.d)

@@ -3,12 +3,7 @@
 #
 #  1. every lab NN-topic has chapters/NN-topic.md, labs/NN-topic/,
 #     solutions/NN-topic/ and graded tests in tests/NN-topic/;
-#  2. solutions/NN-topic holds exactly the files of labs/NN-topic that have a
-#     student fence: a file without a fence (a header, run.c, given code)
-#     exists once, in labs/NN-topic, and the build takes it from there;
-#     a given file must not include a header that has a fence (it would
-#     see the lab's stub version, not the solution's, when built with
-#     solutions/);
+#  2. labs/NN-topic and solutions/NN-topic hold the same files;
 #  3. a lab file and its solution are identical outside the student fences
 #     /* BEGIN STUDENT CODE */ ... /* END STUDENT CODE */ (the fence lines
 #     themselves included), and the fences pair up;
@@ -16,8 +11,7 @@
 #     or nothing but comments and blank lines;
 #  5. hidden tests (TEST_HIDDEN) live in hidden_*.c files, and only there;
 #  6. each mutant (tests/NN-topic/mutants/*.patch) patches only files of
-#     solutions/NN-topic/ (so only fenced files: the given code is no
-#     part of a solution).
+#     solutions/NN-topic/.
 # Prints one line per problem, "file:line: what is wrong", and exits 1 if
 # there is any. Without solutions/ (the student tree) checks 2, 3 and 6
 # are skipped.
@@ -121,34 +115,15 @@ for lab in $labs; do
 
     [ "$have_solutions" = 1 ] && [ -d "solutions/$lab" ] || continue
 
-    # Rule 2: solutions/ holds the fenced lab files, and only those.
-    lf=$(cd "labs/$lab" && for f in *; do
-        [ -f "$f" ] && grep -q 'BEGIN STUDENT CODE' "$f" && echo "./$f"
-    done | sort)
+    # Rule 2: the same files.
+    lf=$(cd "labs/$lab" && find . -type f | sort)
     sf=$(cd "solutions/$lab" && find . -type f | sort)
     while read -r f; do
-        [ -n "$f" ] && problem "labs/$lab/${f#./}: has a student fence but no completed copy in solutions/$lab/"
+        [ -n "$f" ] && problem "labs/$lab/${f#./}: has no counterpart in solutions/$lab/"
     done < <(comm -23 <(echo "$lf") <(echo "$sf"))
     while read -r f; do
-        [ -n "$f" ] || continue
-        if [ -f "labs/$lab/${f#./}" ]; then
-            problem "solutions/$lab/${f#./}: has no student fence: keep it only in labs/$lab/"
-        else
-            problem "solutions/$lab/${f#./}: has no counterpart in labs/$lab/"
-        fi
+        [ -n "$f" ] && problem "solutions/$lab/${f#./}: has no counterpart in labs/$lab/"
     done < <(comm -13 <(echo "$lf") <(echo "$sf"))
-    # A given file that includes a fenced header would build against the stub.
-    for h in $lf; do
-        case "$h" in *.h) ;; *) continue ;; esac
-        h=${h#./}
-        for g in "labs/$lab"/*; do
-            [ -f "$g" ] || continue
-            grep -q 'BEGIN STUDENT CODE' "$g" && continue
-            for ln in $(grep -nE "^[[:space:]]*#[[:space:]]*include[[:space:]]*\"$h\"" "$g" | cut -d: -f1); do
-                problem "$g:$ln: a file without a fence includes the fenced header $h (give $g a fence or take the fence out of $h)"
-            done
-        done
-    done
 
     # Rule 3: identical outside the fences.
     for f in $(comm -12 <(echo "$lf") <(echo "$sf")); do
@@ -185,9 +160,7 @@ for lab in $labs; do
             target=${target%%$'\t'*}
             target=${target#b/}
             case "$target" in
-                solutions/"$lab"/*)
-                    [ -f "$target" ] || [ ! -f "labs/${target#solutions/}" ] ||
-                        problem "$p:$ln: patches '$target', a given file (no fence): mutants break the solution's fenced code only" ;;
+                solutions/"$lab"/*) ;;
                 *) problem "$p:$ln: patches '$target', not a file of solutions/$lab/" ;;
             esac
         done < <(grep -nE '^\+\+\+ ' "$p" || true)

@@ -9,8 +9,7 @@
 #   solutions  every lab graded with IMPL=solutions: full marks
 #   skeleton   every lab graded with IMPL=labs: builds, scores 0, no timeout
 #   mutants    every tests/NN-topic/mutants/*.patch applied to a copy of the
-#              solutions (their fenced files; the given ones come from labs/),
-#              built and graded: each must lose points
+#              solutions, built and graded: each must lose points
 #
 # Environment (set by the Makefile): MAKE, BUILD, SAN, WERROR, CC.
 # Each step goes on even when an earlier one failed; the exit status is 1
@@ -130,9 +129,7 @@ do_skeleton() {
         $(lab_args labs "$BUILD/labs")
 }
 
-# One mutant: a copy of solutions/LAB with the patch applied, graded. The
-# copy holds the fenced files only, like solutions/LAB: the Makefile takes the
-# given files (headers, run.c, given code) from labs/LAB, as for solutions/.
+# One mutant: a copy of solutions/LAB with the patch applied, graded.
 run_mutant() { # lab patch
     local lab=$1 patch=$2 name dir log
     name=$(basename "$patch" .patch)

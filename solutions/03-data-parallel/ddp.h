@@ -1,0 +1,162 @@
+/* ddp.h - lab 03: data parallelism, the way PyTorch's DistributedDataParallel
+ * does it. Read chapters/03-data-parallel.md first.
+ *
+ * Every rank holds the whole model (a dt_model: one flat parameter buffer
+ * and one flat gradient buffer of the same layout) and trains on its own
+ * shard of the data. After each backward the ranks average their gradients,
+ * so that every rank applies the same update and the replicas never drift
+ * apart.
+ *
+ * The tasks, in order (each one a section of the chapter):
+ *   1. lab_ddp_broadcast_params, lab_ddp_local_batch   start from the same
+ *      parameters; give each rank its own shard of every batch
+ *   2. lab_ddp_allreduce_flat, lab_ddp_step            one allreduce of the
+ *      whole gradient buffer, then the optimizer step
+ *   3. lab_ddp_make_buckets, lab_ddp_allreduce_buckets gradients in buckets
+ *   4. lab_ddp_grad_ready, lab_ddp_wait_buckets        each bucket's allreduce
+ *      starts from the backward, as soon as its gradients are complete
+ *   5. lab_ddp_step with micro_steps > 1               gradient accumulation
+ *
+ * The code outside the fences of ddp.c (lab_ddp_init, lab_ddp_free,
+ * lab_ddp_sync_grads, lab_ddp_forward_backward) is given: it builds the
+ * object below from your functions and runs the model. */
+#ifndef LAB_DDP_H
+#define LAB_DDP_H
+
+#include "dt/comm.h"
+#include "dt/core.h"
+#include "dt/data.h"
+#include "dt/nn.h"
+#include "dt/optim.h"
+
+/* PyTorch DDP's default bucket size (bucket_cap_mb = 25). */
+#define LAB_DDP_BUCKET_BYTES ((size_t)25 << 20)
+
+/* How a step reduces its gradients (lab_ddp_sync_grads). */
+typedef enum {
+    LAB_DDP_FLAT = 0, /* task 2: one allreduce of the whole buffer after the backward */
+    LAB_DDP_BUCKETS,  /* task 3: one allreduce per bucket after the backward */
+    LAB_DDP_OVERLAP   /* task 4: bucket allreduces started during the backward */
+} lab_ddp_mode;
+
+/* A bucket: the gradients of layers [first_layer, last_layer) of the model,
+ * which are the contiguous range grads[offset .. offset + count). */
+typedef struct {
+    int first_layer, last_layer;
+    size_t offset, count;   /* in floats */
+    int pending;            /* task 4: layers of the bucket whose gradients
+                               are not complete yet in this backward */
+    dt_request *req;        /* task 4: its allreduce in flight, or NULL */
+} lab_bucket;
+
+/* The modeled compute time of one micro-batch, charged to the rank's
+ * modeled clock (dt_clock_advance) by lab_ddp_forward_backward, so that the
+ * modeled step time does not depend on how fast this machine is. */
+typedef struct {
+    double forward_s;          /* the whole forward */
+    const double *backward_s;  /* backward of layer i, one entry per layer; NULL: 0 */
+} lab_ddp_cost;
+
+typedef struct {
+    dt_comm *comm;
+    dt_model *model;           /* not owned */
+    lab_ddp_mode mode;
+    dt_optimizer opt;          /* over the whole flat buffer */
+    int num_buckets;
+    lab_bucket *buckets;       /* buckets[0] holds the LAST layers (task 3) */
+    int *bucket_of_layer;      /* num_layers entries: the bucket of each layer */
+    lab_ddp_cost cost;         /* zero: no modeled compute time */
+    int launching;             /* 1 while the backward's hook starts bucket
+                                  allreduces (the last micro-step in OVERLAP) */
+} lab_ddp;
+
+/* ------------------------------------------------------------ given code */
+
+/* Sets up d for model m on comm: broadcasts the parameters from rank 0
+ * (task 1), builds the buckets of bucket_bytes (task 3; not in FLAT mode) and an
+ * optimizer with cfg over the whole model. cost may be NULL. On failure d is
+ * left freed. Collective. */
+dt_result lab_ddp_init(lab_ddp *d, dt_comm *comm, dt_model *m, lab_ddp_mode mode,
+                       size_t bucket_bytes, const dt_optim_config *cfg,
+                       const lab_ddp_cost *cost);
+void lab_ddp_free(lab_ddp *d);
+
+/* Runs one micro-batch of B samples (x: B rows of the model's input width,
+ * labels: B classes): forward, loss, and the backward, which ACCUMULATES
+ * into model->grads. Charges cost.forward_s and each layer's backward_s to
+ * the modeled clock, and, after each layer's backward when d->launching is
+ * set, calls lab_ddp_grad_ready(d, layer). *loss (may be NULL) gets the mean
+ * loss and *correct (may be NULL) the rows classified right. */
+dt_result lab_ddp_forward_backward(lab_ddp *d, const float *x, const int32_t *labels, size_t B,
+                                   float *loss, size_t *correct);
+
+/* Reduces the gradients as d->mode says and multiplies them by scale:
+ * FLAT lab_ddp_allreduce_flat, BUCKETS lab_ddp_allreduce_buckets, OVERLAP
+ * lab_ddp_wait_buckets. */
+dt_result lab_ddp_sync_grads(lab_ddp *d, float scale);
+
+/* ------------------------------------------------------------ task 1 */
+
+/* Collective: every rank's m->params becomes rank 0's, with ONE broadcast
+ * of the whole flat buffer. */
+dt_result lab_ddp_broadcast_params(dt_comm *comm, dt_model *m);
+
+/* The dataset indices of this rank's part of global step `step` of `epoch`
+ * on a dataset of n samples: B indices into idx. The rank's shard of the
+ * epoch is what the library's distributed sampler gives (dt_sampler_init
+ * with n, world, rank, shuffle on, drop_last on, seed; then
+ * dt_sampler_indices for the epoch); step t takes entries [t*B, (t+1)*B)
+ * of it. So the K ranks' batches of step t are, together, the global batch
+ * of K*B samples that one rank with batch K*B would take at step t. Fails
+ * with DT_ERR_INVALID_ARG when the shard has fewer than (step+1)*B entries. */
+dt_result lab_ddp_local_batch(size_t n, uint64_t seed, int rank, int world, int epoch,
+                              size_t step, size_t B, size_t *idx);
+
+/* ------------------------------------------------------------ task 2 */
+
+/* Collective: ONE allreduce (sum) of the whole flat gradient buffer, in
+ * place, then grads *= scale (scale = 1/K averages over K ranks). */
+dt_result lab_ddp_allreduce_flat(lab_ddp *d, float scale);
+
+/* One training step on this rank's batch of micro_steps * micro_B samples
+ * (x: that many rows, labels as many entries): zero the gradients, run
+ * each micro-batch through lab_ddp_forward_backward, reduce the gradients
+ * ONCE with lab_ddp_sync_grads so that they become the mean gradient of the
+ * global batch (K * micro_steps * micro_B samples), then one optimizer
+ * step. In OVERLAP mode, d->launching is set for the last micro-step only.
+ * *loss (may be NULL) gets this rank's mean loss over its micro-batches.
+ * Task 2 needs micro_steps = 1 only; task 5 is micro_steps > 1. */
+dt_result lab_ddp_step(lab_ddp *d, const float *x, const int32_t *labels, size_t micro_B,
+                       int micro_steps, float *loss);
+
+/* ------------------------------------------------------------ task 3 */
+
+/* Groups the layers of m into buckets: walking the layers from the LAST to
+ * the first, each layer's parameters join the open bucket; a bucket closes
+ * as soon as it holds at least bucket_bytes bytes of gradients (4 bytes
+ * per parameter); the last bucket takes what is left. buckets[0] thus
+ * holds the last layers. Writes a malloc'ed array of *num lab_buckets
+ * (pending = its number of layers, req NULL) to *out, and bucket_of_layer[i] (m->num_layers
+ * entries, caller's memory) = the bucket of layer i.
+ * bucket_bytes 0 is DT_ERR_INVALID_ARG. */
+dt_result lab_ddp_make_buckets(const dt_model *m, size_t bucket_bytes, lab_bucket **out,
+                               int *num, int *bucket_of_layer);
+
+/* Collective: one allreduce (sum) per bucket, in bucket order, in place;
+ * then grads *= scale. */
+dt_result lab_ddp_allreduce_buckets(lab_ddp *d, float scale);
+
+/* ------------------------------------------------------------ task 4 */
+
+/* Called by the backward (through lab_ddp_forward_backward) when layer's
+ * gradients are complete. When it completes the last pending layer of its
+ * bucket, starts that bucket's allreduce (sum, in place) with dt_iallreduce
+ * and keeps the request in the bucket. */
+dt_result lab_ddp_grad_ready(lab_ddp *d, int layer);
+
+/* Waits for every bucket's allreduce (all of them: a wait may fail, the
+ * others must still be waited for), then grads *= scale, and resets each
+ * bucket's pending count for the next backward. */
+dt_result lab_ddp_wait_buckets(lab_ddp *d, float scale);
+
+#endif /* LAB_DDP_H */

@@ -1,0 +1,368 @@
+/* run.c - lab 03's program: `make run-lab LAB=03 [ARGS="--ranks 4 --net eth10
+ * --svg chapters/figures/03-overlap.svg"]`.
+ *
+ * Runs your DDP (ddp.c) and prints the measurements that confirm the
+ * chapter's formulas:
+ *   1. K ranks with batch B end with the parameters of one rank with batch
+ *      K*B, and all ranks hold the same bits;
+ *   2. one allreduce of P floats sends 2 (K-1)/K * 4P bytes per rank and
+ *      takes 2 (K-1) (alpha + 4P / (K beta)) of modeled time;
+ *   3. buckets and overlap: modeled step time without and with overlap,
+ *      against T_fwd + T_bwd + T_comm and T_fwd + max(T_bwd, T_comm);
+ *   4. accumulation: allreduces and modeled time per global batch.
+ * With --svg it also draws rank 0's last step, without and with overlap,
+ * as a Gantt chart of the modeled clock (compute and bucket allreduces),
+ * read back from the communicator's trace. Collectives run the ring
+ * algorithm, so that the measured times are those of the ring formula. */
+#include "ddp.h"
+#include "dt/metrics.h"
+#include "dt/sim.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define MAX_RANKS 16
+#define FEATURES 64
+#define SPEC "deep:64,512,8,10" /* 10 layers, 2.14 M parameters (8.56 MB of gradients) */
+#define DEVICE_FLOPS 30e9       /* the modeled device: 30 GFLOP/s */
+
+typedef struct {
+    const char *net;
+    int K;
+    lab_ddp_mode mode;
+    size_t bucket_bytes, micro_B;
+    int micro_steps, steps;
+    int modeled;            /* charge FLOP-modeled compute time */
+    const char *trace;      /* the communicator's trace file, or NULL */
+    /* per rank, out */
+    struct {
+        double step_s, step_start, comp_s;
+        uint64_t bytes, allreduces;
+        int buckets;
+        float *params;      /* rank 0: a copy of its final parameters */
+        uint64_t digest;    /* of the final parameters */
+    } out[MAX_RANKS];
+} job;
+
+static uint64_t digest(const float *p, size_t n)
+{
+    uint64_t h = 1469598103934665603ull; /* FNV-1a over the bytes */
+    const unsigned char *b = (const unsigned char *)p;
+    for (size_t i = 0; i < n * sizeof *p; i++)
+        h = (h ^ b[i]) * 1099511628211ull;
+    return h;
+}
+
+/* Modeled compute of one micro-batch of B samples: a linear layer of
+ * C inputs and OC outputs costs 2 B C OC FLOPs forward, twice that backward. */
+static void model_cost(const dt_model *m, size_t B, double *fwd, double *bwd)
+{
+    *fwd = 0;
+    for (int i = 0; i < m->num_layers; i++) {
+        double f = 2.0 * (double)B * (double)m->layers[i].in_width * (double)m->layers[i].out_width;
+        *fwd += f / DEVICE_FLOPS;
+        bwd[i] = 2 * f / DEVICE_FLOPS;
+    }
+}
+
+static dt_result rank_fn(dt_comm *world, void *arg)
+{
+    job *j = arg;
+    int rank = dt_comm_rank(world), K = dt_comm_size(world);
+    size_t rows = j->micro_B * (size_t)j->micro_steps;
+    dt_dataset data = {0};
+    dt_model m = {0};
+    lab_ddp d;
+    double bwd[64];
+    lab_ddp_cost cost = {0, bwd};
+    dt_optim_config cfg = dt_sgd_config(0.05f, 0.9f, 0);
+    dt_stats st;
+    DT_CHECK(dt_data_blobs(&data, 2048, FEATURES, 10, 2.0f, 5, 0));
+    float *x = malloc(rows * FEATURES * sizeof *x);
+    int32_t *y = malloc(rows * sizeof *y);
+    size_t *idx = malloc(rows * sizeof *idx);
+    dt_result r = x && y && idx ? DT_OK : dt_fail(DT_ERR_NOMEM, "run: batch");
+    if (r == DT_OK) /* different seeds: the broadcast makes them one model */
+        r = dt_model_create_spec(&m, SPEC, 1 + (uint64_t)rank);
+    if (r == DT_OK && m.num_layers > 64)
+        r = dt_fail(DT_ERR_INVALID_ARG, "run: too many layers");
+    if (r == DT_OK)
+        model_cost(&m, j->micro_B, &cost.forward_s, bwd);
+    if (r == DT_OK)
+        r = lab_ddp_init(&d, world, &m, j->mode, j->bucket_bytes, &cfg, j->modeled ? &cost : NULL);
+    if (r != DT_OK)
+        goto out;
+    for (int t = 0; r == DT_OK && t < j->steps; t++) {
+        double t0 = dt_clock(world);
+        r = dt_comm_stats_reset(world);
+        if (r == DT_OK)
+            r = lab_ddp_local_batch(data.n, 7, rank, K, 0, (size_t)t, rows, idx);
+        if (r == DT_OK)
+            r = dt_data_gather(&data, idx, rows, x, NULL, y);
+        if (r == DT_OK)
+            r = lab_ddp_step(&d, x, y, j->micro_B, j->micro_steps, NULL);
+        j->out[rank].step_start = t0;
+        j->out[rank].step_s = dt_clock(world) - t0;
+    }
+    if (r == DT_OK)
+        r = dt_comm_stats(world, &st);
+    j->out[rank].bytes = st.bytes_sent;
+    j->out[rank].allreduces = st.calls[DT_COLL_ALLREDUCE];
+    j->out[rank].buckets = d.num_buckets;
+    j->out[rank].comp_s = j->modeled ? cost.forward_s * j->micro_steps : 0;
+    for (int i = 0; j->modeled && i < m.num_layers; i++)
+        j->out[rank].comp_s += bwd[i] * j->micro_steps;
+    j->out[rank].digest = digest(m.params, m.num_params);
+    if (r == DT_OK && rank == 0 && (j->out[0].params = malloc(m.num_params * sizeof(float))))
+        memcpy(j->out[0].params, m.params, m.num_params * sizeof(float));
+    lab_ddp_free(&d);
+out:
+    dt_model_free(&m);
+    dt_dataset_free(&data);
+    free(x), free(y), free(idx);
+    return r;
+}
+
+static int run_job(job *j)
+{
+    dt_launch_opts o;
+    dt_launch_opts_init(&o);
+    o.nranks = j->K;
+    o.backend = DT_BACKEND_THREAD;
+    o.net = j->net;
+    o.algo = DT_ALGO_RING;
+    o.timeout_s = 60;
+    o.trace_path = j->trace;
+    dt_result r = dt_launch(&o, rank_fn, j);
+    if (r != DT_OK) {
+        fprintf(stderr, "run: %s: %s\n", dt_strerror(r), dt_last_error());
+        return -1;
+    }
+    return 0;
+}
+
+static job base(const char *net, int K, lab_ddp_mode mode, size_t bucket, size_t B, int m)
+{
+    job j;
+    memset(&j, 0, sizeof j);
+    j.net = net, j.K = K, j.mode = mode, j.bucket_bytes = bucket;
+    j.micro_B = B, j.micro_steps = m, j.steps = 2, j.modeled = 1;
+    return j;
+}
+
+/* ------------------------------------------------------------ 1. equivalence */
+
+static int equivalence(void)
+{
+    printf("1. K ranks with batch B vs one rank with batch K*B (%s, 4 steps, SGD momentum)\n",
+           SPEC);
+    printf("   %-3s %-8s %-12s %-20s %s\n", "K", "batch/rk", "global batch", "max rel. difference",
+           "ranks identical");
+    for (int K = 2; K <= 4; K += 2) {
+        job a = base("none", K, LAB_DDP_OVERLAP, 1 << 20, 8, 1), b = base("none", 1,
+                                                                        LAB_DDP_FLAT, 0, 8 * K, 1);
+        a.steps = b.steps = 4;
+        a.modeled = b.modeled = 0;
+        if (run_job(&a) || run_job(&b))
+            return -1;
+        double dmax = 0, bmax = 0;
+        size_t n = 0;
+        dt_model tmp = {0};
+        if (dt_model_create_spec(&tmp, SPEC, 1) == DT_OK)
+            n = tmp.num_params;
+        dt_model_free(&tmp);
+        for (size_t i = 0; i < n && a.out[0].params && b.out[0].params; i++) {
+            dmax = fmax(dmax, fabs((double)a.out[0].params[i] - b.out[0].params[i]));
+            bmax = fmax(bmax, fabs((double)b.out[0].params[i]));
+        }
+        int same = 1;
+        for (int r = 1; r < K; r++)
+            same &= a.out[r].digest == a.out[0].digest;
+        printf("   %-3d %-8d %-12d %-20.2e %s\n", K, 8, 8 * K, dmax / bmax, same ? "yes" : "NO");
+        free(a.out[0].params), free(b.out[0].params);
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------ 2. one allreduce */
+
+static int flat_cost(const char *net, int K)
+{
+    double alpha, beta;
+    dt_model m = {0};
+    if (dt_net_preset(net, &alpha, &beta) != DT_OK || dt_model_create_spec(&m, SPEC, 1) != DT_OK)
+        return -1;
+    double n = 4.0 * (double)m.num_params;
+    dt_model_free(&m);
+    printf("\n2. One allreduce of the flat gradient (%.2f MB) on %s, per rank per step\n",
+           n / 1e6, net);
+    printf("   %-3s %-14s %-14s %-16s %-16s\n", "K", "bytes sent", "2(K-1)/K*n", "T_comm modeled",
+           "2(K-1)(a+n/Kb)");
+    for (int k = 2; k <= K; k *= 2) {
+        job j = base(net, k, LAB_DDP_FLAT, 0, 8, 1);
+        j.modeled = 0;
+        if (run_job(&j))
+            return -1;
+        printf("   %-3d %-14llu %-14.0f %10.3f ms    %10.3f ms\n", k,
+               (unsigned long long)j.out[0].bytes, 2.0 * (k - 1) / k * n, j.out[0].step_s * 1e3,
+               dt_sim_ring_allreduce(alpha, beta, n, k) * 1e3);
+        free(j.out[0].params);
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------ 3. buckets, overlap */
+
+static int overlap_table(const char *net, int K)
+{
+    static const size_t caps[] = {LAB_DDP_BUCKET_BYTES, 4 << 20, 2 << 20, 1 << 20};
+    printf("\n3. Buckets and overlap, K = %d on %s, modeled device %.0f GFLOP/s, batch 32/rank\n",
+           K, net, DEVICE_FLOPS / 1e9);
+    printf("   %-9s %-7s %-9s %-9s %-9s %-11s %-9s %-11s\n", "bucket", "buckets", "T_fwd",
+           "T_bwd", "T_comm", "no overlap", "overlap", "fwd+max()");
+    for (size_t c = 0; c < sizeof caps / sizeof caps[0]; c++) {
+        job a = base(net, K, LAB_DDP_BUCKETS, caps[c], 32, 1);
+        job b = base(net, K, LAB_DDP_OVERLAP, caps[c], 32, 1);
+        if (run_job(&a) || run_job(&b))
+            return -1;
+        dt_model m = {0};
+        double bwd[64], fwd;
+        if (dt_model_create_spec(&m, SPEC, 1) != DT_OK)
+            return -1;
+        model_cost(&m, 32, &fwd, bwd);
+        double t_bwd = a.out[0].comp_s - fwd, t_comm = a.out[0].step_s - a.out[0].comp_s;
+        dt_model_free(&m);
+        printf("   %-6.2f MB %-7d %6.2f ms %6.2f ms %6.2f ms %8.2f ms %6.2f ms %8.2f ms\n",
+               (double)caps[c] / (1 << 20), b.out[0].buckets, fwd * 1e3, t_bwd * 1e3,
+               t_comm * 1e3, a.out[0].step_s * 1e3, b.out[0].step_s * 1e3,
+               (fwd + fmax(t_bwd, t_comm)) * 1e3);
+        free(a.out[0].params), free(b.out[0].params);
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------ 4. accumulation */
+
+static int accumulation(const char *net, int K)
+{
+    printf("\n4. Gradient accumulation, K = %d on %s, micro-batch 16/rank (FLAT)\n", K, net);
+    printf("   %-12s %-13s %-16s %-11s %-11s %s\n", "micro-steps", "global batch",
+           "allreduces/step", "T_step", "T_comm", "comm share");
+    for (int m = 1; m <= 4; m *= 2) {
+        job j = base(net, K, LAB_DDP_FLAT, 0, 16, m);
+        if (run_job(&j))
+            return -1;
+        double t_comm = j.out[0].step_s - j.out[0].comp_s;
+        printf("   %-12d %-13d %-16llu %8.2f ms %8.2f ms %6.0f %%\n", m, K * 16 * m,
+               (unsigned long long)j.out[0].allreduces, j.out[0].step_s * 1e3, t_comm * 1e3,
+               100 * t_comm / j.out[0].step_s);
+        free(j.out[0].params);
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------ the figure */
+
+/* Adds rank 0's regions of the step that started at t0 from a trace file
+ * (modeled process, pid 1) to rows row (compute) and row + 1 (allreduces
+ * of track `lane`: 0 blocking calls, 1 async operations). */
+static int gantt_from_trace(dt_gantt *g, const char *path, double t0, int row, int lane)
+{
+    FILE *f = fopen(path, "r");
+    char line[512], name[32], cat[16];
+    int pid, tid, nbwd = 0, ncomm = 0;
+    double ts, dur;
+    if (!f)
+        return -1;
+    while (fgets(line, sizeof line, f)) {
+        if (sscanf(line, "{\"name\":\"%31[^\"]\",\"cat\":\"%15[^\"]\",\"ph\":\"X\",\"pid\":%d,"
+                   "\"tid\":%d,\"ts\":%lf,\"dur\":%lf", name, cat, &pid, &tid, &ts, &dur) != 6)
+            continue;
+        double s = ts * 1e-6 - t0, e = (ts + dur) * 1e-6 - t0;
+        if (pid != 1 || tid / 2 != 0 || dur <= 0 || s < -1e-9)
+            continue; /* rank 0's modeled regions of the step */
+        char label[16];
+        if (strcmp(cat, "compute") == 0) {
+            int fwd = nbwd++ == 0;
+            snprintf(label, sizeof label, fwd ? "fwd" : "L%d", 10 - (nbwd - 1));
+            dt_gantt_add(g, row, s * 1e3, e * 1e3, fwd ? "forward" : "backward", label);
+        } else if (strcmp(name, "allreduce") == 0 && tid % 2 == lane) {
+            snprintf(label, sizeof label, "b%d", ncomm++);
+            dt_gantt_add(g, row + 1, s * 1e3, e * 1e3, "allreduce", label);
+        }
+    }
+    fclose(f);
+    return 0;
+}
+
+static int figure(const char *net, int K, const char *svg)
+{
+    char trace[2][64];
+    dt_gantt *g = NULL;
+    int rc = -1;
+    for (int i = 0; i < 2; i++) {
+        snprintf(trace[i], sizeof trace[i], "/tmp/dt-ddp-trace-%d-%d.json", (int)getpid(), i);
+        job j = base(net, K, i ? LAB_DDP_OVERLAP : LAB_DDP_BUCKETS, 1 << 20, 32, 1);
+        j.steps = 1;
+        j.trace = trace[i];
+        if (run_job(&j))
+            goto out;
+        free(j.out[0].params);
+        char title[160];
+        snprintf(title, sizeof title, "rank 0, one step, %d buckets, K = %d on %s: serial (top), "
+                 "overlapped (bottom)", j.out[0].buckets, K, net);
+        if (i == 0 && dt_gantt_create(&g, title, "modeled time (ms)", 4) != DT_OK)
+            goto out;
+        if (gantt_from_trace(g, trace[i], j.out[0].step_start, 2 * i, i))
+            goto out;
+    }
+    for (int row = 0; row < 4; row++)
+        dt_gantt_set_row_label(g, row, row % 2 ? "allreduce" : "compute");
+    if (dt_gantt_write_svg(g, svg) == DT_OK) {
+        printf("\nwrote %s\n", svg);
+        rc = 0;
+    }
+out:
+    if (rc)
+        fprintf(stderr, "run: the figure failed: %s\n", dt_last_error());
+    dt_gantt_free(g);
+    remove(trace[0]), remove(trace[1]);
+    return rc;
+}
+
+static void usage(const char *prog)
+{
+    fprintf(stderr, "usage: %s [--ranks K (2..%d, default 4)] [--net NAME (default eth10)] "
+            "[--svg PATH]\n", prog, MAX_RANKS);
+}
+
+int main(int argc, char **argv)
+{
+    int K = 4;
+    const char *net = "eth10", *svg = NULL;
+    double a, b;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--ranks") == 0 && i + 1 < argc)
+            K = atoi(argv[++i]);
+        else if (strcmp(argv[i], "--net") == 0 && i + 1 < argc)
+            net = argv[++i];
+        else if (strcmp(argv[i], "--svg") == 0 && i + 1 < argc)
+            svg = argv[++i];
+        else {
+            usage(argv[0]);
+            return 2;
+        }
+    }
+    if (K < 2 || K > MAX_RANKS || dt_net_preset(net, &a, &b) != DT_OK) {
+        usage(argv[0]);
+        return 2;
+    }
+    if (equivalence() || flat_cost(net, K) || overlap_table(net, K) || accumulation(net, K))
+        return 1;
+    if (svg && figure(net, K, svg))
+        return 1;
+    return 0;
+}
