@@ -222,6 +222,23 @@ static const char *find_line_with(const char *s, const char *end, const char *ne
 
 /* ------------------------------------------------------------ test lists */
 
+/* Appends a zeroed row named name to lab's table (grown by doubling). */
+static test_row *add_row(lab_t *lab, int *cap, const char *name, int points, int hidden)
+{
+    if (lab->nrows == *cap) {
+        *cap *= 2;
+        lab->rows = realloc(lab->rows, sizeof(test_row) * (size_t)*cap);
+        if (!lab->rows)
+            die("out of memory");
+    }
+    test_row *r = &lab->rows[lab->nrows++];
+    memset(r, 0, sizeof *r);
+    r->name = xstrdup(name);
+    r->points = points;
+    r->hidden = hidden;
+    return r;
+}
+
 /* Parses `grade --list` output: name \t points \t timeout \t visibility. */
 static int parse_list(lab_t *lab, char *text)
 {
@@ -234,18 +251,7 @@ static int parse_list(lab_t *lab, char *text)
         double timeout;
         if (sscanf(line, "%255[^\t]\t%d\t%lf\t%31s", name, &points, &timeout, vis) != 4)
             return -1;
-        if (lab->nrows == cap) {
-            cap *= 2;
-            lab->rows = realloc(lab->rows, sizeof(test_row) * (size_t)cap);
-            if (!lab->rows)
-                die("out of memory");
-        }
-        test_row *r = &lab->rows[lab->nrows++];
-        memset(r, 0, sizeof *r);
-        r->name = xstrdup(name);
-        r->points = points;
-        r->timeout_s = timeout;
-        r->hidden = strcmp(vis, "hidden") == 0;
+        add_row(lab, &cap, name, points, strcmp(vis, "hidden") == 0)->timeout_s = timeout;
     }
     return 0;
 }
@@ -339,17 +345,7 @@ static void scan_sources(lab_t *lab)
                 continue;
             if (hidden && !opt.hidden)
                 continue;
-            if (lab->nrows == cap) {
-                cap *= 2;
-                lab->rows = realloc(lab->rows, sizeof(test_row) * (size_t)cap);
-                if (!lab->rows)
-                    die("out of memory");
-            }
-            test_row *r = &lab->rows[lab->nrows++];
-            memset(r, 0, sizeof *r);
-            r->name = xstrdup(name);
-            r->points = points;
-            r->hidden = hidden;
+            add_row(lab, &cap, name, points, hidden);
         }
         fclose(f);
     }
