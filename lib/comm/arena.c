@@ -7,13 +7,30 @@
  * guards it all: allocations happen when messages are posted or
  * communicators made, not per element.
  *
+ * The mapping is sparse: /dev/shm gives it pages only when they are first
+ * touched, and a touch that finds /dev/shm full kills the process with
+ * SIGBUS. So the arena never touches a page it has not reserved first:
+ * before the bump pointer moves into new pages they are populated with
+ * madvise(MADV_POPULATE_WRITE), which fails with an error instead (on a
+ * kernel older than 5.14, which lacks it, the free space of /dev/shm is
+ * checked instead). A small job takes a few pages of /dev/shm, not the
+ * arena's whole size, so jobs fit in a 64 MB /dev/shm (Docker's default).
+ *
  *   arena: [dt_arena header][block][block]...........[unused]
  *   block: [dt_blk: class, magic][payload ...]
  */
 #include "comm_internal.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23 /* Linux 5.14; older C libraries lack the name */
+#endif
 
 #define ARENA_CLASSES 48
 #define BLK_MAGIC 0x626c6bU /* "blk" */
@@ -31,6 +48,7 @@ typedef struct {
     pthread_mutex_t lock;
     size_t size;    /* bytes of the whole mapping */
     size_t top;     /* offset of the first never-used byte */
+    size_t reserved; /* offset up to which pages are taken from /dev/shm */
     dt_blk *free_list[ARENA_CLASSES];
 } dt_arena;
 
@@ -38,16 +56,41 @@ typedef struct {
  * proc backend uses for its fixed header (magic, version, job pointer). */
 #define ARENA_OFFSET 4096
 
-void dt_arena_init(void *base, size_t size);
-
-void dt_arena_init(void *base, size_t size)
+static size_t page_up(size_t x)
 {
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    return (x + page - 1) / page * page;
+}
+
+/* Takes the pages of [from, to) of the mapping from /dev/shm (from and to
+ * are page-aligned), so that touching them later cannot raise SIGBUS.
+ * DT_OK, or DT_ERR_NOMEM with a message when /dev/shm is full. */
+static dt_result reserve_pages(void *base, size_t from, size_t to)
+{
+    if (to <= from)
+        return DT_OK;
+    if (madvise((char *)base + from, to - from, MADV_POPULATE_WRITE) == 0)
+        return DT_OK;
+    struct statvfs vfs;
+    if (errno == EINVAL && statvfs("/dev/shm", &vfs) == 0 &&
+        (uint64_t)vfs.f_bavail * vfs.f_frsize >= to - from)
+        return DT_OK; /* an old kernel: the space is there, touching is safe */
+    return dt_fail(DT_ERR_NOMEM, "/dev/shm is full: the job's shared arena needs %zu KB "
+                   "more; free /dev/shm or make it larger", (to - from) >> 10);
+}
+
+dt_result dt_arena_init(void *base, size_t size)
+{
+    size_t top = (ARENA_OFFSET + sizeof(dt_arena) + 63) / 64 * 64;
+    DT_TRY(reserve_pages(base, 0, page_up(top))); /* the headers, before they are written */
     dt_arena *a = (dt_arena *)((char *)base + ARENA_OFFSET);
     dt_shared_mutex_init(&a->lock);
     a->size = size;
-    a->top = (ARENA_OFFSET + sizeof(dt_arena) + 63) / 64 * 64;
+    a->top = top;
+    a->reserved = page_up(top);
     for (int i = 0; i < ARENA_CLASSES; i++)
         a->free_list[i] = NULL;
+    return DT_OK;
 }
 
 void *dt_arena_alloc(void *base, size_t bytes)
@@ -56,16 +99,23 @@ void *dt_arena_alloc(void *base, size_t bytes)
     uint32_t cls = 0;
     while (cls < ARENA_CLASSES && ((size_t)64 << cls) < bytes + sizeof(dt_blk))
         cls++;
-    if (cls >= ARENA_CLASSES)
+    if (cls >= ARENA_CLASSES) {
+        dt_fail(DT_ERR_NOMEM, "too large: %zu bytes of shared memory asked for", bytes);
         return NULL;
+    }
     size_t span = (size_t)64 << cls;
     dt_shared_lock(&a->lock);
     dt_blk *b = a->free_list[cls];
     if (b) {
         a->free_list[cls] = b->next;
-    } else if (a->top + span <= a->size) {
+    } else if (a->top + span > a->size) {
+        dt_fail(DT_ERR_NOMEM, "the job's shared arena is full: %zu bytes wanted; set "
+                "DT_ARENA_MB larger", bytes);
+    } else if (reserve_pages(base, a->reserved, page_up(a->top + span)) == DT_OK) {
         b = (dt_blk *)((char *)base + a->top);
         a->top += span;
+        if (page_up(a->top) > a->reserved)
+            a->reserved = page_up(a->top);
     }
     pthread_mutex_unlock(&a->lock);
     if (!b)
@@ -97,13 +147,8 @@ void *dt_shm_alloc(dt_job *job, size_t bytes)
     if (bytes == 0)
         bytes = 1;
     void *p;
-    if (job && job->arena) {
-        p = dt_arena_alloc(job->arena, bytes);
-        if (!p)
-            dt_fail(DT_ERR_NOMEM, "the job's shared arena is full (%zu bytes wanted; "
-                    "set DT_ARENA_MB larger)", bytes);
-        return p;
-    }
+    if (job && job->arena)
+        return dt_arena_alloc(job->arena, bytes); /* says why when it fails */
     size_t rounded = (bytes + 63) / 64 * 64;
     p = aligned_alloc(64, rounded);
     if (!p) {

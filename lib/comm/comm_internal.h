@@ -95,6 +95,7 @@ typedef struct dt_job {
 void *dt_shm_alloc(dt_job *job, size_t bytes);
 void dt_shm_free(dt_job *job, void *p);
 /* The arena allocator of the proc backend (lib/comm/arena.c). */
+dt_result dt_arena_init(void *arena, size_t size);
 void *dt_arena_alloc(void *arena, size_t bytes);
 void dt_arena_free(void *arena, void *p);
 

@@ -55,17 +55,36 @@ typedef struct {
     proc_trace *traces;  /* [nranks], in the arena */
 } proc_header;
 
-void dt_arena_init(void *base, size_t size);
-
 /* ---------------------------------------------------------------- the arena */
 
 static _Atomic int arena_counter;
 
+/* The arena's size: DT_ARENA_MB, by default 64 MB or all of /dev/shm where
+ * that is smaller. The mapping is sparse (the arena reserves pages as it
+ * uses them, see arena.c): the size is only a limit, but one larger than
+ * /dev/shm itself is surely a mistake. */
+static dt_result arena_size(int fd, size_t *size)
+{
+    const char *env = dt_env_str("DT_ARENA_MB", NULL);
+    *size = (size_t)dt_env_long("DT_ARENA_MB", 64) << 20;
+    if (*size < (1u << 20))
+        *size = 1u << 20;
+    struct statvfs vfs;
+    if (fstatvfs(fd, &vfs) != 0)
+        return DT_OK;
+    size_t all = (size_t)((uint64_t)vfs.f_blocks * vfs.f_frsize);
+    if (all >= *size)
+        return DT_OK;
+    if (!env) {
+        *size = all;
+        return DT_OK;
+    }
+    return dt_fail(DT_ERR_NOMEM, "the job's arena (DT_ARENA_MB=%zu) is larger than all of "
+                   "/dev/shm (%zu MB): set DT_ARENA_MB smaller", *size >> 20, all >> 20);
+}
+
 static dt_result arena_create(const dt_resolved *res, void *hint, proc_header **out)
 {
-    size_t size = (size_t)dt_env_long("DT_ARENA_MB", 64) << 20;
-    if (size < (1u << 20))
-        size = 1u << 20;
     char name[64];
     const char *job = dt_env_str("DT_JOB_ID", NULL);
     char pid[24];
@@ -75,48 +94,38 @@ static dt_result arena_create(const dt_resolved *res, void *hint, proc_header **
     int fd = shm_open(name, O_CREAT | O_EXCL | O_RDWR, 0600);
     if (fd < 0)
         return dt_fail(DT_ERR_IO, "cannot create shared memory %s: %s", name, strerror(errno));
-    /* The mapping is sparse: pages are taken from /dev/shm only when touched,
-     * and a touch that finds the file system full kills the process with
-     * SIGBUS. Refuse up front, with a message, where the arena cannot fit. */
-    struct statvfs vfs;
-    if (fstatvfs(fd, &vfs) == 0 && (uint64_t)vfs.f_bavail * vfs.f_frsize < size) {
-        close(fd);
-        shm_unlink(name);
-        return dt_fail(DT_ERR_NOMEM, "shared memory has %llu MB free, the job's arena needs "
-                       "%zu MB: free /dev/shm or set DT_ARENA_MB smaller",
-                       (unsigned long long)((uint64_t)vfs.f_bavail * vfs.f_frsize >> 20),
-                       size >> 20);
+    size_t size;
+    dt_result r = arena_size(fd, &size);
+    if (r == DT_OK && ftruncate(fd, (off_t)size) != 0)
+        r = dt_fail(DT_ERR_NOMEM, "cannot size shared memory %s to %zu bytes: %s", name, size,
+                    strerror(errno));
+    void *base = MAP_FAILED;
+    if (r == DT_OK) {
+        base = mmap(hint, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        if (base == MAP_FAILED)
+            r = dt_fail(DT_ERR_NOMEM, "cannot map shared memory %s: %s", name, strerror(errno));
     }
-    if (ftruncate(fd, (off_t)size) != 0) {
-        int e = errno;
-        close(fd);
-        shm_unlink(name);
-        return dt_fail(DT_ERR_NOMEM, "cannot size shared memory %s to %zu bytes: %s", name,
-                       size, strerror(e));
-    }
-    void *base = mmap(hint, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     close(fd);
-    if (base == MAP_FAILED) {
-        shm_unlink(name);
-        return dt_fail(DT_ERR_NOMEM, "cannot map shared memory %s: %s", name, strerror(errno));
-    }
+    if (r == DT_OK)
+        r = dt_arena_init(base, size); /* reserves the headers' pages first */
     proc_header *h = base;
-    h->magic = PROC_MAGIC;
-    h->version = PROC_VERSION;
-    h->nranks = res->o.nranks;
-    h->size = size;
-    h->base = base;
-    h->tracing = res->o.trace_path && res->o.trace_path[0];
-    snprintf(h->name, sizeof h->name, "%s", name);
-    dt_arena_init(base, size);
-    h->job = dt_arena_alloc(base, sizeof(dt_job));
-    h->traces = dt_arena_alloc(base, sizeof(proc_trace) * (size_t)res->o.nranks);
-    dt_result r = h->job && h->traces ? dt_job_init(h->job, res, base) : DT_ERR_NOMEM;
-    if (r != DT_OK) {
-        munmap(base, size);
+    if (r == DT_OK) {
+        h->magic = PROC_MAGIC;
+        h->version = PROC_VERSION;
+        h->nranks = res->o.nranks;
+        h->size = size;
+        h->base = base;
+        h->tracing = res->o.trace_path && res->o.trace_path[0];
+        snprintf(h->name, sizeof h->name, "%s", name);
+        h->job = dt_arena_alloc(base, sizeof(dt_job));
+        h->traces = dt_arena_alloc(base, sizeof(proc_trace) * (size_t)res->o.nranks);
+        r = h->job && h->traces ? dt_job_init(h->job, res, base) : DT_ERR_NOMEM;
+    }
+    if (r != DT_OK) { /* the message says why: /dev/shm or the arena is full */
+        if (base != MAP_FAILED)
+            munmap(base, size);
         shm_unlink(name);
-        return dt_fail(DT_ERR_NOMEM, "the job's shared state does not fit in %zu bytes "
-                       "(DT_ARENA_MB)", size);
+        return r;
     }
     *out = h;
     return DT_OK;

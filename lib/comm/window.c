@@ -6,7 +6,9 @@
  * the barrier-exchange. */
 #include "comm_internal.h"
 
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #define WIN_LIVE 0x77696e21U /* "win!" */
 
@@ -40,6 +42,12 @@ dt_result dt_win_allocate(dt_comm *comm, size_t bytes, void **base, dt_win **win
     dt_job *job = comm->rc->job;
     void *p = comm->rank == 0 ? dt_shm_alloc(job, bytes) : NULL;
     dt_rec mine = {{bytes, (uint64_t)(uintptr_t)p}, 0};
+    char err[256] = "", why[4 * sizeof(uint64_t)];
+    if (comm->rank == 0 && !p) { /* the others learn why: the words before ':' */
+        snprintf(err, sizeof err, "%s", dt_last_error());
+        snprintf(why, sizeof why, "%.*s", (int)strcspn(err, ":"), err);
+        memcpy(&mine.w[2], why, sizeof why);
+    }
     const dt_rec *all;
     dt_result r = win_sync(comm, &mine, &all);
     if (r != DT_OK) {
@@ -55,9 +63,14 @@ dt_result dt_win_allocate(dt_comm *comm, size_t bytes, void **base, dt_win **win
         }
     }
     void *shared = (void *)(uintptr_t)all[0].w[1];
-    if (!shared)
-        return dt_fail(DT_ERR_NOMEM, "dt_win_allocate: rank 0 could not allocate %zu bytes",
-                       bytes);
+    if (!shared && comm->rank == 0)
+        return dt_fail(DT_ERR_NOMEM, "dt_win_allocate: %s", err);
+    if (!shared) {
+        memcpy(why, &all[0].w[2], sizeof why);
+        why[sizeof why - 1] = 0;
+        return dt_fail(DT_ERR_NOMEM, "dt_win_allocate: rank 0 could not allocate %zu bytes: %s",
+                       bytes, why);
+    }
     dt_win *w = calloc(1, sizeof *w);
     if (!w) {
         dt_shm_free(job, p);

@@ -10,6 +10,10 @@
 #   skeleton   every lab graded with IMPL=labs: builds, scores 0, no timeout
 #   mutants    every tests/NN-topic/mutants/*.patch applied to a copy of the
 #              solutions, built and graded: each must lose points
+#   small-shm  (without SAN) the unit tests and the solutions again, in a
+#              private 64 MB /dev/shm (Docker's default size), where one
+#              unit test also fills it; skipped, and not counted, where no
+#              private mount can be made (it needs root or user namespaces)
 #
 # Environment (set by the Makefile): MAKE, BUILD, SAN, WERROR, CC.
 # Each step goes on even when an earlier one failed; the exit status is 1
@@ -203,6 +207,41 @@ do_mutants() {
     [ "$bad" -eq 0 ]
 }
 
+# Runs "$@" with a private 64 MB tmpfs on /dev/shm (a mount namespace of its
+# own: nothing outside sees it). Status 125 when no such mount can be made.
+with_small_shm() {
+    local ns
+    for ns in "unshare -m" "unshare -rm"; do
+        # shellcheck disable=SC2086
+        if $ns sh -c 'mount -t tmpfs -o size=64m dtlab-shm /dev/shm' 2>/dev/null; then
+            # shellcheck disable=SC2086
+            $ns sh -c 'mount -t tmpfs -o size=64m dtlab-shm /dev/shm && exec "$@"' sh "$@"
+            return
+        fi
+    done
+    return 125
+}
+
+do_small_shm() {
+    local rc=0
+    # One test at a time for the unit tests: one of them fills /dev/shm.
+    with_small_shm "$dtgrade" -q -j 1 --min-score-full --tests-root tests \
+        --results "$out/small-shm-unit.json" "lib=$BUILD/tests/lib/grade" >"$out/small-shm.log" 2>&1
+    rc=$?
+    if [ $rc -eq 125 ]; then
+        echo "small-shm: skipped (no private /dev/shm can be mounted here: it needs root or user namespaces)"
+        echo "0 passed, 0 failed" >"$out/small-shm.txt"
+        return 0
+    fi
+    # shellcheck disable=SC2046
+    with_small_shm "$dtgrade" -q -j "$JOBS" --min-score-full --results "$out/small-shm.json" \
+        $(lab_args solutions "$BUILD/solutions") >>"$out/small-shm.log" 2>&1 || rc=1
+    grep -E '^[0-9]+ passed, [0-9]+ failed|FAIL|CRASH|TIMEOUT|SANITIZER' "$out/small-shm.log"
+    awk '/^[0-9]+ passed, [0-9]+ failed/ { p += $1; f += $3 } END { printf "%d passed, %d failed\n", p, f }' \
+        "$out/small-shm.log" | tee "$out/small-shm.txt"
+    return $rc
+}
+
 t_start=$(date +%s)
 step build do_build
 step selftest do_selftest
@@ -211,6 +250,7 @@ step convention do_convention
 step solutions do_solutions
 step skeleton do_skeleton
 step mutants do_mutants
+[ -n "$SAN" ] || step small-shm do_small_shm
 
 echo "==== make test${SAN:+ SAN=$SAN}: summary"
 for i in "${!names[@]}"; do
@@ -238,6 +278,12 @@ for i in "${!names[@]}"; do
     fi
 done
 if [ "$failed" -ne 0 ]; then
+    # What failed, again, where the last lines of a long log show it.
+    {
+        grep -hE '^  [a-z_0-9]+ +[0-9]+/[0-9]+ +(FAIL|CRASH|TIMEOUT|SANITIZER|BUILD)' \
+            "$out/unit.txt" "$out/solutions.txt" "$out/small-shm.log" 2>/dev/null
+        cat "$out"/mutants/*.txt 2>/dev/null | grep -E 'FAILED:'
+    } | cut -c1-400 | head -n 20
     echo "make test: FAILED ($failed of ${#names[@]} steps, ${total} s)"
     echo "suite: $n_pass passed, $n_fail failed"
     exit 1

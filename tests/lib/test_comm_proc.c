@@ -5,9 +5,12 @@
 #include "test_comm_util.h"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <sys/mman.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 static dt_launch_opts proc_opts(int n)
@@ -251,8 +254,8 @@ static dt_result nothing_rank(dt_comm *c, void *arg)
     return DT_OK;
 }
 
-/* An arena larger than /dev/shm is refused with a message, before any rank
- * starts: a sparse mapping would otherwise die of SIGBUS when it fills. */
+/* An arena larger than all of /dev/shm is refused with a message, before
+ * any rank starts. */
 TEST(comm_proc_arena_too_large_is_refused, 1)
 {
     setenv("DT_ARENA_MB", "100000000", 1); /* 100 TB */
@@ -265,4 +268,51 @@ TEST(comm_proc_arena_too_large_is_refused, 1)
     EXPECT(r == DT_ERR_NOMEM, "launch returned %s, expected DT_ERR_NOMEM", dt_strerror(r));
     EXPECT(strstr(dt_last_error(), "DT_ARENA_MB") != NULL, "message '%s' names DT_ARENA_MB",
            dt_last_error());
+}
+
+static dt_result big_window_rank(dt_comm *c, void *arg)
+{
+    void *base;
+    dt_win *w;
+    DT_CHECK(dt_win_allocate(c, *(size_t *)arg, &base, &w));
+    memset(base, 1, *(size_t *)arg);
+    return dt_win_free(w);
+}
+
+/* A job whose arena outgrows a full /dev/shm gets an error that says so,
+ * not a SIGBUS; and a small job fits beside a nearly full /dev/shm (the
+ * arena's size is a limit, its pages are taken as they are used). The
+ * test fills /dev/shm but for 2 MB, so it runs only where /dev/shm is
+ * small (make test runs the unit tests once in a private 64 MB one). */
+TEST_T(comm_proc_full_shm_is_an_error, 2, 30)
+{
+    struct statvfs vfs;
+    EXPECT(statvfs("/dev/shm", &vfs) == 0, "statvfs /dev/shm");
+    size_t free_b = (size_t)((uint64_t)vfs.f_bavail * vfs.f_frsize);
+    if (free_b > ((size_t)256 << 20) || free_b < ((size_t)8 << 20)) {
+        dt_log("not exercised: /dev/shm has %zu MB free (it needs 8 to 256)", free_b >> 20);
+        return;
+    }
+    char name[64];
+    snprintf(name, sizeof name, "/dtlab.%u.filler.%d", (unsigned)getuid(), (int)getpid());
+    int fd = shm_open(name, O_CREAT | O_EXCL | O_RDWR, 0600);
+    EXPECT(fd >= 0, "shm_open %s", name);
+    shm_unlink(name); /* the space stays taken while fd is open */
+    int e = posix_fallocate(fd, 0, (off_t)(free_b - ((size_t)2 << 20)));
+    EXPECT(e == 0, "filling /dev/shm: %s", strerror(e));
+
+    dt_launch_opts o = proc_opts(2);
+    size_t small = 4096, big = (size_t)4 << 20;
+    dt_result r1 = dt_launch(&o, big_window_rank, &small);
+    char msg1[512];
+    snprintf(msg1, sizeof msg1, "%s", dt_last_error());
+    dt_result r2 = dt_launch(&o, big_window_rank, &big);
+    close(fd);
+    EXPECT(r1 == DT_OK, "a 4 KB window beside a nearly full /dev/shm: %s (%s)", dt_strerror(r1),
+           msg1);
+    EXPECT(r2 == DT_ERR_NOMEM, "a 4 MB window with 2 MB free returned %s, expected "
+           "DT_ERR_NOMEM", dt_strerror(r2));
+    EXPECT(strstr(dt_last_error(), "/dev/shm is full"), "message '%s' says /dev/shm is full",
+           dt_last_error());
+    EXPECT(leftovers() == 0, "a shared-memory segment was left in /dev/shm");
 }
