@@ -390,9 +390,10 @@ dt_result dt_tp_isend(dt_op *op, int peer, const void *buf, size_t bytes, uint64
     r->got_stamp = m->stamp;
     r->got_bytes = bytes;
     if (r->bytes != bytes) {
+        size_t want = r->bytes; /* read before finish: then the receiver may free r */
         finish(job, r, DT_MSG_ERROR);
         res = dt_fail(DT_ERR_MISMATCH, "rank %d sends %zu bytes to rank %d, which receives %zu",
-                      c->rank, bytes, peer, r->bytes);
+                      c->rank, bytes, peer, want);
     } else {
         res = dt_copy_to(r->pid, c->rc->pid, r->buf, m->buf, bytes);
         finish(job, r, res == DT_OK ? DT_MSG_DONE : DT_MSG_ERROR);
