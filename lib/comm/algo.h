@@ -17,7 +17,9 @@ dt_result dt_reduce_tree(dt_op *op, void *acc, void *tmp, size_t count, dt_dtype
                          dt_redop red, int root, int step);
 dt_result dt_gather_tree(dt_op *op, void *buf, size_t count, dt_dtype t, int step);
 
-/* The thread backend's one-pass shared-memory allreduce (shortcut.c). */
+/* The one-pass shared-memory collectives (shortcut.c). */
 dt_result dt_shortcut_allreduce(dt_op *op, const dt_coll_args *a);
+dt_result dt_shortcut_reduce_scatter(dt_op *op, const dt_coll_args *a);
+dt_result dt_shortcut_allgather(dt_op *op, const dt_coll_args *a);
 
 #endif /* DT_COMM_ALGO_H */

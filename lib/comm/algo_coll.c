@@ -230,6 +230,8 @@ dt_result dt_alg_allgather(dt_op *op, const dt_coll_args *a)
     copy_if((char *)a->recvbuf + (size_t)r * blk, a->sendbuf, blk);
     if (n == 1)
         return DT_OK;
+    if (a->shortcut)
+        return dt_shortcut_allgather(op, a);
     if (a->algo == DT_ALGO_DIRECT)
         return dt_direct_ag(op, a->recvbuf, total, a->dtype, 0);
     if (a->algo == DT_ALGO_TREE) {
@@ -274,6 +276,8 @@ dt_result dt_alg_reduce_scatter(dt_op *op, const dt_coll_args *a)
         copy_if(a->recvbuf, a->sendbuf, total * es);
         return DT_OK;
     }
+    if (a->shortcut)
+        return dt_shortcut_reduce_scatter(op, a);
     if (a->algo == DT_ALGO_TREE) {
         res = rs_tree(op, a);
     } else if (a->algo == DT_ALGO_DIRECT) {

@@ -10,7 +10,8 @@
 /* Below this many bytes AUTO uses the tree algorithms (fewer steps, each
  * paying alpha); above, the ring (bandwidth-optimal). */
 #define AUTO_TREE_MAX 32768
-/* The one-pass shared-memory allreduce, from this size (shortcut.c). */
+/* The one-pass shared-memory allreduce, reduce-scatter and allgather, from
+ * this many bytes in all (shortcut.c). */
 #define SHORTCUT_MIN 262144
 
 /* ---------------------------------------------------------------- checks */
@@ -166,6 +167,9 @@ static void resolve_algo(const dt_comm *c, dt_coll_args *a)
     a->algo = bytes <= AUTO_TREE_MAX ? DT_ALGO_TREE : DT_ALGO_RING;
     if (a->kind == DT_COLL_ALLREDUCE && c->size > 1 &&
         (bytes <= DT_TINY_MAX || bytes >= SHORTCUT_MIN))
+        a->shortcut = 1;
+    if ((a->kind == DT_COLL_REDUCE_SCATTER || a->kind == DT_COLL_ALLGATHER) && c->size > 1 &&
+        bytes >= SHORTCUT_MIN)
         a->shortcut = 1;
 }
 

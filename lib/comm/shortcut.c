@@ -12,6 +12,10 @@
  * barrier keeps every output alive until all writers are done. Priced as a
  * ring.
  *
+ * One-pass reduce-scatter and allgather (large messages), the same way:
+ * rank r reduces chunk r of all inputs into its own output only; or copies
+ * every rank's input into its own output. Priced as the ring's one phase.
+ *
  * Tiny allreduce (at most 40 bytes): the values ride in the barrier's own
  * records; every rank reduces all records in rank order. Priced as
  * recursive doubling.
@@ -80,12 +84,28 @@ static double max_clock(const dt_rec *all, int n)
     return t;
 }
 
+/* One phase of the ring (a reduce-scatter, or an allgather, of count
+ * elements per rank): N-1 steps of one chunk each,
+ * T = (N-1)(alpha + chunk/beta), with the bytes and messages a rank sends. */
+static double model_ring_phase(const dt_job *job, size_t count, size_t es, int n,
+                               uint64_t *bytes, uint64_t *msgs)
+{
+    *msgs = (uint64_t)(n - 1);
+    *bytes = *msgs * count * es;
+    return (n - 1) * (job->alpha + wire(job, (double)count * (double)es));
+}
+
+/* Sets the clock to t0 plus the modeled cost of the call, and counts its
+ * traffic: what the network algorithm would have cost and sent. */
 static void charge(dt_op *op, const dt_coll_args *a, dt_algo algo, double t0)
 {
     dt_comm *c = op->comm;
     uint64_t bytes, msgs;
-    double cost = dt_model_allreduce(c->rc->job, algo, a->count, dt_dtype_size(a->dtype),
-                                     c->size, c->rank, &bytes, &msgs);
+    size_t es = dt_dtype_size(a->dtype);
+    double cost = a->kind == DT_COLL_ALLREDUCE
+                      ? dt_model_allreduce(c->rc->job, algo, a->count, es, c->size, c->rank,
+                                           &bytes, &msgs)
+                      : model_ring_phase(c->rc->job, a->count, es, c->size, &bytes, &msgs);
     op->t = t0 + cost;
     if (op->counted)
         dt_stats_both(c, bytes, msgs);
@@ -121,10 +141,11 @@ static dt_result remote(ssize_t got, size_t want, int pid, const char *what)
     return dt_cma_fail(what, want, pid);
 }
 
-/* One block [off, off+len) of this rank's chunk: gather, reduce, scatter. */
-static dt_result one_block(const dt_coll_args *a, const dt_rec *all, int n, int me, int self_pid,
-                           char *acc, char *stage, size_t block, size_t off, size_t len,
-                           int stream)
+/* Reduces elements [off, off+len) of every rank's input, in rank order,
+ * into acc (a block; stage holds the blocks read from other processes). */
+static dt_result reduce_block(const dt_coll_args *a, const dt_rec *all, int n, int me,
+                              int self_pid, char *acc, char *stage, size_t block, size_t off,
+                              size_t len)
 {
     size_t es = dt_dtype_size(a->dtype), bytes = len * es;
     const char *inp[DT_MAX_RANKS];
@@ -145,17 +166,35 @@ static dt_result one_block(const dt_coll_args *a, const dt_rec *all, int n, int 
         dt_reduce_into(acc, inp[j], len, a->dtype, a->op);
     if (a->op == DT_AVG)
         dt_reduce_avg(acc, len, a->dtype, n);
-    for (int j = 0; j < n; j++) {
-        char *dst = (char *)(uintptr_t)all[j].w[1] + off * es;
-        int pid = (int)all[j].w[2];
-        if (pid == self_pid) {
-            store(dst, acc, bytes, stream);
-            continue;
-        }
-        struct iovec l = {acc, bytes}, r = {dst, bytes};
-        DT_TRY(remote(process_vm_writev(pid, &l, 1, &r, 1, 0), bytes, pid, "write"));
-    }
     return DT_OK;
+}
+
+/* Writes bytes from src to byte offset off of rank j's output. */
+static dt_result write_out(const dt_rec *all, int j, int self_pid, size_t off, const char *src,
+                           size_t bytes, int stream)
+{
+    char *dst = (char *)(uintptr_t)all[j].w[1] + off;
+    int pid = (int)all[j].w[2];
+    if (pid == self_pid) {
+        store(dst, src, bytes, stream);
+        return DT_OK;
+    }
+    struct iovec l = {(void *)src, bytes}, r = {dst, bytes};
+    return remote(process_vm_writev(pid, &l, 1, &r, 1, 0), bytes, pid, "write");
+}
+
+/* Reads bytes at byte offset off of rank j's input into dst. */
+static dt_result read_in(const dt_rec *all, int j, int self_pid, size_t off, char *dst,
+                         size_t bytes, int stream)
+{
+    const char *src = (const char *)(uintptr_t)all[j].w[0] + off;
+    int pid = (int)all[j].w[2];
+    if (pid == self_pid) {
+        store(dst, src, bytes, stream);
+        return DT_OK;
+    }
+    struct iovec l = {dst, bytes}, r = {(void *)src, bytes};
+    return remote(process_vm_readv(pid, &l, 1, &r, 1, 0), bytes, pid, "read");
 }
 
 static dt_result tiny_allreduce(dt_op *op, const dt_coll_args *a)
@@ -179,43 +218,115 @@ static dt_result tiny_allreduce(dt_op *op, const dt_coll_args *a)
     return DT_OK;
 }
 
-dt_result dt_shortcut_allreduce(dt_op *op, const dt_coll_args *a)
+/* A shortcut's start: every rank publishes its input, its output and its
+ * pid (the same pid for all threads: they address each other directly). */
+static dt_result shortcut_begin(dt_op *op, const dt_coll_args *a, const dt_rec **all,
+                                double *t0)
 {
     dt_comm *c = op->comm;
-    int n = c->size, r = c->rank;
-    size_t es = dt_dtype_size(a->dtype), count = a->count;
-    if (count * es <= DT_TINY_MAX)
-        return tiny_allreduce(op, a);
-    int threads = c->rc->job->backend == DT_BACKEND_THREAD;
-    size_t block = threads ? BLOCK_THREAD : BLOCK_PROC;
-    char *acc = dt_scratch(c, op->lane, block * (threads ? 1 : (size_t)n));
-    if (!acc)
-        return dt_fail(DT_ERR_NOMEM, "no memory for the allreduce blocks");
-    /* the same pid for all threads: they address each other directly */
-    int self_pid = c->rc->pid;
     dt_rec mine = {{(uint64_t)(uintptr_t)a->sendbuf, (uint64_t)(uintptr_t)a->recvbuf,
-                    (uint64_t)self_pid}, op->t};
-    const dt_rec *all;
-    DT_TRY(dt_sync_exchange(op, &mine, &all));
-    double t0 = max_clock(all, n);
-    size_t lo = dt_chunk_off(count, n, r), hi = lo + dt_chunk_len(count, n, r);
-    size_t per = block / es;
-    int stream = count * es >= STREAM_MIN;
-    dt_result res = DT_OK;
-    for (size_t b = lo; b < hi && res == DT_OK; b += per)
-        res = one_block(a, all, n, r, self_pid, acc, acc + block, block, b,
-                        hi - b < per ? hi - b : per, stream);
+                    (uint64_t)c->rc->pid}, op->t};
+    DT_TRY(dt_sync_exchange(op, &mine, all));
+    *t0 = max_clock(*all, c->size);
+    return DT_OK;
+}
+
+/* Its end: a barrier, so that no rank releases a buffer (returns) while
+ * another still reads or writes it; then the modeled price. */
+static dt_result shortcut_end(dt_op *op, const dt_coll_args *a, dt_result res, double t0)
+{
 #ifdef __SSE__
-    if (stream)
-        _mm_sfence(); /* streaming stores are visible before the barrier */
+    _mm_sfence(); /* streaming stores are visible before the barrier */
 #endif
-    /* the end barrier: no output may be released while others write it */
+    const dt_rec *all;
     dt_rec done = {{0, 0}, op->t};
     dt_result r2 = dt_sync_exchange(op, &done, &all);
     DT_TRY(res);
     DT_TRY(r2);
     charge(op, a, DT_ALGO_RING, t0);
     return DT_OK;
+}
+
+/* The blocks: threads keep one in L1; processes stage the others' blocks. */
+static char *block_scratch(dt_op *op, size_t *block)
+{
+    dt_comm *c = op->comm;
+    int threads = c->rc->job->backend == DT_BACKEND_THREAD;
+    *block = threads ? BLOCK_THREAD : BLOCK_PROC;
+    char *acc = dt_scratch(c, op->lane, *block * (threads ? 1 : (size_t)c->size));
+    if (!acc)
+        dt_fail(DT_ERR_NOMEM, "no memory for the shared-memory collective's blocks");
+    return acc;
+}
+
+dt_result dt_shortcut_allreduce(dt_op *op, const dt_coll_args *a)
+{
+    dt_comm *c = op->comm;
+    int n = c->size, r = c->rank, self = c->rc->pid;
+    size_t es = dt_dtype_size(a->dtype), count = a->count, block;
+    if (count * es <= DT_TINY_MAX)
+        return tiny_allreduce(op, a);
+    char *acc = block_scratch(op, &block);
+    if (!acc)
+        return DT_ERR_NOMEM;
+    const dt_rec *all;
+    double t0;
+    DT_TRY(shortcut_begin(op, a, &all, &t0));
+    size_t lo = dt_chunk_off(count, n, r), hi = lo + dt_chunk_len(count, n, r);
+    size_t per = block / es;
+    int stream = count * es >= STREAM_MIN;
+    dt_result res = DT_OK;
+    for (size_t b = lo; b < hi && res == DT_OK; b += per) {
+        size_t len = hi - b < per ? hi - b : per;
+        res = reduce_block(a, all, n, r, self, acc, acc + block, block, b, len);
+        for (int j = 0; j < n && res == DT_OK; j++)
+            res = write_out(all, j, self, b * es, acc, len * es, stream);
+    }
+    return shortcut_end(op, a, res, t0);
+}
+
+/* Chunk r (count elements) of every input, reduced into rank r's output. */
+dt_result dt_shortcut_reduce_scatter(dt_op *op, const dt_coll_args *a)
+{
+    dt_comm *c = op->comm;
+    int n = c->size, r = c->rank, self = c->rc->pid;
+    size_t es = dt_dtype_size(a->dtype), count = a->count, block;
+    char *acc = block_scratch(op, &block);
+    if (!acc)
+        return DT_ERR_NOMEM;
+    const dt_rec *all;
+    double t0;
+    DT_TRY(shortcut_begin(op, a, &all, &t0));
+    size_t lo = (size_t)r * count, per = block / es;
+    int stream = count * es >= STREAM_MIN;
+    dt_result res = DT_OK;
+    for (size_t b = 0; b < count && res == DT_OK; b += per) {
+        size_t len = count - b < per ? count - b : per;
+        res = reduce_block(a, all, n, r, self, acc, acc + block, block, lo + b, len);
+        if (res == DT_OK)
+            store((char *)a->recvbuf + b * es, acc, len * es, stream);
+    }
+    return shortcut_end(op, a, res, t0);
+}
+
+/* Every rank's input (count elements) into its place in this rank's output. */
+dt_result dt_shortcut_allgather(dt_op *op, const dt_coll_args *a)
+{
+    dt_comm *c = op->comm;
+    int n = c->size, self = c->rc->pid;
+    size_t blk = a->count * dt_dtype_size(a->dtype);
+    const dt_rec *all;
+    double t0;
+    DT_TRY(shortcut_begin(op, a, &all, &t0));
+    int stream = blk * (size_t)n >= STREAM_MIN;
+    dt_result res = DT_OK;
+    for (int j = 0; j < n && res == DT_OK; j++) {
+        char *dst = (char *)a->recvbuf + (size_t)j * blk;
+        if ((int)all[j].w[2] == self && (const char *)(uintptr_t)all[j].w[0] == dst)
+            continue; /* in place */
+        res = read_in(all, j, self, 0, dst, blk, stream);
+    }
+    return shortcut_end(op, a, res, t0);
 }
 
 dt_result dt_alg_barrier(dt_op *op)

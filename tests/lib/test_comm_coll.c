@@ -185,6 +185,8 @@ static dt_result large_rank(dt_comm *c, void *arg)
     size_t count = 1000003;
     one_allreduce(c, count, DT_F32, DT_SUM, dt_comm_rank(c) % 2);
     one_broadcast(c, count, DT_F32, 1);
+    one_reduce_scatter(c, count, DT_F32, DT_AVG, 0);
+    one_allgather(c, count, DT_F32, 1);
     return DT_OK;
 }
 
@@ -199,17 +201,23 @@ TEST_T(comm_large_counts, 2, 120)
         }
 }
 
-/* The shared-memory shortcuts (auto: tiny and large allreduces) with every
- * dtype and op, threads and processes, in and out of place. */
+/* The shared-memory shortcuts (auto: tiny and large allreduces, large
+ * reduce-scatters and allgathers) with every dtype and op, threads and
+ * processes, in and out of place. */
 static dt_result shortcut_rank(dt_comm *c, void *arg)
 {
     (void)arg;
     size_t count = 270000; /* above the shortcut's 256 KiB even in u8 */
-    for (int ti = 0; ti < TC_LEN(tc_dtypes); ti++)
+    size_t per_rank = 100003; /* times 3 ranks: above it too */
+    for (int ti = 0; ti < TC_LEN(tc_dtypes); ti++) {
         for (int op = 0; op < DT_NUM_REDOPS; op++) {
             one_allreduce(c, count, tc_dtypes[ti], op, (ti + op) % 2);
             one_allreduce(c, 3, tc_dtypes[ti], op, (ti + op + 1) % 2);
+            one_reduce_scatter(c, per_rank, tc_dtypes[ti], op, (ti + op) % 2);
         }
+        one_allgather(c, per_rank, tc_dtypes[ti], ti % 2);
+        one_allgather(c, per_rank, tc_dtypes[ti], (ti + 1) % 2);
+    }
     return DT_OK;
 }
 
