@@ -2,7 +2,9 @@
 # ddp.sh - data-parallel throughput: the MLP 784-1024-1024-10, batch 64 per
 # rank, SGD with momentum, one thread per rank, on 2 ranks against 1 rank:
 #   libdt   build/bin/dttrain --ranks 1|2 --backend thread|proc (one flat
-#           allreduce of the gradient per step, chapter 03)
+#           allreduce of the gradient per step, chapter 03), and on 2 ranks
+#           with --shard-optimizer too (reduce-scatter, each rank updates
+#           its half, allgather: ZeRO stage 1; the same parameters)
 #   PyTorch bench/ddp_torch.py: DistributedDataParallel over gloo, 2
 #           processes against the plain model in 1 (Debian's python3-torch
 #           under /usr/bin/python3; skipped with a message when absent)
@@ -61,9 +63,11 @@ echo "   (load average before: $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null))"
 for r in $(seq "$ROUNDS"); do
     run dt_thread_1 $DT --ranks 1 --backend thread
     run dt_thread_2 $DT --ranks 2 --backend thread
+    run dt_thread_2z $DT --ranks 2 --backend thread --shard-optimizer
     if [ $have_proc = 1 ]; then
         run dt_proc_1 $DT --ranks 1 --backend proc
         run dt_proc_2 $DT --ranks 2 --backend proc
+        run dt_proc_2z $DT --ranks 2 --backend proc --shard-optimizer
     fi
     for b in thread proc; do
         [ $b = proc ] && [ $have_proc = 0 ] && continue
@@ -76,7 +80,7 @@ for r in $(seq "$ROUNDS"); do
         run pt_2 $TORCH --ranks 2
     fi
     line="round $r:"
-    for k in dt_thread_1 dt_thread_2 dt_proc_1 dt_proc_2 pt_1 pt_2; do
+    for k in dt_thread_1 dt_thread_2 dt_thread_2z dt_proc_1 dt_proc_2 dt_proc_2z pt_1 pt_2; do
         [ -n "${runs[$k]:-}" ] && line="$line $k $(echo "${runs[$k]}" | awk '{printf "%.0f", $NF}')"
     done
     echo "$line samples/s"
@@ -88,10 +92,10 @@ printf "%-31s %9s %9s %8s   %11s %11s %8s\n" "median of rounds" "samples/s" "sam
     "speedup" "CPU ms/step" "CPU ms/step" "speedup"
 printf "%-31s %9s %9s %8s   %11s %11s %8s\n" "" "1 rank" "2 ranks" "(wall)" "1 rank" \
     "2 ranks" "(CPU)"
-row() { # label key
-    local a b c1 c2
-    a=$(med "${runs[${2}_1]}") b=$(med "${runs[${2}_2]}")
-    c1=$(med "${cpus[${2}_1]}") c2=$(med "${cpus[${2}_2]}")
+row() { # label key [key of the 2-rank runs, default key_2]
+    local a b c1 c2 k2=${3:-${2}_2}
+    a=$(med "${runs[${2}_1]}") b=$(med "${runs[$k2]}")
+    c1=$(med "${cpus[${2}_1]}") c2=$(med "${cpus[$k2]}")
     printf "%-31s %9.0f %9.0f %7.2fx   %11.2f %11.2f %7.2fx\n" "$1" "$a" "$b" \
         "$(echo "$b / $a" | bc -l)" "$c1" "$c2" "$(echo "2 * $c1 / $c2" | bc -l)"
 }
@@ -103,7 +107,9 @@ predict() { # label key backend: 2 T1 / (T1 + T_ar), T1 from the wall samples/s 
         "$(echo "$ar / 1000" | bc -l)" "$(echo "2 * $t1 / ($t1 + $ar / 1000)" | bc -l)"
 }
 row "libdt, thread backend" dt_thread
+row "  --shard-optimizer (ZeRO-1)" dt_thread dt_thread_2z
 [ $have_proc = 1 ] && row "libdt, proc backend" dt_proc
+[ $have_proc = 1 ] && row "  --shard-optimizer (ZeRO-1)" dt_proc dt_proc_2z
 [ $have_torch = 1 ] && row "PyTorch DDP, gloo (1: no DDP)" pt
 echo "(target: libdt 2 ranks >= 1.8x of 1 rank)"
 echo

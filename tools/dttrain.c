@@ -32,6 +32,7 @@ typedef struct {
     long ranks, epochs;
     const char *backend, *net;
     int distributed, showcase, model_set;
+    int shard_optimizer; /* --shard-optimizer: ZeRO stage 1 */
 } options;
 
 #define SHOWCASE_MODEL "mlp:64,512,512,10" /* --showcase's digits MLP */
@@ -68,7 +69,10 @@ static void usage(FILE *f)
             "  --showcase       train on 1 rank with the global batch, then on --ranks\n"
             "                   ranks, and compare them (what `make run` does; its\n"
             "                   model: " SHOWCASE_MODEL " unless --model)\n"
-            "  --epochs N       with --showcase: epochs of the training set (default 10)\n");
+            "  --epochs N       with --showcase: epochs of the training set (default 10)\n"
+            "  --shard-optimizer  each rank averages and updates only 1/K of the\n"
+            "                   parameters (reduce-scatter, step, allgather: ZeRO stage 1,\n"
+            "                   chapter 07) instead of one allreduce; the same parameters\n");
 }
 
 /* Parses a number option; returns 0 when it is not a number in [lo, hi]. */
@@ -93,6 +97,7 @@ static int parse(int argc, char **argv, options *o)
         if (!strcmp(a, "--json")) { o->json = 1; continue; }
         if (!strcmp(a, "--no-fuse")) { o->fuse = 0; continue; }
         if (!strcmp(a, "--showcase")) { o->showcase = 1; continue; }
+        if (!strcmp(a, "--shard-optimizer")) { o->shard_optimizer = 1; continue; }
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) { usage(stdout); exit(0); }
         if (!v) { fprintf(stderr, "dttrain: %s needs a value\n", a); return 0; }
         i++;
@@ -280,6 +285,7 @@ typedef struct {
     double bytes_per_step;
     float final_loss, accuracy;
     size_t mem_peak;
+    uint64_t params_hash; /* FNV-1a of the final parameters' bytes */
 } dp_result;
 
 typedef struct {
@@ -312,29 +318,81 @@ static double thread_cpu(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-/* One step on this rank's B samples: forward, backward, allreduce, update.
- * Returns the bytes the gradient allreduce sent in *bytes. */
-static dt_result dp_step(dt_comm *w, dt_model *m, dt_acts *a, dt_optimizer *opt, const float *x,
-                         const int32_t *y, const dp_job *j, size_t B, float *loss,
-                         uint64_t *bytes)
+/* One rank's model, optimizer, data and step buffers. */
+typedef struct {
+    dt_dataset train, test;
+    dt_model m;
+    dt_acts *a;
+    dt_optimizer opt, opt_tail; /* opt_tail: --shard-optimizer's last P mod K */
+    size_t *shard;
+    float *x;
+    int32_t *y;
+    double *ms, *cpu_ms;
+} dp_state;
+
+/* --shard-optimizer (ZeRO stage 1, chapter 07): rank r averages and updates
+ * only its shard [r P/K, (r+1) P/K) of the P parameters, then every rank
+ * gathers the updated shards. A reduce-scatter and an allgather send the
+ * same bytes as the allreduce, 2 (K-1)/K P floats, but each rank does 1/K
+ * of the optimizer's work and keeps 1/K of its state. The last P mod K
+ * parameters (fewer than K) are averaged with a small allreduce and updated
+ * by every rank. Each parameter sees the same operations as with the
+ * allreduce, so the parameters are the same, bit for bit. */
+static dt_result shard_step(dt_comm *w, dt_model *m, dt_optimizer *opt, dt_optimizer *tail_opt)
 {
+    int r = dt_comm_rank(w), K = dt_comm_size(w);
+    size_t chunk = m->num_params / (size_t)K, tail = m->num_params - chunk * (size_t)K;
+    float *g = m->grads, *p = m->params;
+    DT_CHECK(dt_reduce_scatter(g, g + (size_t)r * chunk, chunk, DT_F32, DT_AVG, w));
+    if (tail)
+        DT_CHECK(dt_allreduce(g + chunk * (size_t)K, g + chunk * (size_t)K, tail, DT_F32,
+                              DT_AVG, w));
+    DT_CHECK(dt_optim_step(opt, p, g));
+    if (tail)
+        DT_CHECK(dt_optim_step(tail_opt, p, g));
+    return dt_allgather(p + (size_t)r * chunk, p, chunk, DT_F32, w);
+}
+
+/* One step on this rank's B samples: forward, backward, allreduce, update.
+ * Returns the bytes the step's communication sent in *bytes. */
+static dt_result dp_step(dt_comm *w, dp_state *s, const float *x, const int32_t *y,
+                         const dp_job *j, size_t B, float *loss, uint64_t *bytes)
+{
+    dt_model *m = &s->m;
     dt_stats s0, s1;
     if (j->compute_per_sample <= 0)
         DT_CHECK(dt_compute_begin(w));
     DT_CHECK(dt_model_zero_grads(m));
-    DT_CHECK(dt_model_forward(m, a, x, NULL));
-    DT_CHECK(dt_model_loss(m, a, y, loss, NULL));
-    DT_CHECK(dt_model_backward(m, a, NULL, NULL, NULL, NULL));
+    DT_CHECK(dt_model_forward(m, s->a, x, NULL));
+    DT_CHECK(dt_model_loss(m, s->a, y, loss, NULL));
+    DT_CHECK(dt_model_backward(m, s->a, NULL, NULL, NULL, NULL));
     if (j->compute_per_sample <= 0)
         DT_CHECK(dt_compute_end(w));
     else
         DT_CHECK(dt_clock_advance(w, j->compute_per_sample * (double)B));
     DT_CHECK(dt_comm_stats(w, &s0));
-    /* g = (1/K) sum_k g_k: one allreduce (average) over the whole flat buffer */
-    DT_CHECK(dt_allreduce(m->grads, m->grads, m->num_params, DT_F32, DT_AVG, w));
+    dt_result r;
+    if (j->o->shard_optimizer && dt_comm_size(w) > 1) {
+        r = shard_step(w, m, &s->opt, &s->opt_tail);
+    } else {
+        /* g = (1/K) sum_k g_k: one allreduce (average) over the whole flat buffer */
+        r = dt_allreduce(m->grads, m->grads, m->num_params, DT_F32, DT_AVG, w);
+        if (r == DT_OK)
+            r = dt_optim_step(&s->opt, m->params, m->grads);
+    }
     DT_CHECK(dt_comm_stats(w, &s1));
     *bytes = s1.bytes_sent - s0.bytes_sent;
-    return dt_optim_step(opt, m->params, m->grads);
+    return r;
+}
+
+/* FNV-1a of n bytes: a fingerprint to compare two runs' parameters. */
+static uint64_t fnv1a(const void *p, size_t n)
+{
+    const unsigned char *b = p;
+    uint64_t h = 1469598103934665603ULL;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ b[i]) * 1099511628211ULL;
+    return h;
 }
 
 /* The end of an epoch (or of eval_every steps): the loss averaged over the
@@ -364,21 +422,12 @@ static dt_result dp_report(dt_comm *w, dt_model *m, const dt_dataset *test, cons
     return DT_OK;
 }
 
-typedef struct {
-    dt_dataset train, test;
-    dt_model m;
-    dt_acts *a;
-    dt_optimizer opt;
-    size_t *shard;
-    float *x;
-    int32_t *y;
-    double *ms, *cpu_ms;
-} dp_state;
 
 static void dp_free(dp_state *s)
 {
     dt_acts_free(s->a);
     dt_optim_free(&s->opt);
+    dt_optim_free(&s->opt_tail);
     dt_model_free(&s->m);
     dt_dataset_free(&s->train);
     dt_dataset_free(&s->test);
@@ -407,8 +456,15 @@ static dt_result dp_rank(dt_comm *w, void *arg)
                               : dt_sgd_config((float)o->lr, (float)o->momentum, 0);
     if (o->weight_decay >= 0)
         cfg.weight_decay = (float)o->weight_decay;
-    if (r == DT_OK)
+    if (r == DT_OK && o->shard_optimizer && K > 1) { /* this rank's shard, and the tail */
+        size_t chunk = s.m.num_params / (size_t)K;
+        r = dt_optim_init(&s.opt, &cfg, (size_t)rank * chunk, chunk);
+        if (r == DT_OK)
+            r = dt_optim_init(&s.opt_tail, &cfg, chunk * (size_t)K,
+                              s.m.num_params - chunk * (size_t)K);
+    } else if (r == DT_OK) {
         r = dt_optim_init(&s.opt, &cfg, 0, s.m.num_params);
+    }
     if (r == DT_OK)
         r = dt_sampler_init(&smp, s.train.n, K, rank, 1, 1, o->seed);
     long per_epoch = r == DT_OK ? (long)(smp.num_samples / B) : 0;
@@ -445,7 +501,7 @@ static dt_result dp_rank(dt_comm *w, void *arg)
         uint64_t b = 0;
         double t0 = dt_now(), c0 = thread_cpu();
         if (r == DT_OK)
-            r = dp_step(w, &s.m, s.a, &s.opt, s.x, s.y, j, B, &loss, &b);
+            r = dp_step(w, &s, s.x, s.y, j, B, &loss, &b);
         s.ms[step] = 1e3 * (dt_now() - t0);
         s.cpu_ms[step] = 1e3 * (thread_cpu() - c0);
         bytes += b;
@@ -478,6 +534,7 @@ static dt_result dp_rank(dt_comm *w, void *arg)
         res->final_loss = (float)(sum / (double)k);
         res->accuracy = acc;
         res->mem_peak = ms.peak_total;
+        res->params_hash = fnv1a(s.m.params, s.m.num_params * sizeof(float));
         res->done = 1;
     }
     dp_free(&s);
@@ -518,12 +575,14 @@ static void dp_print_json(const options *o, const dp_job *j, const dt_model *m)
            "\"step_ms_median\": %.4f, \"step_cpu_ms_median\": %.4f, \"samples_per_s\": %.1f, "
            "\"bytes_per_step\": %.0f, "
            "\"modeled_s\": %.6f, \"final_loss\": %.6f, \"accuracy\": %.6f, "
-           "\"mem_peak_bytes\": %zu, \"seconds\": %.3f}\n",
+           "\"mem_peak_bytes\": %zu, \"shard_optimizer\": %s, \"params_hash\": \"%016llx\", "
+           "\"seconds\": %.3f}\n",
            o->model, o->data, m->num_params, j->ranks, o->backend ? o->backend : "thread",
            o->net ? o->net : "none", o->batch, r->steps, r->step_ms_median,
            r->step_cpu_ms_median, r->samples_per_s,
            r->bytes_per_step, r->modeled_s, (double)r->final_loss, (double)r->accuracy,
-           r->mem_peak, r->seconds);
+           r->mem_peak, o->shard_optimizer ? "true" : "false",
+           (unsigned long long)r->params_hash, r->seconds);
 }
 
 /* --ranks without --showcase: one data-parallel run. */
