@@ -6,6 +6,7 @@
 #   selftest   the grader's own test (tests/grader/selftest.sh)
 #   unit       libdt's unit tests, graded by dtgrade: full marks
 #   convention the lab convention (tests/grader/check-convention.sh)
+#   tools      the tools' own checks (tests/tools/check-*.sh)
 #   solutions  every lab graded with IMPL=solutions: full marks
 #   skeleton   every lab graded with IMPL=labs: builds, scores 0, no timeout
 #   mutants    every tests/NN-topic/mutants/*.patch applied to a copy of the
@@ -113,6 +114,24 @@ do_unit() {
 
 do_convention() {
     tests/grader/check-convention.sh
+}
+
+do_tools() {
+    local t
+    for t in tests/tools/check-*.sh; do
+        [ -f "$t" ] || continue
+        # a check that dies before its count line counts as one failure
+        "$t" "$BUILD" >"$out/tool.out" 2>&1
+        local rc=$?
+        cat "$out/tool.out"
+        if [ $rc -ne 0 ] && ! grep -qE '^[0-9]+ passed, [0-9]+ failed' "$out/tool.out"; then
+            echo "FAIL: $t exited with status $rc"
+        fi
+    done | tee "$out/tools.log"
+    awk '/^[0-9]+ passed, [0-9]+ failed/ { p += $1; f += $3 }
+         /^FAIL: .* exited with status/ { f++ }
+         END { printf "%d passed, %d failed\n", p, f; exit f > 0 }' \
+        "$out/tools.log" >"$out/tools.txt"
 }
 
 do_solutions() {
@@ -247,6 +266,7 @@ step build do_build
 step selftest do_selftest
 step unit do_unit
 step convention do_convention
+step tools do_tools
 step solutions do_solutions
 step skeleton do_skeleton
 step mutants do_mutants
@@ -283,6 +303,7 @@ if [ "$failed" -ne 0 ]; then
         grep -hE '^  [a-z_0-9]+ +[0-9]+/[0-9]+ +(FAIL|CRASH|TIMEOUT|SANITIZER|BUILD)' \
             "$out/unit.txt" "$out/solutions.txt" "$out/small-shm.log" 2>/dev/null
         cat "$out"/mutants/*.txt 2>/dev/null | grep -E 'FAILED:'
+        grep -h '^FAIL' "$out/tools.log" 2>/dev/null
     } | cut -c1-400 | head -n 20
     echo "make test: FAILED ($failed of ${#names[@]} steps, ${total} s)"
     echo "suite: $n_pass passed, $n_fail failed"
