@@ -43,13 +43,14 @@ TEST_T(hogwild_one_worker_equals_serial_sgd, 3, 20)
     free(want);
 }
 
-/* 600 gradients of 3 workers reach 92.5% to 95% here (30 runs): every
- * worker's updates land in the one shared vector. */
+/* 1200 gradients of 3 workers reach 93% to 96% here (30 runs, with both
+ * cores busy besides): every worker's updates land in the one shared
+ * vector. (With 600, a busy machine gave 87% to 96%: too close to 90%.) */
 TEST_T(hogwild_trains_digits, 3, 30)
 {
     ref_data();
     const int K = 3;
-    lab_hogwild_config cfg = {.updates = 600, .batch = 16, .lr = 0.1f, .slow_worker = -1,
+    lab_hogwild_config cfg = {.updates = 1200, .batch = 16, .lr = 0.1f, .slow_worker = -1,
                               .seed = 1, .train = &ref_train};
     dt_launch_opts o = ref_opts(K);
     lab_hogwild_result res;
@@ -64,6 +65,8 @@ TEST_T(hogwild_trains_digits, 3, 30)
     EXPECT(total == cfg.updates, "the workers applied %d gradients in all, expected %d", total,
            cfg.updates);
     float acc = ref_accuracy(res.params, res.num_params);
+    dt_log("hogwild: test accuracy %.4f; gradients per worker %d %d %d", (double)acc,
+           res.steps[0], res.steps[1], res.steps[2]);
     EXPECT(acc >= 0.90f, "test accuracy %.4f after %d Hogwild! gradients, expected >= 0.90",
            acc, cfg.updates);
     lab_hogwild_result_free(&res);

@@ -120,10 +120,12 @@ TEST_T(ps_one_worker_equals_serial_sgd, 3, 20)
     free(want);
 }
 
+/* 1200 updates of 3 workers reach 93.5% to 96% here (30 runs, with both
+ * cores busy besides; 400 gave 90% and less on a busy machine). */
 TEST_T(ps_async_trains_digits, 3, 30)
 {
     ref_data();
-    const int G = 400, K = 3, S = 2;
+    const int G = 1200, K = 3, S = 2;
     lab_ps_config cfg = lab_ps_defaults(&ref_train);
     cfg.servers = S, cfg.updates = G;
     dt_launch_opts o = ref_opts(S + K);
@@ -136,6 +138,7 @@ TEST_T(ps_async_trains_digits, 3, 30)
     EXPECT(total == G, "workers pushed %d gradients in all, expected %d (one per update)",
            total, G);
     float acc = ref_accuracy(res.params, res.num_params);
+    dt_log("parameter server: test accuracy %.4f after %d updates", (double)acc, G);
     EXPECT(acc >= 0.90f, "test accuracy %.4f after %d asynchronous updates, expected >= 0.90",
            acc, G);
     lab_ps_result_free(&res);
