@@ -230,3 +230,87 @@ TEST_T(comm_shortcut_all_dtypes_ops, 2, 120)
         EXPECT_OK(dt_launch(&o, shortcut_rank, NULL));
     }
 }
+
+/* ---------------------------------------------------------------- allreduce_apply */
+
+/* What fn saw on one rank: it checks each block against the reduction and
+ * against recvbuf's old values, and leaves reduced + old. */
+typedef struct {
+    const float *recv;  /* this rank's recvbuf: still old where fn is given */
+    size_t count, next; /* next: where the next block must start */
+    int n, avg, bad;
+    size_t seen;
+} apply_ctx;
+
+static float apply_sum(int n, size_t i) /* sum over ranks of rank + i */
+{
+    return (float)n * (float)(i % 1000) + (float)(n * (n - 1) / 2);
+}
+
+static void apply_fn(void *ctxp, size_t first, void *block, size_t len)
+{
+    apply_ctx *x = ctxp;
+    float *b = block;
+    if (first != x->next)
+        x->bad++;
+    for (size_t k = 0; k < len; k++) {
+        size_t i = first + k;
+        float want = apply_sum(x->n, i) / (x->avg ? (float)x->n : 1.0f);
+        if (b[k] != want || x->recv[i] != 1000.0f + (float)(i % 7))
+            x->bad++;
+        b[k] += x->recv[i]; /* an "update" that needs the old value */
+    }
+    x->next = first + len;
+    x->seen += len;
+}
+
+static dt_result apply_rank(dt_comm *c, void *arg)
+{
+    (void)arg;
+    int n = dt_comm_size(c), r = dt_comm_rank(c);
+    size_t counts[] = {1, (size_t)n + 1, 1037, 300007}; /* the last: the shortcut */
+    for (int ci = 0; ci < TC_LEN(counts); ci++)
+        for (int avg = 0; avg < 2; avg++) {
+            if (avg && n != 2 && n != 4 && n != 8)
+                continue; /* exact division only */
+            size_t count = counts[ci];
+            float *send = malloc(count * sizeof *send), *recv = malloc(count * sizeof *recv);
+            for (size_t i = 0; i < count; i++) {
+                send[i] = (float)r + (float)(i % 1000);
+                recv[i] = 1000.0f + (float)(i % 7);
+            }
+            size_t first, len;
+            dt_shard_range(count, n, r, &first, &len);
+            apply_ctx x = {recv, count, first, n, avg, 0, 0};
+            EXPECT_OK(dt_allreduce_apply(send, recv, count, DT_F32, avg ? DT_AVG : DT_SUM,
+                                         apply_fn, &x, c));
+            EXPECT(x.bad == 0 && x.seen == len, "count %zu: fn saw %zu of my %zu elements, "
+                   "%d wrong", count, x.seen, len, x.bad);
+            size_t wrong = 0;
+            for (size_t i = 0; i < count; i++) {
+                float want = apply_sum(n, i) / (avg ? (float)n : 1.0f) + 1000.0f + (float)(i % 7);
+                wrong += recv[i] != want;
+            }
+            EXPECT(wrong == 0, "count %zu on %d ranks: %zu elements of recvbuf wrong", count, n,
+                   wrong);
+            free(send), free(recv);
+        }
+    return DT_OK;
+}
+
+/* dt_allreduce_apply: fn sees each element once, on its owner, reduced,
+ * with recvbuf still old; every rank gets what fn left. All algorithms,
+ * both backends, 1 to 8 ranks. */
+TEST_T(comm_allreduce_apply, 2, 120)
+{
+    for (int backend = 0; backend < 2; backend++)
+        for (int ni = 0; ni < TC_LEN(tc_nranks); ni++)
+            for (int ai = 0; ai < TC_LEN(tc_algos); ai++) {
+                dt_launch_opts o = tc_opts(tc_nranks[ni], tc_algos[ai]);
+                o.backend = (dt_backend)backend;
+                o.debug = ai % 2;
+                dt_result r = dt_launch(&o, apply_rank, NULL);
+                EXPECT(r == DT_OK, "%d ranks (%s), algo %s: %s", tc_nranks[ni],
+                       dt_backend_name(o.backend), dt_algo_name(tc_algos[ai]), dt_last_error());
+            }
+}
