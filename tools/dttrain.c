@@ -71,9 +71,8 @@ static void usage(FILE *f)
             "                   model: " SHOWCASE_MODEL " unless --model)\n"
             "  --epochs N       with --showcase: epochs of the training set (default 10)\n"
             "  --shard-optimizer  each rank averages and updates only 1/K of the\n"
-            "                   parameters and keeps 1/K of the optimizer's state (ZeRO\n"
-            "                   stage 1, chapter 07: dt_allreduce_apply); the same\n"
-            "                   parameters as with the allreduce\n");
+            "                   parameters (reduce-scatter, step, allgather: ZeRO stage 1,\n"
+            "                   chapter 07) instead of one allreduce; the same parameters\n");
 }
 
 /* Parses a number option; returns 0 when it is not a number in [lo, hi]. */
@@ -324,7 +323,7 @@ typedef struct {
     dt_dataset train, test;
     dt_model m;
     dt_acts *a;
-    dt_optimizer opt; /* with --shard-optimizer: for this rank's part only */
+    dt_optimizer opt, opt_tail; /* opt_tail: --shard-optimizer's last P mod K */
     size_t *shard;
     float *x;
     int32_t *y;
@@ -332,38 +331,26 @@ typedef struct {
 } dp_state;
 
 /* --shard-optimizer (ZeRO stage 1, chapter 07): rank r averages and updates
- * only its part of the P parameters (dt_shard_range), and every rank
- * receives the updated parts. dt_allreduce_apply does it in one pass: each
- * block of averaged gradients goes through the optimizer on its owner and
- * lands as new parameters in every rank's buffer. It sends the bytes of one
- * allreduce, 2 (K-1)/K P floats, but each rank does 1/K of the optimizer's
- * work and keeps 1/K of its state, and the averaged gradient is never
- * stored. Each parameter sees the same operations as with the allreduce
- * then dt_optim_step, so the parameters are the same, bit for bit. */
-typedef struct {
-    dt_optimizer *opt;
-    float *params;
-    dt_result r;
-} shard_ctx;
-
-/* block: the averaged gradients of parameters [first, first + n); leaves
- * their new values in it. */
-static void shard_update(void *ctxp, size_t first, void *block, size_t n)
+ * only its shard [r P/K, (r+1) P/K) of the P parameters, then every rank
+ * gathers the updated shards. A reduce-scatter and an allgather send the
+ * same bytes as the allreduce, 2 (K-1)/K P floats, but each rank does 1/K
+ * of the optimizer's work and keeps 1/K of its state. The last P mod K
+ * parameters (fewer than K) are averaged with a small allreduce and updated
+ * by every rank. Each parameter sees the same operations as with the
+ * allreduce, so the parameters are the same, bit for bit. */
+static dt_result shard_step(dt_comm *w, dt_model *m, dt_optimizer *opt, dt_optimizer *tail_opt)
 {
-    shard_ctx *x = ctxp;
-    if (x->r == DT_OK)
-        x->r = dt_optim_update_part(x->opt, first, x->params + first, block, n);
-    memcpy(block, x->params + first, n * sizeof(float));
-}
-
-static dt_result shard_step(dt_comm *w, dt_model *m, dt_optimizer *opt)
-{
-    shard_ctx x = {opt, m->params, DT_OK};
-    DT_CHECK(dt_allreduce_apply(m->grads, m->params, m->num_params, DT_F32, DT_AVG,
-                                shard_update, &x, w));
-    DT_CHECK(x.r);
-    dt_optim_end_step(opt);
-    return DT_OK;
+    int r = dt_comm_rank(w), K = dt_comm_size(w);
+    size_t chunk = m->num_params / (size_t)K, tail = m->num_params - chunk * (size_t)K;
+    float *g = m->grads, *p = m->params;
+    DT_CHECK(dt_reduce_scatter(g, g + (size_t)r * chunk, chunk, DT_F32, DT_AVG, w));
+    if (tail)
+        DT_CHECK(dt_allreduce(g + chunk * (size_t)K, g + chunk * (size_t)K, tail, DT_F32,
+                              DT_AVG, w));
+    DT_CHECK(dt_optim_step(opt, p, g));
+    if (tail)
+        DT_CHECK(dt_optim_step(tail_opt, p, g));
+    return dt_allgather(p + (size_t)r * chunk, p, chunk, DT_F32, w);
 }
 
 /* One step on this rank's B samples: forward, backward, allreduce, update.
@@ -386,7 +373,7 @@ static dt_result dp_step(dt_comm *w, dp_state *s, const float *x, const int32_t 
     DT_CHECK(dt_comm_stats(w, &s0));
     dt_result r;
     if (j->o->shard_optimizer && dt_comm_size(w) > 1) {
-        r = shard_step(w, m, &s->opt);
+        r = shard_step(w, m, &s->opt, &s->opt_tail);
     } else {
         /* g = (1/K) sum_k g_k: one allreduce (average) over the whole flat buffer */
         r = dt_allreduce(m->grads, m->grads, m->num_params, DT_F32, DT_AVG, w);
@@ -440,6 +427,7 @@ static void dp_free(dp_state *s)
 {
     dt_acts_free(s->a);
     dt_optim_free(&s->opt);
+    dt_optim_free(&s->opt_tail);
     dt_model_free(&s->m);
     dt_dataset_free(&s->train);
     dt_dataset_free(&s->test);
@@ -468,11 +456,15 @@ static dt_result dp_rank(dt_comm *w, void *arg)
                               : dt_sgd_config((float)o->lr, (float)o->momentum, 0);
     if (o->weight_decay >= 0)
         cfg.weight_decay = (float)o->weight_decay;
-    size_t first = 0, len = s.m.num_params;
-    if (o->shard_optimizer) /* this rank's part */
-        dt_shard_range(s.m.num_params, K, rank, &first, &len);
-    if (r == DT_OK)
-        r = dt_optim_init(&s.opt, &cfg, first, len);
+    if (r == DT_OK && o->shard_optimizer && K > 1) { /* this rank's shard, and the tail */
+        size_t chunk = s.m.num_params / (size_t)K;
+        r = dt_optim_init(&s.opt, &cfg, (size_t)rank * chunk, chunk);
+        if (r == DT_OK)
+            r = dt_optim_init(&s.opt_tail, &cfg, chunk * (size_t)K,
+                              s.m.num_params - chunk * (size_t)K);
+    } else if (r == DT_OK) {
+        r = dt_optim_init(&s.opt, &cfg, 0, s.m.num_params);
+    }
     if (r == DT_OK)
         r = dt_sampler_init(&smp, s.train.n, K, rank, 1, 1, o->seed);
     long per_epoch = r == DT_OK ? (long)(smp.num_samples / B) : 0;

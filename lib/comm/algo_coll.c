@@ -71,52 +71,32 @@ static dt_result allreduce_rd(dt_op *op, const dt_coll_args *a)
     return DT_OK;
 }
 
-/* dt_allreduce_apply on one rank, or after a reduce-scatter: fn over this
- * rank's reduced part (in scratch), which then goes to recvbuf. */
-static void apply_mine(const dt_coll_args *a, size_t first, char *part, size_t len)
-{
-    size_t es = dt_dtype_size(a->dtype);
-    a->apply(a->apply_ctx, first, part, len);
-    copy_if((char *)a->recvbuf + first * es, part, len * es);
-}
-
 dt_result dt_alg_allreduce(dt_op *op, const dt_coll_args *a)
 {
     int n = op->comm->size, r = op->comm->rank;
     size_t es = dt_dtype_size(a->dtype), count = a->count;
-    char *tmp;
-    if (n == 1 && a->apply) {
-        DT_TRY(get_scratch(op, count * es, &tmp));
-        copy_if(tmp, a->sendbuf, count * es);
-        apply_mine(a, 0, tmp, count);
-        return DT_OK;
-    }
     if (n == 1) {
         copy_if(a->recvbuf, a->sendbuf, count * es);
         return DT_OK;
     }
     if (a->shortcut)
         return dt_shortcut_allreduce(op, a);
-    if (a->algo == DT_ALGO_TREE && !a->apply) /* fn needs the ring's ownership of parts */
+    if (a->algo == DT_ALGO_TREE)
         return allreduce_rd(op, a);
-    size_t maxc = dt_chunk_len(count, n, 0), off = dt_chunk_off(count, n, r);
+    size_t maxc = dt_chunk_len(count, n, 0);
+    char *mine = (char *)a->recvbuf + dt_chunk_off(count, n, r) * es, *tmp;
     size_t mylen = dt_chunk_len(count, n, r);
-    int direct = a->algo == DT_ALGO_DIRECT;
-    /* the reduced part lands in recvbuf, or first in scratch when fn must
-     * see recvbuf's old values */
-    size_t need = (direct ? (size_t)n : 2) * maxc + (a->apply ? maxc : 0);
-    DT_TRY(get_scratch(op, need * es, &tmp));
-    char *mine = a->apply ? tmp + (need - maxc) * es : (char *)a->recvbuf + off * es;
-    if (direct)
+    if (a->algo == DT_ALGO_DIRECT) {
+        DT_TRY(get_scratch(op, (size_t)n * maxc * es, &tmp));
         DT_TRY(dt_direct_rs(op, a->sendbuf, mine, count, a->dtype, a->op, tmp, 0));
-    else
-        DT_TRY(dt_ring_rs(op, a->sendbuf, mine, count, a->dtype, a->op, tmp, 0));
+        if (a->op == DT_AVG)
+            dt_reduce_avg(mine, mylen, a->dtype, n);
+        return dt_direct_ag(op, a->recvbuf, count, a->dtype, 1);
+    }
+    DT_TRY(get_scratch(op, 2 * maxc * es, &tmp));
+    DT_TRY(dt_ring_rs(op, a->sendbuf, mine, count, a->dtype, a->op, tmp, 0));
     if (a->op == DT_AVG)
         dt_reduce_avg(mine, mylen, a->dtype, n);
-    if (a->apply)
-        apply_mine(a, off, mine, mylen);
-    if (direct)
-        return dt_direct_ag(op, a->recvbuf, count, a->dtype, 1);
     return dt_ring_ag(op, a->recvbuf, count, a->dtype, n);
 }
 

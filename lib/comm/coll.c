@@ -64,7 +64,7 @@ static uint64_t signature(const dt_coll_args *a)
     int rooted = a->kind == DT_COLL_BROADCAST || a->kind == DT_COLL_REDUCE;
     return (uint64_t)a->kind | (uint64_t)a->dtype << 8 | (uint64_t)(reduces ? a->op : 0) << 16 |
            (uint64_t)(rooted ? a->root + 1 : 0) << 24 | (uint64_t)a->algo << 48 |
-           (uint64_t)a->shortcut << 56 | (uint64_t)(a->apply != NULL) << 57;
+           (uint64_t)a->shortcut << 56;
 }
 
 static void describe_sig(char *out, size_t n, const dt_rec *r, int show_seq)
@@ -78,8 +78,6 @@ static void describe_sig(char *out, size_t n, const dt_rec *r, int show_seq)
         len += snprintf(out + len, n - (size_t)len, ", %s", dt_redop_name(op));
     if (root >= 0)
         len += snprintf(out + len, n - (size_t)len, ", root %d", root);
-    if (sig >> 57 & 1)
-        len += snprintf(out + len, n - (size_t)len, ", with a block function");
     len += snprintf(out + len, n - (size_t)len, ", algo %s)", dt_algo_name((int)(sig >> 48 & 0xff)));
     if (show_seq)
         snprintf(out + len, n - (size_t)len, " as its call #%llu", (unsigned long long)r->w[2]);
@@ -168,7 +166,7 @@ static void resolve_algo(const dt_comm *c, dt_coll_args *a)
         return;
     a->algo = bytes <= AUTO_TREE_MAX ? DT_ALGO_TREE : DT_ALGO_RING;
     if (a->kind == DT_COLL_ALLREDUCE && c->size > 1 &&
-        ((bytes <= DT_TINY_MAX && !a->apply) || bytes >= SHORTCUT_MIN))
+        (bytes <= DT_TINY_MAX || bytes >= SHORTCUT_MIN))
         a->shortcut = 1;
     if ((a->kind == DT_COLL_REDUCE_SCATTER || a->kind == DT_COLL_ALLGATHER) && c->size > 1 &&
         bytes >= SHORTCUT_MIN)
@@ -227,13 +225,6 @@ static dt_result issue(dt_comm *comm, dt_coll_args *a, dt_request **req)
 
 /* ---------------------------------------------------------------- argument checks per call */
 
-static dt_coll_args args_of(int kind, const void *sendbuf, void *recvbuf, size_t count,
-                            dt_dtype dtype, dt_redop op, int root)
-{
-    return (dt_coll_args){.kind = kind, .sendbuf = sendbuf, .recvbuf = recvbuf, .count = count,
-                          .dtype = dtype, .op = op, .root = root};
-}
-
 static dt_result args_allreduce(dt_coll_args *a, const dt_comm *c, const char *fn)
 {
     DT_TRY(dt_comm_check(c, fn));
@@ -274,33 +265,15 @@ static dt_result args_gather(dt_coll_args *a, const dt_comm *c, const char *fn)
 dt_result dt_allreduce(const void *sendbuf, void *recvbuf, size_t count, dt_dtype dtype,
                        dt_redop op, dt_comm *comm)
 {
-    dt_coll_args a = args_of(DT_COLL_ALLREDUCE, sendbuf, recvbuf, count, dtype, op, -1);
+    dt_coll_args a = {DT_COLL_ALLREDUCE, sendbuf, recvbuf, count, dtype, op, -1, 0, 0};
     DT_TRY(args_allreduce(&a, comm, "dt_allreduce"));
     return blocking(comm, &a);
-}
-
-dt_result dt_allreduce_apply(const void *sendbuf, void *recvbuf, size_t count, dt_dtype dtype,
-                             dt_redop op, dt_block_fn fn, void *ctx, dt_comm *comm)
-{
-    dt_coll_args a = args_of(DT_COLL_ALLREDUCE, sendbuf, recvbuf, count, dtype, op, -1);
-    a.apply = fn;
-    a.apply_ctx = ctx;
-    DT_TRY(args_allreduce(&a, comm, "dt_allreduce_apply"));
-    if (!fn)
-        return dt_fail(DT_ERR_INVALID_ARG, "dt_allreduce_apply: fn is NULL");
-    return blocking(comm, &a);
-}
-
-void dt_shard_range(size_t count, int n, int r, size_t *first, size_t *len)
-{
-    *first = n > 0 && r >= 0 && r < n ? dt_chunk_off(count, n, r) : 0;
-    *len = n > 0 && r >= 0 && r < n ? dt_chunk_len(count, n, r) : 0;
 }
 
 dt_result dt_broadcast(const void *sendbuf, void *recvbuf, size_t count, dt_dtype dtype,
                        int root, dt_comm *comm)
 {
-    dt_coll_args a = args_of(DT_COLL_BROADCAST, sendbuf, recvbuf, count, dtype, DT_SUM, root);
+    dt_coll_args a = {DT_COLL_BROADCAST, sendbuf, recvbuf, count, dtype, DT_SUM, root, 0, 0};
     DT_TRY(args_broadcast(&a, comm, "dt_broadcast"));
     return blocking(comm, &a);
 }
@@ -309,7 +282,7 @@ dt_result dt_reduce(const void *sendbuf, void *recvbuf, size_t count, dt_dtype d
                     dt_redop op, int root, dt_comm *comm)
 {
     const char *fn = "dt_reduce";
-    dt_coll_args a = args_of(DT_COLL_REDUCE, sendbuf, recvbuf, count, dtype, op, root);
+    dt_coll_args a = {DT_COLL_REDUCE, sendbuf, recvbuf, count, dtype, op, root, 0, 0};
     DT_TRY(dt_comm_check(comm, fn));
     DT_TRY(check_dtype(dtype, fn));
     DT_TRY(check_op(op, fn));
@@ -324,7 +297,7 @@ dt_result dt_reduce(const void *sendbuf, void *recvbuf, size_t count, dt_dtype d
 dt_result dt_allgather(const void *sendbuf, void *recvbuf, size_t sendcount, dt_dtype dtype,
                        dt_comm *comm)
 {
-    dt_coll_args a = args_of(DT_COLL_ALLGATHER, sendbuf, recvbuf, sendcount, dtype, DT_SUM, -1);
+    dt_coll_args a = {DT_COLL_ALLGATHER, sendbuf, recvbuf, sendcount, dtype, DT_SUM, -1, 0, 0};
     DT_TRY(args_gather(&a, comm, "dt_allgather"));
     return blocking(comm, &a);
 }
@@ -332,7 +305,7 @@ dt_result dt_allgather(const void *sendbuf, void *recvbuf, size_t sendcount, dt_
 dt_result dt_reduce_scatter(const void *sendbuf, void *recvbuf, size_t recvcount,
                             dt_dtype dtype, dt_redop op, dt_comm *comm)
 {
-    dt_coll_args a = args_of(DT_COLL_REDUCE_SCATTER, sendbuf, recvbuf, recvcount, dtype, op, -1);
+    dt_coll_args a = {DT_COLL_REDUCE_SCATTER, sendbuf, recvbuf, recvcount, dtype, op, -1, 0, 0};
     DT_TRY(args_gather(&a, comm, "dt_reduce_scatter"));
     return blocking(comm, &a);
 }
@@ -340,7 +313,7 @@ dt_result dt_reduce_scatter(const void *sendbuf, void *recvbuf, size_t recvcount
 dt_result dt_alltoall(const void *sendbuf, void *recvbuf, size_t count, dt_dtype dtype,
                       dt_comm *comm)
 {
-    dt_coll_args a = args_of(DT_COLL_ALLTOALL, sendbuf, recvbuf, count, dtype, DT_SUM, -1);
+    dt_coll_args a = {DT_COLL_ALLTOALL, sendbuf, recvbuf, count, dtype, DT_SUM, -1, 0, 0};
     DT_TRY(args_gather(&a, comm, "dt_alltoall"));
     if (sendbuf == recvbuf && count > 0)
         return dt_fail(DT_ERR_INVALID_ARG, "dt_alltoall: in place is not supported "
@@ -350,7 +323,7 @@ dt_result dt_alltoall(const void *sendbuf, void *recvbuf, size_t count, dt_dtype
 
 dt_result dt_barrier(dt_comm *comm)
 {
-    dt_coll_args a = args_of(DT_COLL_BARRIER, NULL, NULL, 0, DT_U8, DT_SUM, -1);
+    dt_coll_args a = {DT_COLL_BARRIER, NULL, NULL, 0, DT_U8, DT_SUM, -1, 0, 0};
     DT_TRY(dt_comm_check(comm, "dt_barrier"));
     return blocking(comm, &a);
 }
@@ -367,7 +340,7 @@ dt_result dt_iallreduce(const void *sendbuf, void *recvbuf, size_t count, dt_dty
                         dt_redop op, dt_comm *comm, dt_request **req)
 {
     DT_TRY(null_req(req, "dt_iallreduce"));
-    dt_coll_args a = args_of(DT_COLL_ALLREDUCE, sendbuf, recvbuf, count, dtype, op, -1);
+    dt_coll_args a = {DT_COLL_ALLREDUCE, sendbuf, recvbuf, count, dtype, op, -1, 0, 0};
     DT_TRY(args_allreduce(&a, comm, "dt_iallreduce"));
     return issue(comm, &a, req);
 }
@@ -376,7 +349,7 @@ dt_result dt_ibroadcast(const void *sendbuf, void *recvbuf, size_t count, dt_dty
                         int root, dt_comm *comm, dt_request **req)
 {
     DT_TRY(null_req(req, "dt_ibroadcast"));
-    dt_coll_args a = args_of(DT_COLL_BROADCAST, sendbuf, recvbuf, count, dtype, DT_SUM, root);
+    dt_coll_args a = {DT_COLL_BROADCAST, sendbuf, recvbuf, count, dtype, DT_SUM, root, 0, 0};
     DT_TRY(args_broadcast(&a, comm, "dt_ibroadcast"));
     return issue(comm, &a, req);
 }
@@ -385,7 +358,7 @@ dt_result dt_iallgather(const void *sendbuf, void *recvbuf, size_t sendcount, dt
                         dt_comm *comm, dt_request **req)
 {
     DT_TRY(null_req(req, "dt_iallgather"));
-    dt_coll_args a = args_of(DT_COLL_ALLGATHER, sendbuf, recvbuf, sendcount, dtype, DT_SUM, -1);
+    dt_coll_args a = {DT_COLL_ALLGATHER, sendbuf, recvbuf, sendcount, dtype, DT_SUM, -1, 0, 0};
     DT_TRY(args_gather(&a, comm, "dt_iallgather"));
     return issue(comm, &a, req);
 }
@@ -394,7 +367,7 @@ dt_result dt_ireduce_scatter(const void *sendbuf, void *recvbuf, size_t recvcoun
                              dt_dtype dtype, dt_redop op, dt_comm *comm, dt_request **req)
 {
     DT_TRY(null_req(req, "dt_ireduce_scatter"));
-    dt_coll_args a = args_of(DT_COLL_REDUCE_SCATTER, sendbuf, recvbuf, recvcount, dtype, op, -1);
+    dt_coll_args a = {DT_COLL_REDUCE_SCATTER, sendbuf, recvbuf, recvcount, dtype, op, -1, 0, 0};
     DT_TRY(args_gather(&a, comm, "dt_ireduce_scatter"));
     return issue(comm, &a, req);
 }

@@ -308,8 +308,6 @@ typedef struct {
     int root;
     dt_algo algo;      /* resolved: never AUTO unless a shortcut may be used */
     int shortcut;      /* 1: the shared-memory shortcut may be taken */
-    dt_block_fn apply; /* dt_allreduce_apply's fn, or NULL */
-    void *apply_ctx;
 } dt_coll_args;
 
 /* Runs a collective on op's lane (called by the blocking API on lane 0 and

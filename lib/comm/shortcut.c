@@ -12,9 +12,6 @@
  * barrier keeps every output alive until all writers are done. Priced as a
  * ring.
  *
- * dt_allreduce_apply is the same pass, with its function applied to each
- * block between the reduction and the writes.
- *
  * One-pass reduce-scatter and allgather (large messages), the same way:
  * rank r reduces chunk r of all inputs into its own output only; or copies
  * every rank's input into its own output. Priced as the ring's one phase.
@@ -282,8 +279,6 @@ dt_result dt_shortcut_allreduce(dt_op *op, const dt_coll_args *a)
     for (size_t b = lo; b < hi && res == DT_OK; b += per) {
         size_t len = hi - b < per ? hi - b : per;
         res = reduce_block(a, all, n, r, self, acc, acc + block, block, b, len);
-        if (res == DT_OK && a->apply) /* dt_allreduce_apply's fn, on the block in L1 */
-            a->apply(a->apply_ctx, b, acc, len);
         for (int j = 0; j < n && res == DT_OK; j++)
             res = write_out(all, j, self, b * es, acc, len * es, stream);
     }

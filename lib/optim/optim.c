@@ -140,38 +140,18 @@ void dt_optim_free(dt_optimizer *o)
     memset(o, 0, sizeof *o);
 }
 
-dt_result dt_optim_update_part(dt_optimizer *o, size_t first, float *params, const float *grads,
-                               size_t len)
-{
-    if (!o)
-        return dt_fail(DT_ERR_INVALID_ARG, "dt_optim_update_part: NULL optimizer");
-    if (first < o->offset || first - o->offset > o->count || len > o->count - (first - o->offset))
-        return dt_fail(DT_ERR_INVALID_ARG, "dt_optim_update_part: [%zu, %zu) is not inside "
-                       "the optimizer's range [%zu, %zu)", first, first + len, o->offset,
-                       o->offset + o->count);
-    if (len == 0)
-        return DT_OK;
-    size_t at = first - o->offset; /* into the state */
-    if (o->cfg.kind == DT_OPTIM_SGD)
-        return dt_sgd_update(&o->cfg, params, grads, o->state ? o->state + at : NULL, len);
-    /* state: first moments of the range, then second moments */
-    return dt_adamw_update(&o->cfg, params, grads, o->state + at, o->state + o->count + at, len,
-                           o->step + 1);
-}
-
-void dt_optim_end_step(dt_optimizer *o)
-{
-    if (o)
-        o->step++;
-}
-
 dt_result dt_optim_step_shard(dt_optimizer *o, float *params_shard, const float *grads_shard)
 {
     if (!o)
         return dt_fail(DT_ERR_INVALID_ARG, "dt_optim_step: NULL optimizer");
-    dt_result r = dt_optim_update_part(o, o->offset, params_shard, grads_shard, o->count);
+    dt_result r = DT_OK;
+    if (o->count && o->cfg.kind == DT_OPTIM_SGD)
+        r = dt_sgd_update(&o->cfg, params_shard, grads_shard, o->state, o->count);
+    else if (o->count) /* state: first moments of the range, then second moments */
+        r = dt_adamw_update(&o->cfg, params_shard, grads_shard, o->state, o->state + o->count,
+                            o->count, o->step + 1);
     if (r == DT_OK) /* a failed step leaves the count where it was */
-        dt_optim_end_step(o);
+        o->step++;
     return r;
 }
 

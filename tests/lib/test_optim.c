@@ -82,39 +82,6 @@ TEST(optim_shards_compose_to_the_whole, 2)
     }
 }
 
-/* A step in parts (as dt_allreduce_apply gives them, here backwards and
- * uneven) updates like the whole step; a part outside the range is refused. */
-TEST(optim_step_in_parts, 1)
-{
-    enum { N = 101 };
-    dt_optim_config cfgs[2] = {dt_sgd_config(0.05f, 0.9f, 0.01f), dt_adamw_config(0.01f)};
-    for (int k = 0; k < 2; k++) {
-        float whole[N], parts[N], grads[N];
-        for (int i = 0; i < N; i++) {
-            whole[i] = parts[i] = (float)(i % 11) - 5;
-            grads[i] = (float)(i % 5) - 2;
-        }
-        dt_optimizer a, b;
-        EXPECT_OK(dt_optim_init(&a, &cfgs[k], 10, 80));
-        EXPECT_OK(dt_optim_init(&b, &cfgs[k], 10, 80));
-        for (int step = 0; step < 3; step++) {
-            EXPECT_OK(dt_optim_step(&a, whole, grads));
-            size_t cuts[4] = {10, 17, 60, 90};
-            for (int p = 2; p >= 0; p--)
-                EXPECT_OK(dt_optim_update_part(&b, cuts[p], parts + cuts[p], grads + cuts[p],
-                                               cuts[p + 1] - cuts[p]));
-            dt_optim_end_step(&b);
-        }
-        EXPECT(memcmp(whole, parts, sizeof whole) == 0, "%s: parts differ from the whole step",
-               k ? "AdamW" : "SGD");
-        EXPECT(b.step == 3, "step count %ld", b.step);
-        EXPECT_ERR(dt_optim_update_part(&b, 5, parts + 5, grads + 5, 10), DT_ERR_INVALID_ARG);
-        EXPECT_ERR(dt_optim_update_part(&b, 85, parts + 85, grads + 85, 6), DT_ERR_INVALID_ARG);
-        dt_optim_free(&a);
-        dt_optim_free(&b);
-    }
-}
-
 TEST(optim_state_memory_is_exact, 1)
 {
     dt_mem_ctx *ctx = dt_mem_ctx_create();

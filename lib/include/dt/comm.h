@@ -212,26 +212,6 @@ dt_algo dt_comm_get_algo(const dt_comm *comm);
 dt_result dt_allreduce(const void *sendbuf, void *recvbuf, size_t count, dt_dtype dtype,
                        dt_redop op, dt_comm *comm);
 
-/* An allreduce whose result passes through fn on its way out: a fused
- * "reduce-scatter, update my part, allgather". Rank r owns the elements
- * [first, first + len) of dt_shard_range(count, size, r); it reduces them
- * (for DT_AVG: averages) in blocks and calls fn(ctx, i, block, n) for each
- * block of n of them starting at flat index i, once per element, in order.
- * fn may rewrite the block in place; what it leaves is written to every
- * rank's recvbuf[i .. i+n). When fn runs, this rank's recvbuf[i .. i+n) still
- * holds its old values, so recvbuf may be what fn updates: sendbuf the
- * gradients and recvbuf the parameters, fn an optimizer step on the owned
- * part (ZeRO stage 1 in one pass, chapter 07). fn must not call the
- * communicator. Costs, counts and is charged as an allreduce. */
-typedef void (*dt_block_fn)(void *ctx, size_t first, void *block, size_t n);
-dt_result dt_allreduce_apply(const void *sendbuf, void *recvbuf, size_t count, dt_dtype dtype,
-                             dt_redop op, dt_block_fn fn, void *ctx, dt_comm *comm);
-
-/* The part of count elements that rank r of n owns in dt_allreduce_apply
- * (and in the ring's reduce-scatter): count / n elements each, one more for
- * the first count % n ranks. */
-void dt_shard_range(size_t count, int n, int r, size_t *first, size_t *len);
-
 /* recvbuf = root's sendbuf on every rank. sendbuf is read on the root only
  * (others may pass NULL). In place when sendbuf == recvbuf on the root. */
 dt_result dt_broadcast(const void *sendbuf, void *recvbuf, size_t count, dt_dtype dtype,

@@ -73,15 +73,6 @@ dt_result dt_optim_step(dt_optimizer *o, float *params, const float *grads);
  * element 0 is flat index offset. */
 dt_result dt_optim_step_shard(dt_optimizer *o, float *params_shard, const float *grads_shard);
 
-/* One step in parts (dt_allreduce_apply hands an optimizer its part block
- * by block): updates elements [first, first + len) of the range, params and
- * grads pointing at element first; then dt_optim_end_step once the step's
- * parts are all done. Parts of one step, in any order, update exactly as
- * dt_optim_step does. */
-dt_result dt_optim_update_part(dt_optimizer *o, size_t first, float *params, const float *grads,
-                               size_t len);
-void dt_optim_end_step(dt_optimizer *o);
-
 /* Bytes of state per parameter of a config (8 for AdamW, 4 or 0 for SGD). */
 size_t dt_optim_state_bytes_per_param(const dt_optim_config *cfg);
 
