@@ -142,6 +142,14 @@ void dt_arena_free(void *base, void *p)
     pthread_mutex_unlock(&a->lock);
 }
 
+int dt_owner_pid(const dt_job *job, int pid, const void *p, size_t bytes)
+{
+    const char *a = job ? job->arena : NULL, *q = p;
+    if (a && q >= a && bytes <= job->arena_bytes && (size_t)(q - a) <= job->arena_bytes - bytes)
+        return 0;
+    return pid;
+}
+
 void *dt_shm_alloc(dt_job *job, size_t bytes)
 {
     if (bytes == 0)

@@ -86,6 +86,7 @@ typedef struct dt_job {
     _Atomic int fail_order;  /* ranks that ended badly, counted in time */
     _Atomic int next_comm_id;
     void *arena;             /* proc backend: the shm arena (NULL: malloc) */
+    size_t arena_bytes;      /* its size */
     struct dt_comm_shared *world;
     dt_board *board;         /* [nranks] */
 } dt_job;
@@ -98,6 +99,9 @@ void dt_shm_free(dt_job *job, void *p);
 dt_result dt_arena_init(void *arena, size_t size);
 void *dt_arena_alloc(void *arena, size_t bytes);
 void dt_arena_free(void *arena, void *p);
+/* pid, or 0 when [p, p + bytes) lies in the job's shared arena: memory that
+ * every process addresses directly, at the same address. */
+int dt_owner_pid(const dt_job *job, int pid, const void *p, size_t bytes);
 
 void dt_bell_ring(dt_bell *b);
 /* Copies between this process (self) and another rank's memory

@@ -74,7 +74,7 @@ dt_result dt_opts_resolve(const dt_launch_opts *in, dt_resolved *out)
 
 /* ---------------------------------------------------------------- the job */
 
-dt_result dt_job_init(dt_job *job, const dt_resolved *res, void *arena)
+dt_result dt_job_init(dt_job *job, const dt_resolved *res, void *arena, size_t arena_bytes)
 {
     job->magic = DT_JOB_MAGIC;
     job->version = DT_JOB_VERSION;
@@ -91,6 +91,7 @@ dt_result dt_job_init(dt_job *job, const dt_resolved *res, void *arena)
     job->debug = res->o.debug > 0;
     job->algo = res->o.algo;
     job->arena = arena;
+    job->arena_bytes = arena_bytes;
     job->board = dt_shm_alloc(job, sizeof(dt_board) * (size_t)job->nranks);
     if (!job->board)
         return DT_ERR_NOMEM;
@@ -267,7 +268,7 @@ static dt_result launch_threads(const dt_resolved *res, dt_rank_fn fn, void *arg
         free(t);
         return dt_fail(DT_ERR_NOMEM, "dt_launch: out of memory for %d ranks", n);
     }
-    dt_result r = dt_job_init(job, res, NULL);
+    dt_result r = dt_job_init(job, res, NULL, 0);
     double wall0 = dt_now();
     for (int i = 0; r == DT_OK && i < n; i++) {
         dt_rank_ctx_init(&t[i].rc, job, i, res);

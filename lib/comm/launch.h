@@ -15,7 +15,7 @@ typedef struct {
 dt_result dt_opts_resolve(const dt_launch_opts *in, dt_resolved *out);
 
 /* Fills a zeroed job (its board and world group in shared memory). */
-dt_result dt_job_init(dt_job *job, const dt_resolved *res, void *arena);
+dt_result dt_job_init(dt_job *job, const dt_resolved *res, void *arena, size_t arena_bytes);
 /* The launcher saw rank r's process die (or exit badly): marks it dead,
  * whatever its state, and wakes every rank. */
 void dt_rank_died(dt_job *job, int r, const char *msg);

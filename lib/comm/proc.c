@@ -119,7 +119,7 @@ static dt_result arena_create(const dt_resolved *res, void *hint, proc_header **
         snprintf(h->name, sizeof h->name, "%s", name);
         h->job = dt_arena_alloc(base, sizeof(dt_job));
         h->traces = dt_arena_alloc(base, sizeof(proc_trace) * (size_t)res->o.nranks);
-        r = h->job && h->traces ? dt_job_init(h->job, res, base) : DT_ERR_NOMEM;
+        r = h->job && h->traces ? dt_job_init(h->job, res, base, size) : DT_ERR_NOMEM;
     }
     if (r != DT_OK) { /* the message says why: /dev/shm or the arena is full */
         if (base != MAP_FAILED)
@@ -406,7 +406,7 @@ dt_result dt_init(dt_comm **world)
             job = j->h->job;
     } else {
         res.o.nranks = 1;
-        r = dt_job_init(job, &res, NULL);
+        r = dt_job_init(job, &res, NULL, 0);
     }
     if (r == DT_OK) {
         dt_rank_ctx_init(&j->rc, job, rank, &res);

@@ -8,7 +8,9 @@
  * every output. Each input byte is read once and each output byte written
  * once: about 2*n*N bytes of memory traffic in all, the floor. Threads
  * address each other's buffers directly; processes read and write them with
- * process_vm_readv / process_vm_writev (cross-memory attach). A second
+ * process_vm_readv / process_vm_writev (cross-memory attach), except
+ * buffers in the job's shared arena (dt_alloc_shared), which they address
+ * directly too. A second
  * barrier keeps every output alive until all writers are done. Priced as a
  * ring.
  *
@@ -152,7 +154,7 @@ static dt_result reduce_block(const dt_coll_args *a, const dt_rec *all, int n, i
     for (int j = 0; j < n; j++) {
         const char *src = (const char *)(uintptr_t)all[j].w[0] + off * es;
         int pid = (int)all[j].w[2];
-        if (pid == self_pid) {
+        if (pid == self_pid || pid == 0) {
             inp[j] = src;
             continue;
         }
@@ -174,8 +176,8 @@ static dt_result write_out(const dt_rec *all, int j, int self_pid, size_t off, c
                            size_t bytes, int stream)
 {
     char *dst = (char *)(uintptr_t)all[j].w[1] + off;
-    int pid = (int)all[j].w[2];
-    if (pid == self_pid) {
+    int pid = (int)all[j].w[3];
+    if (pid == self_pid || pid == 0) {
         store(dst, src, bytes, stream);
         return DT_OK;
     }
@@ -189,7 +191,7 @@ static dt_result read_in(const dt_rec *all, int j, int self_pid, size_t off, cha
 {
     const char *src = (const char *)(uintptr_t)all[j].w[0] + off;
     int pid = (int)all[j].w[2];
-    if (pid == self_pid) {
+    if (pid == self_pid || pid == 0) {
         store(dst, src, bytes, stream);
         return DT_OK;
     }
@@ -218,14 +220,19 @@ static dt_result tiny_allreduce(dt_op *op, const dt_coll_args *a)
     return DT_OK;
 }
 
-/* A shortcut's start: every rank publishes its input, its output and its
- * pid (the same pid for all threads: they address each other directly). */
-static dt_result shortcut_begin(dt_op *op, const dt_coll_args *a, const dt_rec **all,
-                                double *t0)
+/* A shortcut's start: every rank publishes its input and its output
+ * (send_bytes and recv_bytes long), with the pid that owns each: its own,
+ * the same for all threads, which address each other directly; or 0 for a
+ * buffer in the proc backend's shared arena, which every process does. */
+static dt_result shortcut_begin(dt_op *op, const dt_coll_args *a, size_t send_bytes,
+                                size_t recv_bytes, const dt_rec **all, double *t0)
 {
     dt_comm *c = op->comm;
+    const dt_job *job = c->rc->job;
+    int pid = c->rc->pid;
     dt_rec mine = {{(uint64_t)(uintptr_t)a->sendbuf, (uint64_t)(uintptr_t)a->recvbuf,
-                    (uint64_t)c->rc->pid}, op->t};
+                    (uint64_t)dt_owner_pid(job, pid, a->sendbuf, send_bytes),
+                    (uint64_t)dt_owner_pid(job, pid, a->recvbuf, recv_bytes)}, op->t};
     DT_TRY(dt_sync_exchange(op, &mine, all));
     *t0 = max_clock(*all, c->size);
     return DT_OK;
@@ -271,7 +278,7 @@ dt_result dt_shortcut_allreduce(dt_op *op, const dt_coll_args *a)
         return DT_ERR_NOMEM;
     const dt_rec *all;
     double t0;
-    DT_TRY(shortcut_begin(op, a, &all, &t0));
+    DT_TRY(shortcut_begin(op, a, count * es, count * es, &all, &t0));
     size_t lo = dt_chunk_off(count, n, r), hi = lo + dt_chunk_len(count, n, r);
     size_t per = block / es;
     int stream = count * es >= STREAM_MIN;
@@ -296,7 +303,7 @@ dt_result dt_shortcut_reduce_scatter(dt_op *op, const dt_coll_args *a)
         return DT_ERR_NOMEM;
     const dt_rec *all;
     double t0;
-    DT_TRY(shortcut_begin(op, a, &all, &t0));
+    DT_TRY(shortcut_begin(op, a, (size_t)n * count * es, count * es, &all, &t0));
     size_t lo = (size_t)r * count, per = block / es;
     int stream = count * es >= STREAM_MIN;
     dt_result res = DT_OK;
@@ -317,12 +324,12 @@ dt_result dt_shortcut_allgather(dt_op *op, const dt_coll_args *a)
     size_t blk = a->count * dt_dtype_size(a->dtype);
     const dt_rec *all;
     double t0;
-    DT_TRY(shortcut_begin(op, a, &all, &t0));
+    DT_TRY(shortcut_begin(op, a, blk, (size_t)n * blk, &all, &t0));
     int stream = blk * (size_t)n >= STREAM_MIN;
     dt_result res = DT_OK;
     for (int j = 0; j < n && res == DT_OK; j++) {
         char *dst = (char *)a->recvbuf + (size_t)j * blk;
-        if ((int)all[j].w[2] == self && (const char *)(uintptr_t)all[j].w[0] == dst)
+        if (j == c->rank && (const char *)a->sendbuf == dst)
             continue; /* in place */
         res = read_in(all, j, self, 0, dst, blk, stream);
     }

@@ -364,7 +364,8 @@ dt_result dt_tp_isend(dt_op *op, int peer, const void *buf, size_t bytes, uint64
     m->tag = tag;
     m->bytes = bytes;
     m->stamp = op->t;
-    m->pid = eager ? 0 : c->rc->pid; /* eager data lies in shared memory */
+    /* eager data lies in shared memory, and so may the sender's buffer */
+    m->pid = eager ? 0 : dt_owner_pid(job, c->rc->pid, buf, bytes);
     m->owner_world = c->rc->world_rank;
     m->eager = eager;
     m->port_rank = peer;
@@ -416,7 +417,7 @@ dt_result dt_tp_irecv(dt_op *op, int peer, void *buf, size_t bytes, uint64_t tag
     m->bytes = bytes;
     m->buf = buf;
     m->port_rank = c->rank;
-    m->pid = c->rc->pid;
+    m->pid = dt_owner_pid(job, c->rc->pid, buf, bytes);
     m->owner_world = c->rc->world_rank;
 
     dt_shared_lock(&port->lock);

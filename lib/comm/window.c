@@ -3,7 +3,8 @@
  * the communicator allocates it in the job's shared memory (the heap in
  * the thread backend, the arena in the proc backend, which every process
  * maps at the same address) and hands the address to the others through
- * the barrier-exchange. */
+ * the barrier-exchange. And dt_alloc_shared: one rank's buffer in that same
+ * shared memory, which the collectives then address directly. */
 #include "comm_internal.h"
 
 #include <stdio.h>
@@ -28,6 +29,24 @@ static dt_result win_sync(dt_comm *comm, dt_rec *mine, const dt_rec **all)
     dt_result r = dt_sync_exchange(&op, mine, all);
     dt_doing_set(comm, 0, -1, 0, 0, 0);
     return r;
+}
+
+dt_result dt_alloc_shared(dt_comm *comm, size_t bytes, void **p)
+{
+    DT_TRY(dt_comm_check(comm, "dt_alloc_shared"));
+    if (!p)
+        return dt_fail(DT_ERR_INVALID_ARG, "dt_alloc_shared: p is NULL");
+    *p = NULL;
+    if (bytes == 0 || bytes > SIZE_MAX / 4)
+        return dt_fail(DT_ERR_INVALID_ARG, "dt_alloc_shared: bad size %zu bytes", bytes);
+    *p = dt_shm_alloc(comm->rc->job, bytes); /* says why when it fails */
+    return *p ? DT_OK : DT_ERR_NOMEM;
+}
+
+void dt_free_shared(dt_comm *comm, void *p)
+{
+    if (p && dt_comm_check(comm, "dt_free_shared") == DT_OK)
+        dt_shm_free(comm->rc->job, p);
 }
 
 dt_result dt_win_allocate(dt_comm *comm, size_t bytes, void **base, dt_win **win)

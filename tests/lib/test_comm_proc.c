@@ -316,3 +316,63 @@ TEST_T(comm_proc_full_shm_is_an_error, 2, 30)
            dt_last_error());
     EXPECT(leftovers() == 0, "a shared-memory segment was left in /dev/shm");
 }
+
+/* Buffers from dt_alloc_shared (in the arena: addressed directly) beside
+ * private ones (cross-memory copies), in one call: large allreduces,
+ * reduce-scatters, allgathers and messages give the right values. */
+static dt_result shared_buffers_rank(dt_comm *c, void *arg)
+{
+    (void)arg;
+    int n = dt_comm_size(c), r = dt_comm_rank(c);
+    size_t count = 200003; /* above the shortcuts' 256 KiB */
+    float *in, *out;
+    int shared = r % 2; /* odd ranks use shared memory, even ones the heap */
+    if (shared) {
+        DT_CHECK(dt_alloc_shared(c, count * (size_t)n * sizeof(float), (void **)&in));
+        DT_CHECK(dt_alloc_shared(c, count * (size_t)n * sizeof(float), (void **)&out));
+    } else {
+        in = calloc(count * (size_t)n, sizeof(float));
+        out = calloc(count * (size_t)n, sizeof(float));
+    }
+    for (size_t i = 0; i < count * (size_t)n; i++)
+        in[i] = (float)(r + 1) + (float)(i % 100);
+    size_t bad = 0;
+    float ranks_sum = (float)(n * (n + 1) / 2);
+    EXPECT_OK(dt_allreduce(in, out, count, DT_F32, DT_SUM, c));
+    for (size_t i = 0; i < count; i++)
+        bad += out[i] != ranks_sum + (float)n * (float)(i % 100);
+    EXPECT_OK(dt_reduce_scatter(in, out, count, DT_F32, DT_SUM, c));
+    for (size_t i = 0; i < count; i++)
+        bad += out[i] != ranks_sum + (float)n * (float)(((size_t)r * count + i) % 100);
+    EXPECT_OK(dt_allgather(in, out, count, DT_F32, c));
+    for (size_t i = 0; i < count * (size_t)n; i++)
+        bad += out[i] != (float)(i / count + 1) + (float)(i % count % 100);
+    if (r == 0)
+        EXPECT_OK(dt_send(in, count, DT_F32, 1, c));
+    if (r == 1) {
+        EXPECT_OK(dt_recv(out, count, DT_F32, 0, c));
+        for (size_t i = 0; i < count; i++)
+            bad += out[i] != 1.0f + (float)(i % 100);
+    }
+    EXPECT(bad == 0, "rank %d (%s buffers): %zu wrong values", r, shared ? "shared" : "private",
+           bad);
+    if (shared) {
+        dt_free_shared(c, in);
+        dt_free_shared(c, out);
+    } else {
+        free(in), free(out);
+    }
+    return DT_OK;
+}
+
+TEST_T(comm_proc_shared_buffers, 2, 60)
+{
+    for (int n = 2; n <= 3; n++) {
+        dt_launch_opts o = proc_opts(n);
+        EXPECT_OK(dt_launch(&o, shared_buffers_rank, NULL));
+        o.backend = DT_BACKEND_THREAD; /* plain memory there: the same code */
+        EXPECT_OK(dt_launch(&o, shared_buffers_rank, NULL));
+    }
+    void *p;
+    EXPECT_ERR(dt_alloc_shared(NULL, 64, &p), DT_ERR_INVALID_ARG);
+}

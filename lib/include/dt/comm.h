@@ -316,6 +316,17 @@ dt_result dt_win_allocate(dt_comm *comm, size_t bytes, void **base, dt_win **win
 /* Collective: frees the window (after a barrier). NULL is ignored. */
 dt_result dt_win_free(dt_win *win);
 
+/* Not collective: *p points to bytes zeroed bytes (64-byte aligned) of the
+ * job's shared memory, private to this rank by use but addressable by every
+ * rank: collectives and messages on buffers inside it are copied directly,
+ * without the cross-process copy the proc backend needs for other memory
+ * (like NCCL's registered buffers). In the thread backend it is plain
+ * memory. Free it with dt_free_shared before the rank's function returns
+ * (the arena is unmapped when the job ends). Not charged to the memory
+ * accounting. */
+dt_result dt_alloc_shared(dt_comm *comm, size_t bytes, void **p);
+void dt_free_shared(dt_comm *comm, void *p);
+
 /* ---------------------------------------------------------------- stats */
 
 /* The kinds of call counted in dt_stats.calls. Async forms count as their
