@@ -324,6 +324,7 @@ typedef struct {
     dt_model m;
     dt_acts *a;
     dt_optimizer opt, opt_tail; /* opt_tail: --shard-optimizer's last P mod K */
+    float *own_params, *own_grads; /* the model's buffers while shared ones stand in */
     size_t *shard;
     float *x;
     int32_t *y;
@@ -423,8 +424,39 @@ static dt_result dp_report(dt_comm *w, dt_model *m, const dt_dataset *test, cons
 }
 
 
-static void dp_free(dp_state *s)
+/* The flat buffers the collectives work on, moved into the job's shared
+ * memory (dt_alloc_shared): in the proc backend the ranks then read and
+ * write each other's directly instead of through cross-memory copies. */
+static dt_result share_buffers(dt_comm *w, dp_state *s)
 {
+    dt_model *m = &s->m;
+    size_t bytes = m->num_params * sizeof(float);
+    float *p = NULL, *g = NULL;
+    DT_CHECK(dt_alloc_shared(w, bytes, (void **)&p));
+    dt_result r = dt_alloc_shared(w, bytes, (void **)&g);
+    if (r != DT_OK) {
+        dt_free_shared(w, p);
+        return r;
+    }
+    memcpy(p, m->params, bytes);
+    s->own_params = m->params, s->own_grads = m->grads;
+    m->params = p, m->grads = g;
+    return DT_OK;
+}
+
+static void unshare_buffers(dt_comm *w, dp_state *s)
+{
+    if (!s->own_params)
+        return;
+    dt_free_shared(w, s->m.params);
+    dt_free_shared(w, s->m.grads);
+    s->m.params = s->own_params, s->m.grads = s->own_grads;
+    s->own_params = s->own_grads = NULL;
+}
+
+static void dp_free(dt_comm *w, dp_state *s)
+{
+    unshare_buffers(w, s);
     dt_acts_free(s->a);
     dt_optim_free(&s->opt);
     dt_optim_free(&s->opt_tail);
@@ -448,6 +480,10 @@ static dt_result dp_rank(dt_comm *w, void *arg)
         r = dt_fail(DT_ERR_UNSUPPORTED, "--ranks: MLP models only");
     if (r == DT_OK)
         r = make_data(o, &s.m, &s.train, &s.test);
+    /* without room in the job's shared memory, each rank keeps its own */
+    if (r == DT_OK && K > 1 && share_buffers(w, &s) != DT_OK && rank == 0 && !o->json)
+        printf("[%s] shared memory too small for the gradients: private buffers (%s)\n",
+               j->tag, dt_last_error());
     /* every rank starts from rank 0's parameters */
     if (r == DT_OK)
         r = dt_broadcast(s.m.params, s.m.params, s.m.num_params, DT_F32, 0, w);
@@ -537,7 +573,7 @@ static dt_result dp_rank(dt_comm *w, void *arg)
         res->params_hash = fnv1a(s.m.params, s.m.num_params * sizeof(float));
         res->done = 1;
     }
-    dp_free(&s);
+    dp_free(w, &s);
     return r;
 }
 

@@ -59,14 +59,14 @@ typedef struct {
 
 static _Atomic int arena_counter;
 
-/* The arena's size: DT_ARENA_MB, by default 64 MB or all of /dev/shm where
+/* The arena's size: DT_ARENA_MB, by default 1 GB or all of /dev/shm where
  * that is smaller. The mapping is sparse (the arena reserves pages as it
  * uses them, see arena.c): the size is only a limit, but one larger than
  * /dev/shm itself is surely a mistake. */
 static dt_result arena_size(int fd, size_t *size)
 {
     const char *env = dt_env_str("DT_ARENA_MB", NULL);
-    *size = (size_t)dt_env_long("DT_ARENA_MB", 64) << 20;
+    *size = (size_t)dt_env_long("DT_ARENA_MB", 1024) << 20;
     if (*size < (1u << 20))
         *size = 1u << 20;
     struct statvfs vfs;

@@ -130,8 +130,10 @@ typedef struct {
  * Three more knobs are read at launch: DT_BIND=1 pins rank r to core
  * r mod cores (off by default; dtbench sets it, as mpirun binds);
  * DT_SPIN_US, how long a wait spins before it yields (default 20 when every
- * rank has a core, else 0); DT_ARENA_MB, the proc backend's shared arena
- * (default 64: messages' headers, small messages, windows). */
+ * rank has a core, else 0); DT_ARENA_MB, the most the proc backend's shared
+ * arena may grow to (default 1024, or all of /dev/shm where smaller; it
+ * takes pages only as it uses them: messages' headers, small messages,
+ * windows, dt_alloc_shared). */
 void dt_launch_opts_init(dt_launch_opts *o);
 
 /* A rank's function: runs on every rank with its own world communicator. */
