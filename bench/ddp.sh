@@ -18,7 +18,8 @@
 # so 2 x cpu(1 rank) / cpu(2 ranks) is the speedup a quiet 2-core machine
 # would give; the table shows it beside the wall-clock one.
 # Each round also times the step's allreduce alone (build/bin/dtbench, the
-# gradient's 7454760 bytes on 2 ranks): chapter 03's formula for a step
+# gradient's 7454760 bytes on 2 ranks, averaged, in shared memory as
+# dttrain's buffers are): chapter 03's formula for a step
 # without overlap, T_2 = T_1 + T_allreduce, predicts 2 T_1 / (T_1 + T_ar).
 #
 #   bash bench/ddp.sh                 (make bench runs it; BUILD picks the build)
@@ -72,7 +73,7 @@ for r in $(seq "$ROUNDS"); do
     for b in thread proc; do
         [ $b = proc ] && [ $have_proc = 0 ] && continue
         t=$("$BUILD/bin/dtbench" allreduce -b 7454760 -e 7454760 -n 2 --iters 10 --backend $b \
-            --csv | awk -F, 'NR == 2 {print $4}') || { echo "dtbench failed"; exit 1; }
+            -o avg --shared --csv | awk -F, 'NR == 2 {print $4}') || { echo "dtbench failed"; exit 1; }
         cpus[ar_$b]="${cpus[ar_$b]:-} $t"
     done
     if [ $have_torch = 1 ]; then

@@ -2,7 +2,7 @@
  *
  *   dtbench COLL [-b MIN] [-e MAX] [-f FACTOR] [-n RANKS] [--backend thread|proc]
  *                [--iters N] [--warmup N] [-d DTYPE] [-o OP] [--algo A] [--net NET]
- *                [--check 0|1] [--csv]
+ *                [--check 0|1] [--csv] [--shared]
  *
  * COLL: allreduce, broadcast, reduce, allgather, reduce_scatter, alltoall,
  * sendrecv (a ring shift), barrier, or launch (the time of dt_launch of an
@@ -16,7 +16,9 @@
  * reduce-scatter, alltoall; 1 for broadcast, reduce, sendrecv), and #wrong:
  * the elements that differ from the exact answer in a separate checked
  * call (integer-valued data). Exit status 1 when any element is wrong or a
- * call fails. Ranks are bound to cores (DT_BIND=1) unless DT_BIND says
+ * call fails. --shared takes the buffers from dt_alloc_shared (the job's
+ * shared memory, which the proc backend's ranks address directly; see
+ * bench/ddp.sh). Ranks are bound to cores (DT_BIND=1) unless DT_BIND says
  * otherwise, as mpirun binds its ranks. */
 #include "dt/comm.h"
 
@@ -29,7 +31,7 @@ typedef struct {
     int coll; /* dt_coll_kind, or -1 for launch */
     size_t min, max;
     double factor;
-    int iters, warmup, check, csv;
+    int iters, warmup, check, csv, shared;
     dt_dtype dtype;
     dt_redop op;
 } bench;
@@ -165,7 +167,16 @@ static dt_result bench_rank(dt_comm *c, void *arg)
     int n = dt_comm_size(c), me = dt_comm_rank(c);
     size_t es = dt_dtype_size(b->dtype);
     size_t top = b->max < es * (size_t)n ? es * (size_t)n : b->max;
-    char *s = malloc(top + 64), *r = malloc(top + 64);
+    char *s = NULL, *r = NULL;
+    if (b->shared) {
+        DT_CHECK(dt_alloc_shared(c, top + 64, (void **)&s));
+        if (dt_alloc_shared(c, top + 64, (void **)&r) != DT_OK) {
+            dt_free_shared(c, s);
+            return DT_ERR_NOMEM;
+        }
+    } else {
+        s = malloc(top + 64), r = malloc(top + 64);
+    }
     if (!s || !r)
         return dt_fail(DT_ERR_NOMEM, "no memory for %zu bytes", top);
     memset(s, 0, top);
@@ -205,8 +216,13 @@ static dt_result bench_rank(dt_comm *c, void *arg)
         if (bytes == 0 || b->factor <= 1)
             break;
     }
-    free(s);
-    free(r);
+    if (b->shared) {
+        dt_free_shared(c, s);
+        dt_free_shared(c, r);
+    } else {
+        free(s);
+        free(r);
+    }
     if (total_wrong)
         return dt_fail(DT_ERR_INTERNAL, "%ld wrong elements", total_wrong);
     return DT_OK;
@@ -250,7 +266,7 @@ static void usage(void)
     fprintf(stderr,
             "usage: dtbench COLL [-b MIN] [-e MAX] [-f FACTOR] [-n RANKS]\n"
             "               [--backend thread|proc] [--iters N] [--warmup N] [-d DTYPE]\n"
-            "               [-o OP] [--algo A] [--net NET] [--check 0|1] [--csv]\n"
+            "               [-o OP] [--algo A] [--net NET] [--check 0|1] [--csv] [--shared]\n"
             "  COLL: allreduce broadcast reduce allgather reduce_scatter alltoall\n"
             "        sendrecv barrier launch\n");
     exit(2);
@@ -260,7 +276,8 @@ int main(int argc, char **argv)
 {
     if (argc < 2)
         usage();
-    bench b = {DT_COLL_ALLREDUCE, 8, 64 << 20, 4, 20, 5, 1, 0, DT_F32, DT_SUM};
+    bench b = {.coll = DT_COLL_ALLREDUCE, .min = 8, .max = 64 << 20, .factor = 4, .iters = 20,
+               .warmup = 5, .check = 1, .dtype = DT_F32, .op = DT_SUM};
     const char *cname = argv[1];
     static const char *const names[] = {"allreduce", "broadcast", "reduce", "allgather",
                                         "reduce_scatter", "alltoall", "barrier", "send",
@@ -310,6 +327,9 @@ int main(int argc, char **argv)
             if (!found) usage();
         } else if (!strcmp(a, "--csv")) {
             b.csv = 1;
+            takes = 0;
+        } else if (!strcmp(a, "--shared")) {
+            b.shared = 1;
             takes = 0;
         } else {
             usage();
