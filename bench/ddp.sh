@@ -9,9 +9,10 @@
 #           processes against the plain model in 1 (Debian's python3-torch
 #           under /usr/bin/python3; skipped with a message when absent)
 # Each configuration runs ROUNDS times, in turns within this one run; a run
-# reports the median step time of its STEPS steps, and the table gives the
-# median over rounds of samples/s (ranks x 64 / median step) and the speedup
-# of 2 ranks over 1 (target >= 1.8 for libdt).
+# reports the median step time of its STEPS steps (samples/s = ranks x 64 /
+# median step). The speedup of 2 ranks over 1 (target >= 1.8 for libdt) is
+# taken within each round, 2-rank run over the 1-rank run of the same round,
+# and the table gives its median and range over rounds.
 # The machine may be shared: each run also reports the median CPU time of a
 # rank's step (its thread for libdt, its process for PyTorch). With every
 # rank on a core of its own, 2 ranks would run K x 64 samples in that time,
@@ -88,17 +89,27 @@ for r in $(seq "$ROUNDS"); do
 done
 
 med() { echo "$1" | tr ' ' '\n' | grep . | median; }
+# Per-round ratios y/x of two lists of values in round order (side by side
+# in time: the machine's speed drifts less within a round than across).
+ratios() { paste <(echo "$1" | tr ' ' '\n' | grep .) <(echo "$2" | tr ' ' '\n' | grep .) |
+    awk -v k="$3" '{ printf "%.6f\n", k * $2 / $1 }'; }
+spread() { sort -g | awk '{ v[NR] = $1 } END { printf "%.2f-%.2f", v[1], v[NR] }'; }
 echo
-printf "%-31s %9s %9s %8s   %11s %11s %8s\n" "median of rounds" "samples/s" "samples/s" \
-    "speedup" "CPU ms/step" "CPU ms/step" "speedup"
-printf "%-31s %9s %9s %8s   %11s %11s %8s\n" "" "1 rank" "2 ranks" "(wall)" "1 rank" \
-    "2 ranks" "(CPU)"
+echo "speedup: the median over rounds of each round's 2-rank figure over its 1-rank one"
+echo "(the range over rounds after it); samples/s and CPU ms/step: medians over rounds"
+printf "%-31s %9s %9s %8s %10s   %11s %11s %8s\n" "" "samples/s" "samples/s" "speedup" \
+    "" "CPU ms/step" "CPU ms/step" "speedup"
+printf "%-31s %9s %9s %8s %10s   %11s %11s %8s\n" "" "1 rank" "2 ranks" "(wall)" "range" \
+    "1 rank" "2 ranks" "(CPU)"
 row() { # label key [key of the 2-rank runs, default key_2]
-    local a b c1 c2 k2=${3:-${2}_2}
-    a=$(med "${runs[${2}_1]}") b=$(med "${runs[$k2]}")
-    c1=$(med "${cpus[${2}_1]}") c2=$(med "${cpus[$k2]}")
-    printf "%-31s %9.0f %9.0f %7.2fx   %11.2f %11.2f %7.2fx\n" "$1" "$a" "$b" \
-        "$(echo "$b / $a" | bc -l)" "$c1" "$c2" "$(echo "2 * $c1 / $c2" | bc -l)"
+    local k1=${2}_1 k2=${3:-${2}_2}
+    local wall cpu
+    wall=$(ratios "${runs[$k1]}" "${runs[$k2]}" 1)
+    cpu=$(ratios "${cpus[$k2]}" "${cpus[$k1]}" 2)
+    printf "%-31s %9.0f %9.0f %7.2fx %10s   %11.2f %11.2f %7.2fx\n" "$1" \
+        "$(med "${runs[$k1]}")" "$(med "${runs[$k2]}")" "$(echo "$wall" | median)" \
+        "$(echo "$wall" | spread)" "$(med "${cpus[$k1]}")" "$(med "${cpus[$k2]}")" \
+        "$(echo "$cpu" | median)"
 }
 predict() { # label key backend: 2 T1 / (T1 + T_ar), T1 from the wall samples/s of 1 rank
     local a t1 ar
