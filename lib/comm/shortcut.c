@@ -143,32 +143,11 @@ static dt_result remote(ssize_t got, size_t want, int pid, const char *what)
     return dt_cma_fail(what, want, pid);
 }
 
-/* Reduces elements [off, off+len) of every rank's input, in rank order,
- * into acc (a block; stage holds the blocks read from other processes). */
-static dt_result reduce_block(const dt_coll_args *a, const dt_rec *all, int n, int me,
-                              int self_pid, char *acc, char *stage, size_t block, size_t off,
-                              size_t len)
+/* Whether this process addresses a buffer owned by pid directly: its own,
+ * or 0, the shared arena's. */
+static int direct(int pid, int self_pid)
 {
-    size_t es = dt_dtype_size(a->dtype), bytes = len * es;
-    const char *inp[DT_MAX_RANKS];
-    for (int j = 0; j < n; j++) {
-        const char *src = (const char *)(uintptr_t)all[j].w[0] + off * es;
-        int pid = (int)all[j].w[2];
-        if (pid == self_pid || pid == 0) {
-            inp[j] = src;
-            continue;
-        }
-        char *dst = stage + (size_t)(j - (j > me)) * block;
-        struct iovec l = {dst, bytes}, r = {(void *)src, bytes};
-        DT_TRY(remote(process_vm_readv(pid, &l, 1, &r, 1, 0), bytes, pid, "read"));
-        inp[j] = dst;
-    }
-    dt_reduce3(acc, inp[0], inp[1], len, a->dtype, a->op);
-    for (int j = 2; j < n; j++)
-        dt_reduce_into(acc, inp[j], len, a->dtype, a->op);
-    if (a->op == DT_AVG)
-        dt_reduce_avg(acc, len, a->dtype, n);
-    return DT_OK;
+    return pid == self_pid || pid == 0;
 }
 
 /* Writes bytes from src to byte offset off of rank j's output. */
@@ -177,7 +156,7 @@ static dt_result write_out(const dt_rec *all, int j, int self_pid, size_t off, c
 {
     char *dst = (char *)(uintptr_t)all[j].w[1] + off;
     int pid = (int)all[j].w[3];
-    if (pid == self_pid || pid == 0) {
+    if (direct(pid, self_pid)) {
         store(dst, src, bytes, stream);
         return DT_OK;
     }
@@ -191,12 +170,37 @@ static dt_result read_in(const dt_rec *all, int j, int self_pid, size_t off, cha
 {
     const char *src = (const char *)(uintptr_t)all[j].w[0] + off;
     int pid = (int)all[j].w[2];
-    if (pid == self_pid || pid == 0) {
+    if (direct(pid, self_pid)) {
         store(dst, src, bytes, stream);
         return DT_OK;
     }
     struct iovec l = {dst, bytes}, r = {(void *)src, bytes};
     return remote(process_vm_readv(pid, &l, 1, &r, 1, 0), bytes, pid, "read");
+}
+
+/* Reduces elements [off, off+len) of every rank's input, in rank order,
+ * into acc (a block; stage holds the blocks read from other processes). */
+static dt_result reduce_block(const dt_coll_args *a, const dt_rec *all, int n, int me,
+                              int self_pid, char *acc, char *stage, size_t block, size_t off,
+                              size_t len)
+{
+    size_t es = dt_dtype_size(a->dtype);
+    const char *inp[DT_MAX_RANKS];
+    for (int j = 0; j < n; j++) {
+        if (direct((int)all[j].w[2], self_pid)) {
+            inp[j] = (const char *)(uintptr_t)all[j].w[0] + off * es;
+            continue;
+        }
+        char *dst = stage + (size_t)(j - (j > me)) * block;
+        DT_TRY(read_in(all, j, self_pid, off * es, dst, len * es, 0));
+        inp[j] = dst;
+    }
+    dt_reduce3(acc, inp[0], inp[1], len, a->dtype, a->op);
+    for (int j = 2; j < n; j++)
+        dt_reduce_into(acc, inp[j], len, a->dtype, a->op);
+    if (a->op == DT_AVG)
+        dt_reduce_avg(acc, len, a->dtype, n);
+    return DT_OK;
 }
 
 static dt_result tiny_allreduce(dt_op *op, const dt_coll_args *a)
