@@ -33,9 +33,14 @@
 
 #define PROC_MAGIC 0x64746c6162617261ULL /* "dtlabara" */
 #define PROC_VERSION 1
-/* Where dtrun asks for its arena: far from the heap and from the libraries,
- * so that the programs it starts can map it at the same address. */
-#define PROC_ADDR_HINT ((void *)0x5e0000000000ULL)
+/* Where dtrun asks for its arena, so that the programs it starts can map it
+ * at the same address: above where a position-independent program and its
+ * heap are put (0x5555... plus at most 1 TB of randomization) and below the
+ * libraries; inside what ThreadSanitizer and AddressSanitizer leave to the
+ * program (their shadow memory takes other ranges), so that the sanitized
+ * builds get this address too instead of one among the libraries, where an
+ * exec'd rank may already have something mapped. */
+#define PROC_ADDR_HINT ((void *)0x566000000000ULL)
 
 typedef struct {
     dt_trace_ev *ev;
