@@ -15,8 +15,9 @@
  * ring.
  *
  * One-pass reduce-scatter and allgather (large messages), the same way:
- * rank r reduces chunk r of all inputs into its own output only; or copies
- * every rank's input into its own output. Priced as the ring's one phase.
+ * rank r reduces chunk r of all inputs into its own output only; or writes
+ * its own input into its place in every rank's output. Priced as the ring's
+ * one phase.
  *
  * Tiny allreduce (at most 40 bytes): the values ride in the barrier's own
  * records; every rank reduces all records in rank order. Priced as
@@ -320,7 +321,12 @@ dt_result dt_shortcut_reduce_scatter(dt_op *op, const dt_coll_args *a)
     return shortcut_end(op, a, res, t0);
 }
 
-/* Every rank's input (count elements) into its place in this rank's output. */
+/* This rank's input (count elements) into its place in every rank's output.
+ * Pushed, not pulled: a rank that read another's input would leave a copy
+ * of those lines in its cache, and the owner's next write to its input (the
+ * optimizer updating its shard, in ZeRO) would have to take every line back
+ * from it; 2 thread ranks, 7.45 MB of parameters: the shard's update took
+ * 1.7-2.9 ms after a pulling allgather, 0.54-0.71 ms after a pushing one. */
 dt_result dt_shortcut_allgather(dt_op *op, const dt_coll_args *a)
 {
     dt_comm *c = op->comm;
@@ -332,10 +338,9 @@ dt_result dt_shortcut_allgather(dt_op *op, const dt_coll_args *a)
     int stream = blk * (size_t)n >= STREAM_MIN;
     dt_result res = DT_OK;
     for (int j = 0; j < n && res == DT_OK; j++) {
-        char *dst = (char *)a->recvbuf + (size_t)j * blk;
-        if (j == c->rank && (const char *)a->sendbuf == dst)
+        if (j == c->rank && (const char *)a->sendbuf == (char *)a->recvbuf + (size_t)j * blk)
             continue; /* in place */
-        res = read_in(all, j, self, 0, dst, blk, stream);
+        res = write_out(all, j, self, (size_t)c->rank * blk, a->sendbuf, blk, stream);
     }
     return shortcut_end(op, a, res, t0);
 }
