@@ -182,7 +182,7 @@ run-lab:
 	@test -n "$(SEL_LABS)" || { echo "run-lab: LAB=NN names no lab (labs: $(LABS))"; exit 2; }
 	@test -f $(IMPL)/$(SEL_LABS)/run.c || { echo "run-lab: $(IMPL)/$(SEL_LABS) has no run.c"; exit 2; }
 	@$(MAKE) --no-print-directory $(IMPL_DIR)/$(SEL_LABS)/run
-	$(IMPL_DIR)/$(SEL_LABS)/run $(ARGS)
+	BUILD=$(BUILD) $(IMPL_DIR)/$(SEL_LABS)/run $(ARGS)
 
 # ------------------------------------------------------------ grading
 

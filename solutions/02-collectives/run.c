@@ -11,8 +11,9 @@
  *   -net NAME     network preset or "alpha=..,bw=.." (default ib100)
  *   -min BYTES    smallest message (default 1024); suffixes K, M
  *   -max BYTES    largest message (default 4M)
- *   -o PATH       modeled busbw plot (default build/02-busbw.svg)
- *   -wall PATH    wall-clock busbw plot (default build/02-busbw-wall.svg)
+ *   -o PATH       modeled busbw plot (default $BUILD/02-busbw.svg, where
+ *                 make run-lab sets BUILD: build/ unless told otherwise)
+ *   -wall PATH    wall-clock busbw plot (default $BUILD/02-busbw-wall.svg)
  *
  * algbw = n / t and busbw = algbw * 2 (K-1) / K (chapter 02, section 7).
  * The ranks are threads (thread backend): the table is built in this
@@ -167,7 +168,11 @@ static dt_result write_plot(const char *path, const char *title, size_t nsizes,
 int main(int argc, char **argv)
 {
     int k = 8;
-    const char *net = "ib100", *svg = "build/02-busbw.svg", *wall_svg = "build/02-busbw-wall.svg";
+    const char *build = getenv("BUILD") && *getenv("BUILD") ? getenv("BUILD") : "build";
+    char svg_default[4096], wall_default[4096];
+    snprintf(svg_default, sizeof svg_default, "%s/02-busbw.svg", build);
+    snprintf(wall_default, sizeof wall_default, "%s/02-busbw-wall.svg", build);
+    const char *net = "ib100", *svg = svg_default, *wall_svg = wall_default;
     size_t min_b = 1024, max_b = 4u << 20;
     for (int i = 1; i < argc; i++) {
         if (i + 1 >= argc)
