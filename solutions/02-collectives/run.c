@@ -168,7 +168,9 @@ static dt_result write_plot(const char *path, const char *title, size_t nsizes,
 int main(int argc, char **argv)
 {
     int k = 8;
-    const char *build = getenv("BUILD") && *getenv("BUILD") ? getenv("BUILD") : "build";
+    const char *build = getenv("BUILD"); /* where make run-lab builds */
+    if (!build || !*build)
+        build = "build";
     char svg_default[4096], wall_default[4096];
     snprintf(svg_default, sizeof svg_default, "%s/02-busbw.svg", build);
     snprintf(wall_default, sizeof wall_default, "%s/02-busbw-wall.svg", build);
