@@ -94,7 +94,7 @@ static int same_call(const dt_rec *x, const dt_rec *y)
  * the only one that differs. */
 static dt_result debug_check(dt_op *op, const dt_coll_args *a)
 {
-    dt_rec mine = {{signature(a), a->count, (uint64_t)op->seq}, 0};
+    dt_rec mine = {.w = {signature(a), a->count, (uint64_t)op->seq}};
     const dt_rec *all;
     DT_TRY(dt_sync_exchange(op, &mine, &all));
     int n = op->comm->size, ref = 0, bad = -1, differ = 0;

@@ -26,6 +26,9 @@ dt_comm_shared *dt_comm_shared_new(dt_job *job, int size, const int *world)
         dt_comm_shared_unref(job, sh);
         return NULL;
     }
+    for (int l = 0; l < DT_LANES; l++) /* an arena block may hold an old group's stamps */
+        for (int p = 0; p < 2; p++)
+            memset(sh->sync[l].rec[p], 0, sizeof(dt_rec) * (size_t)size);
     sh->size = size;
     sh->id = atomic_fetch_add(&job->next_comm_id, 1);
     atomic_init(&sh->refs, size);
@@ -190,38 +193,46 @@ void dt_doing_set(dt_comm *comm, int lane, int kind, long seq, size_t count, int
 }
 
 typedef struct {
-    dt_sync *s;
-    uint32_t gen;
-} gen_wait;
+    const dt_rec *rec;
+    int size;
+    uint32_t stamp;
+} all_stamped_arg;
 
-static int gen_moved(const void *arg)
+static int all_stamped(const void *arg)
 {
-    const gen_wait *g = arg;
-    return atomic_load_explicit(&g->s->gen, memory_order_acquire) != g->gen;
+    const all_stamped_arg *a = arg;
+    for (int i = 0; i < a->size; i++)
+        if (atomic_load_explicit(&a->rec[i].stamp, memory_order_seq_cst) != a->stamp)
+            return 0;
+    return 1;
 }
 
-/* A central counter barrier: the last to arrive bumps the generation and
- * rings every member's doorbell. One atomic per rank and one wake-up per
- * sleeper: cheap when ranks outnumber cores. */
+/* A barrier of stamps: each rank writes its record into its own cache line
+ * and stamps it, then polls the others' stamps. A waiter sees the last
+ * arrival after one cache-line transfer (a counter and a generation flag
+ * take three in a row). Who wakes sleepers: a rank that, after its own
+ * stamp and a full fence, sees every stamp set. The rank whose fence comes
+ * last sees all of them, so at least one rank rings; the others only wait. */
 dt_result dt_sync_exchange(dt_op *op, const dt_rec *mine, const dt_rec **all)
 {
     dt_comm *c = op->comm;
     dt_sync *s = &c->sh->sync[op->lane];
     uint32_t g = c->sync_gen[op->lane];
-    s->rec[g & 1][c->rank] = *mine;
-    if (atomic_fetch_add_explicit(&s->arrived, 1, memory_order_acq_rel) + 1 == (uint32_t)c->size) {
-        atomic_store_explicit(&s->arrived, 0, memory_order_relaxed);
-        atomic_store_explicit(&s->gen, g + 1, memory_order_release);
+    dt_rec *rec = s->rec[g & 1], *slot = &rec[c->rank];
+    memcpy(slot->w, mine->w, sizeof slot->w);
+    slot->clock = mine->clock;
+    all_stamped_arg arg = {rec, c->size, g + 1};
+    atomic_store_explicit(&slot->stamp, g + 1, memory_order_seq_cst);
+    if (all_stamped(&arg)) {
         dt_job *job = c->rc->job;
         for (int i = 0; i < c->size; i++)
             if (i != c->rank)
                 dt_bell_ring(&job->board[c->sh->world[i]].bell);
     } else {
-        gen_wait w = {s, g};
-        DT_TRY(dt_wait_until(op, gen_moved, &w));
+        DT_TRY(dt_wait_until(op, all_stamped, &arg));
     }
     c->sync_gen[op->lane] = g + 1;
-    *all = s->rec[g & 1];
+    *all = rec;
     return DT_OK;
 }
 
@@ -265,7 +276,7 @@ dt_result dt_comm_split(dt_comm *comm, int color, int key, dt_comm **newcomm)
     dt_op op;
     dt_op_begin(&op, comm, 0, DT_NUM_COLLS, seq, 0);
     dt_doing_set(comm, 0, DT_NUM_COLLS, seq, 0, -1);
-    dt_rec mine = {{(uint64_t)(int64_t)color, (uint64_t)(int64_t)key}, 0};
+    dt_rec mine = {.w = {(uint64_t)(int64_t)color, (uint64_t)(int64_t)key}};
     const dt_rec *all;
     dt_result r = dt_sync_exchange(&op, &mine, &all);
     member *mem = NULL;
@@ -296,7 +307,7 @@ dt_result dt_comm_split(dt_comm *comm, int color, int key, dt_comm **newcomm)
         free(world);
     }
     if (r == DT_OK) {
-        dt_rec rec2 = {{(uint64_t)(uintptr_t)sh, (uint64_t)made_failed}, 0};
+        dt_rec rec2 = {.w = {(uint64_t)(uintptr_t)sh, (uint64_t)made_failed}};
         r = dt_sync_exchange(&op, &rec2, &all);
     }
     if (r == DT_OK && me >= 0) {

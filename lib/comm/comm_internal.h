@@ -151,19 +151,18 @@ typedef struct {
 
 /* A barrier that also exchanges one record per rank (signatures for the
  * debug check, buffer addresses for shared-memory shortcuts, clocks).
- * Records are double-buffered by the parity of the generation: a rank can be
- * at most one generation ahead of the slowest reader. */
+ * Each rank writes its record into a cache line of its own and stamps it
+ * with the exchange's number; the others poll the stamps. Records are
+ * double-buffered by the parity of the exchange: a rank can be at most one
+ * exchange ahead of the slowest reader. */
 typedef struct {
     _Alignas(64) uint64_t w[6]; /* one cache line per rank */
     double clock;
+    _Atomic uint32_t stamp;     /* set by dt_sync_exchange: 1 + the exchange's number */
 } dt_rec;
 
-/* The arrival counter and the generation live on separate cache lines:
- * waiters poll gen while the others add to arrived. */
 typedef struct {
-    _Alignas(64) _Atomic uint32_t arrived;
-    _Alignas(64) _Atomic uint32_t gen;
-    dt_rec *rec[2];       /* [size] each */
+    dt_rec *rec[2];       /* [size] each, zeroed when made */
 } dt_sync;
 
 typedef struct dt_comm_shared {

@@ -208,7 +208,7 @@ static dt_result tiny_allreduce(dt_op *op, const dt_coll_args *a)
 {
     dt_comm *c = op->comm;
     size_t bytes = a->count * dt_dtype_size(a->dtype);
-    dt_rec mine = {{0}, op->t};
+    dt_rec mine = {.clock = op->t};
     if (bytes)
         memcpy(mine.w, a->sendbuf, bytes);
     const dt_rec *all;
@@ -235,9 +235,10 @@ static dt_result shortcut_begin(dt_op *op, const dt_coll_args *a, size_t send_by
     dt_comm *c = op->comm;
     const dt_job *job = c->rc->job;
     int pid = c->rc->pid;
-    dt_rec mine = {{(uint64_t)(uintptr_t)a->sendbuf, (uint64_t)(uintptr_t)a->recvbuf,
-                    (uint64_t)dt_owner_pid(job, pid, a->sendbuf, send_bytes),
-                    (uint64_t)dt_owner_pid(job, pid, a->recvbuf, recv_bytes)}, op->t};
+    dt_rec mine = {.w = {(uint64_t)(uintptr_t)a->sendbuf, (uint64_t)(uintptr_t)a->recvbuf,
+                         (uint64_t)dt_owner_pid(job, pid, a->sendbuf, send_bytes),
+                         (uint64_t)dt_owner_pid(job, pid, a->recvbuf, recv_bytes)},
+                   .clock = op->t};
     DT_TRY(dt_sync_exchange(op, &mine, all));
     *t0 = max_clock(*all, c->size);
     return DT_OK;
@@ -251,7 +252,7 @@ static dt_result shortcut_end(dt_op *op, const dt_coll_args *a, dt_result res, d
     _mm_sfence(); /* streaming stores are visible before the barrier */
 #endif
     const dt_rec *all;
-    dt_rec done = {{0, 0}, op->t};
+    dt_rec done = {.clock = op->t};
     dt_result r2 = dt_sync_exchange(op, &done, &all);
     DT_TRY(res);
     DT_TRY(r2);
@@ -351,7 +352,7 @@ dt_result dt_alg_barrier(dt_op *op)
     int n = c->size;
     if (n == 1)
         return DT_OK;
-    dt_rec mine = {{0, 0}, op->t};
+    dt_rec mine = {.clock = op->t};
     const dt_rec *all;
     DT_TRY(dt_sync_exchange(op, &mine, &all));
     int rounds = 0;

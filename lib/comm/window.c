@@ -60,7 +60,7 @@ dt_result dt_win_allocate(dt_comm *comm, size_t bytes, void **base, dt_win **win
         return dt_fail(DT_ERR_INVALID_ARG, "dt_win_allocate: bad size %zu bytes", bytes);
     dt_job *job = comm->rc->job;
     void *p = comm->rank == 0 ? dt_shm_alloc(job, bytes) : NULL;
-    dt_rec mine = {{bytes, (uint64_t)(uintptr_t)p}, 0};
+    dt_rec mine = {.w = {bytes, (uint64_t)(uintptr_t)p}};
     char err[256] = "", why[4 * sizeof(uint64_t)];
     if (comm->rank == 0 && !p) { /* the others learn why: the words before ':' */
         snprintf(err, sizeof err, "%s", dt_last_error());
@@ -112,7 +112,7 @@ dt_result dt_win_free(dt_win *win)
         return dt_fail(DT_ERR_STATE, "dt_win_free: not a live window");
     dt_comm *comm = win->comm;
     DT_TRY(dt_comm_check(comm, "dt_win_free"));
-    dt_rec mine = {{0, 0}, 0};
+    dt_rec mine = {.clock = 0};
     const dt_rec *all;
     dt_result r = win_sync(comm, &mine, &all);
     /* after the barrier nobody touches the region: rank 0 releases it */
