@@ -211,8 +211,9 @@ static int all_stamped(const void *arg)
  * and stamps it, then polls the others' stamps. A waiter sees the last
  * arrival after one cache-line transfer (a counter and a generation flag
  * take three in a row). Who wakes sleepers: a rank that, after its own
- * stamp and a full fence, sees every stamp set. The rank whose fence comes
- * last sees all of them, so at least one rank rings; the others only wait. */
+ * stamp, sees every stamp set. Stamps are stored and read sequentially
+ * consistent, so the rank whose store comes last in that one order sees
+ * all of them: at least one rank rings; the others only wait. */
 dt_result dt_sync_exchange(dt_op *op, const dt_rec *mine, const dt_rec **all)
 {
     dt_comm *c = op->comm;
