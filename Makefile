@@ -16,6 +16,7 @@
 # Everything is found by its place, so adding a file needs no edit here:
 #   lib/<layer>/*.c           -> libdt.a
 #   tools/<name>.c            -> build/bin/<name>
+#   tools/<name>/*.c          -> build/bin/<name> (a tool too big for one file)
 #   tests/lib/*.c             -> build/tests/lib/grade (libdt's unit tests)
 #   $(IMPL)/NN-topic/*.c      -> the lab's code; run.c, if present, is the lab's program
 #   tests/NN-topic/*.c        -> build/<impl>/NN-topic/grade (the graded tests)
@@ -86,9 +87,13 @@ LIB_SRCS   := $(sort $(wildcard lib/*/*.c))
 LIB_OBJS   := $(LIB_SRCS:%.c=$(BUILD)/obj/%.o)
 LIBDT      := $(BUILD)/libdt.a
 
+# A tool is tools/<name>.c, or a folder tools/<name>/ whose .c files make
+# one program (and may share a header there).
 TOOL_SRCS  := $(sort $(wildcard tools/*.c))
-TOOLS      := $(TOOL_SRCS:tools/%.c=$(BIN)/%)
+TOOL_DIRS  := $(sort $(patsubst tools/%/,%,$(dir $(wildcard tools/*/*.c))))
+TOOLS      := $(TOOL_SRCS:tools/%.c=$(BIN)/%) $(TOOL_DIRS:%=$(BIN)/%)
 DTGRADE    := $(BIN)/dtgrade
+DTGRADE_SRCS := $(or $(wildcard tools/dtgrade/*.c),tools/dtgrade.c)
 
 GRADER_OBJ := $(BUILD)/obj/tests/grader/test_main.o
 UNIT_SRCS  := $(sort $(wildcard tests/lib/*.c))
@@ -133,11 +138,20 @@ $(BIN)/%: $(BUILD)/obj/tools/%.o $(LIBDT)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) $< $(LIBDT) $(LDLIBS) -o $@
 
+# A tool of several files: every .c of its folder.
+define TOOL_DIR_RULE
+$(BIN)/$(1): $$(patsubst %.c,$(BUILD)/obj/%.o,$$(sort $$(wildcard tools/$(1)/*.c))) $(LIBDT)
+	@mkdir -p $$(dir $$@)
+	$$(CC) $$(LDFLAGS) $$^ $$(LDLIBS) -o $$@
+endef
+$(foreach t,$(filter-out dtgrade,$(TOOL_DIRS)),$(eval $(call TOOL_DIR_RULE,$(t))))
+$(BUILD)/obj/tools/%.o: CFLAGS += -I$(dir $<)
+
 # The grader stands alone (libc and POSIX): it grades even when libdt does
 # not build, and is never built with a sanitizer.
-$(DTGRADE): tools/dtgrade.c
+$(DTGRADE): $(DTGRADE_SRCS) $(wildcard tools/dtgrade/*.h)
 	@mkdir -p $(dir $@)
-	$(CC) $(BASE_CFLAGS) $< -o $@
+	$(CC) $(BASE_CFLAGS) $(DTGRADE_SRCS) -o $@
 
 $(UNIT_GRADE): $(UNIT_OBJS) $(GRADER_OBJ) $(LIBDT)
 	@mkdir -p $(dir $@)
@@ -261,5 +275,5 @@ clean:
 .PHONY: all lab-bins run run-lab check unit test bench bench-mpi dist-student gradescope gpu deps clean
 .DELETE_ON_ERROR:
 
--include $(wildcard $(BUILD)/obj/*/*.d $(BUILD)/obj/*/*/*.d $(BUILD)/obj/tests/*/*/*.d $(IMPL_DIR)/obj/*/*.d \
+-include $(wildcard $(BUILD)/obj/*/*.d $(BUILD)/obj/*/*/*.d $(BUILD)/obj/tools/*/*.d $(BUILD)/obj/tests/*/*/*.d $(IMPL_DIR)/obj/*/*.d \
                    $(IMPL_DIR)/obj/tests/tests/*/*.d)
