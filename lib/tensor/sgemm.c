@@ -20,6 +20,7 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -34,11 +35,14 @@ enum { MR = 4, NR = 8, MC = 64, KC = 256, NC = 256 }; /* micro_kernel assumes MR
 /* OpenBLAS's thread count is process-wide, set once before the first use. */
 static pthread_once_t blas_once = PTHREAD_ONCE_INIT;
 static atomic_int blas_threads_now = 1; /* ranks may ask from several threads */
+static char blas_env_error[200];        /* a bad DT_BLAS_THREADS; written once */
 
 static void blas_init(void)
 {
-    long n = dt_env_long("DT_BLAS_THREADS", 1);
-    blas_threads_now = n < 1 ? 1 : (int)n;
+    long n = 1;
+    if (dt_env_long("DT_BLAS_THREADS", 1, 1, 1024, &n) != DT_OK)
+        snprintf(blas_env_error, sizeof blas_env_error, "%s", dt_last_error());
+    blas_threads_now = (int)n;
 #ifdef DT_HAVE_OPENBLAS
     openblas_set_num_threads(blas_threads_now);
 #endif
@@ -218,9 +222,11 @@ dt_result dt_sgemm(dt_trans ta, dt_trans tb, size_t M, size_t N, size_t K, float
                    const float *A, size_t lda, const float *B, size_t ldb, float beta, float *C,
                    size_t ldc)
 {
+    pthread_once(&blas_once, blas_init);
+    if (blas_env_error[0])
+        return dt_fail(DT_ERR_INVALID_ARG, "dt_sgemm: %s", blas_env_error);
 #ifdef DT_HAVE_OPENBLAS
     DT_CHECK(check_args("dt_sgemm", ta, tb, M, N, K, A, lda, B, ldb, C, ldc));
-    pthread_once(&blas_once, blas_init);
     cblas_sgemm(CblasRowMajor, ta == DT_TRANS ? CblasTrans : CblasNoTrans,
                 tb == DT_TRANS ? CblasTrans : CblasNoTrans, (int)M, (int)N, (int)K, alpha, A,
                 (int)lda, B, (int)ldb, beta, C, (int)ldc);
