@@ -115,6 +115,15 @@ dt_result dt_launch_opts_init(dt_launch_opts *o)
     return r;
 }
 
+dt_result dt_fault_spec_check(const char *spec)
+{
+    dt_fault faults[DT_MAX_FAULTS];
+    int n;
+    if (!spec)
+        return dt_fail(DT_ERR_INVALID_ARG, "dt_fault_spec_check: spec is NULL");
+    return dt_fault_parse(spec, faults, DT_MAX_FAULTS, &n);
+}
+
 dt_result dt_opts_resolve(const dt_launch_opts *in, dt_resolved *out)
 {
     dt_launch_opts d;

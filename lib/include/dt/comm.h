@@ -146,6 +146,11 @@ typedef struct {
  * too. Variables are never ignored or replaced by a default silently. */
 dt_result dt_launch_opts_init(dt_launch_opts *o);
 
+/* Checks a fault string as dt_launch_opts.fault takes it, for a program
+ * that reads one from its command line: DT_OK, or DT_ERR_INVALID_ARG with
+ * a message that quotes it and shows the accepted forms. */
+dt_result dt_fault_spec_check(const char *spec);
+
 /* A rank's function: runs on every rank with its own world communicator. */
 typedef dt_result (*dt_rank_fn)(dt_comm *world, void *arg);
 
@@ -161,6 +166,9 @@ typedef dt_result (*dt_rank_fn)(dt_comm *world, void *arg);
  * Returns DT_OK when every rank returned DT_OK; else the first failure in
  * time (a rank that failed because another one did reports
  * DT_ERR_PEER_DIED, later), with the message "rank R: <its message>".
+ * With the proc backend, a rank whose process ends before its function
+ * returned failed, whatever its exit status ("rank 1: exited with status 0
+ * before its function returned"), and the others get DT_ERR_PEER_DIED.
  * Bad options (nranks 0 or above DT_MAX_RANKS, a timeout out of range, an
  * unknown net or fault string, fn NULL, a bad variable of the environment)
  * return DT_ERR_INVALID_ARG without starting any rank, with a message that
@@ -172,7 +180,11 @@ dt_result dt_launch(const dt_launch_opts *opts, dt_rank_fn fn, void *arg);
  * DT_SHM set by dtrun; proc backend) and returns this rank's world
  * communicator. Without DT_SHM and with WORLD_SIZE unset or 1 the program is
  * a job of one rank; WORLD_SIZE > 1 without DT_SHM is DT_ERR_UNSUPPORTED.
- * Options come from the environment as in dt_launch_opts_init. */
+ * Options come from the environment as in dt_launch_opts_init; RANK and
+ * WORLD_SIZE that do not parse are DT_ERR_INVALID_ARG. The segment DT_SHM
+ * names is checked before it is read: a name of another shape, a segment
+ * of another user, one whose mode is not 0600 or one too short to be a
+ * job's are refused with a message naming it. */
 dt_result dt_init(dt_comm **world);
 
 /* Leaves the job joined by dt_init and frees world (and every communicator
@@ -186,7 +198,13 @@ dt_result dt_finalize(dt_comm *world);
  * 128 + the signal of a rank that was killed; 0 when all exited 0. Returns
  * DT_OK when every rank exited 0, else the first failure, e.g.
  * "rank 2: killed by signal 9 (Killed)" or "rank 1: exited with status 3";
- * the other ranks are told (DT_ERR_PEER_DIED) at once. */
+ * the other ranks are told (DT_ERR_PEER_DIED) at once.
+ * While it waits, SIGINT, SIGTERM and SIGHUP sent to the calling process
+ * (unless it ignores them) are passed on to every rank; ranks still running
+ * 5 s later, or at a second signal, get SIGKILL. It then returns
+ * DT_ERR_INTERRUPTED ("interrupted by signal 15 (Terminated): ...") with
+ * *exit_code = 128 + the signal, the job's shared memory removed. Each rank
+ * dies with the caller (a parent-death signal) if the caller is killed. */
 dt_result dt_launch_program(const dt_launch_opts *opts, char *const argv[], int *exit_code);
 
 /* ---------------------------------------------------------------- comms */
