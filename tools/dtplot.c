@@ -24,6 +24,7 @@
 
 #define MAX_COLS 32
 #define MAX_LINE 4096
+#define MAX_ROWS 4096 /* rows of a Gantt chart */
 
 static void usage(FILE *out)
 {
@@ -197,7 +198,7 @@ static int plot_gantt(FILE *f, const options *o)
     int start_line = lineno;
     while (next_line(f, buf, &lineno)) {
         double r;
-        if (split(buf, cells) < 4 || cell_number(cells[0], &r) != 1 || r < 0 || r > 4095)
+        if (split(buf, cells) < 4 || cell_number(cells[0], &r) != 1 || r < 0 || r >= MAX_ROWS)
             return bad("%s:%d: expected row,start,end,kind[,label]", o->in, lineno);
         if ((int)r + 1 > rows) rows = (int)r + 1;
     }

@@ -278,11 +278,11 @@ dt_result dt_fault_check(dt_comm *comm, int kind)
     long n = ++rc->kind_calls[kind];
     for (int i = 0; i < rc->nfaults; i++) {
         dt_fault *f = &rc->faults[i];
-        if (f->type == 2 && (kind != DT_COLL_RECV)) {
+        if (f->type == DT_FAULT_DELAY && kind != DT_COLL_RECV) {
             dt_sleep(f->delay_s);
             rc->clock += f->delay_s;
         }
-        if (f->type != 1 || f->kind != kind || f->at != n)
+        if (f->type != DT_FAULT_KILL || f->kind != kind || f->at != n)
             continue;
         if (rc->job->backend == DT_BACKEND_PROC)
             raise(SIGKILL);
@@ -295,6 +295,13 @@ dt_result dt_fault_check(dt_comm *comm, int kind)
 }
 
 /* ---------------------------------------------------------------- thread backend */
+
+/* A rank thread's stack: the 8 MB of a process's main thread, or 1 MB when
+ * there are many ranks, so that a job of DT_MAX_RANKS threads fits in
+ * address space and in a laptop's memory. */
+#define STACK_BYTES ((size_t)8 << 20)
+#define SMALL_STACK_BYTES ((size_t)1 << 20)
+#define MANY_RANKS 64
 
 typedef struct {
     dt_rank_ctx rc;
@@ -366,7 +373,7 @@ static dt_result launch_threads(const dt_resolved *res, dt_rank_fn fn, void *arg
     for (int i = 0; r == DT_OK && i < n; i++) {
         pthread_attr_t at;
         pthread_attr_init(&at);
-        pthread_attr_setstacksize(&at, n > 64 ? 1 << 20 : 8 << 20);
+        pthread_attr_setstacksize(&at, n > MANY_RANKS ? SMALL_STACK_BYTES : STACK_BYTES);
         t[i].started = pthread_create(&t[i].thread, &at, rank_thread_main, &t[i]) == 0;
         pthread_attr_destroy(&at);
         if (!t[i].started) {

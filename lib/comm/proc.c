@@ -42,6 +42,11 @@
 #define STOP_GRACE_S 5.0
 #define FORWARD_POLL_NS 100000000L
 
+/* Exit statuses as the shell reports them: 128 + the signal of a process
+ * killed by one; 127 for a program that could not be run. */
+#define EXIT_BY_SIGNAL(sig) (128 + (sig))
+#define EXIT_CANNOT_RUN 127
+
 /* ---------------------------------------------------------------- the arena */
 
 static dt_result arena_create(const dt_resolved *res, void *hint, dt_proc_header **out)
@@ -128,7 +133,7 @@ typedef struct {
  * without dt_finalize is done (it may never have joined the job). */
 static void rank_exited(dt_job *job, int r, int status, const proc_body *body, int *exit_code)
 {
-    int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    int code = WIFEXITED(status) ? WEXITSTATUS(status) : EXIT_BY_SIGNAL(WTERMSIG(status));
     if (exit_code && *exit_code == 0 && code != 0)
         *exit_code = code;
     int st = atomic_load(&job->board[r].state);
@@ -179,7 +184,7 @@ static void child_main(dt_proc_header *h, const dt_resolved *res, int r, pid_t p
         char msg[200];
         snprintf(msg, sizeof msg, "cannot run '%s': %s", body->argv[0], strerror(errno));
         dt_rank_end(job, r, DT_ERR_IO, msg);
-        _exit(127);
+        _exit(EXIT_CANNOT_RUN);
     }
     dt_rank_ctx rc;
     dt_rank_ctx_init(&rc, job, r, res);
@@ -344,7 +349,7 @@ static dt_result run_job(const dt_resolved *res, const proc_body *body, void *hi
     arena_destroy(h);
     if (body->argv && fw.sig) {
         if (exit_code)
-            *exit_code = 128 + fw.sig;
+            *exit_code = EXIT_BY_SIGNAL(fw.sig);
         r = dt_fail(DT_ERR_INTERRUPTED, "interrupted by signal %d (%s): passed on to the %d "
                     "ranks, which have ended; the job's shared memory is removed", fw.sig,
                     strsignal(fw.sig), n);
