@@ -27,16 +27,25 @@ typedef struct {
 
 static joined_job *joined;
 
-/* The header's fields, read from a mapping of the header alone. */
-static dt_result read_header(const char *name, int fd, size_t file_bytes, dt_proc_header *out)
+/* What attach needs of the header, read from a mapping of it alone. */
+typedef struct {
+    void *base;
+    size_t size;
+    int nranks;
+} header_view;
+
+static dt_result read_header(const char *name, int fd, size_t file_bytes, header_view *out)
 {
-    dt_proc_header *peek = mmap(NULL, sizeof *peek, PROT_READ, MAP_SHARED, fd, 0);
-    if (peek == MAP_FAILED)
+    const dt_proc_header *h = mmap(NULL, sizeof *h, PROT_READ, MAP_SHARED, fd, 0);
+    if (h == MAP_FAILED)
         return dt_fail(DT_ERR_IO, "dt_init: cannot map %s: %s", name, strerror(errno));
-    *out = *peek;
-    munmap(peek, sizeof *peek);
+    int ours = h->magic == DT_PROC_MAGIC && h->version == DT_PROC_VERSION;
+    out->base = h->base;
+    out->size = h->size;
+    out->nranks = h->nranks;
+    munmap((void *)h, sizeof *h);
     long page = sysconf(_SC_PAGESIZE);
-    if (out->magic != DT_PROC_MAGIC || out->version != DT_PROC_VERSION)
+    if (!ours)
         return dt_fail(DT_ERR_STATE, "dt_init: %s is not a dtlab job of this version", name);
     if (out->size != file_bytes || (uintptr_t)out->base % (uintptr_t)page != 0 ||
         out->nranks < 1 || out->nranks > DT_MAX_RANKS)
@@ -50,7 +59,7 @@ static dt_result attach(const char *name, int rank, int size, dt_proc_header **o
     int fd;
     size_t bytes;
     DT_TRY(dt_segment_open(name, sizeof(dt_proc_header), &fd, &bytes));
-    dt_proc_header head = {0};
+    header_view head = {0};
     dt_result r = read_header(name, fd, bytes, &head);
     if (r == DT_OK && (size != head.nranks || rank < 0 || rank >= head.nranks))
         r = dt_fail(DT_ERR_INVALID_ARG, "dt_init: RANK %d / WORLD_SIZE %d do not match the "

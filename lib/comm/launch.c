@@ -2,7 +2,6 @@
  * backend's rank threads, the end of a rank, and fault injection. */
 #include "launch.h"
 
-#include <math.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -23,7 +22,7 @@
 #define TIMEOUT_MIN_S 1e-3
 #define TIMEOUT_MAX_S 1e6
 #define SPIN_MAX_US 1e6
-#define ARENA_MB_MAX ((long)(SIZE_MAX >> 20))
+#define ARENA_MB_MAX ((long)(SIZE_MAX >> 20)) /* so that MB << 20 is still a size_t */
 
 /* Prefixes the message of a failed parse with where the text came from. */
 static dt_result named(const char *what, dt_result r)
@@ -33,7 +32,7 @@ static dt_result named(const char *what, dt_result r)
     return dt_fail(r, "%s: %s", what, why);
 }
 
-/* DT_JOB_ID becomes part of a file name in /dev/shm (see proc.c). */
+/* DT_JOB_ID becomes part of a file name in /dev/shm (see segment.c). */
 static dt_result read_job_id(char *out, size_t cap)
 {
     const char *v = dt_env_str("DT_JOB_ID", "");
