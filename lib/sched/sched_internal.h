@@ -14,14 +14,10 @@ typedef struct {
     int split; /* the schedule has W steps */
 } sched_index;
 
-/* Builds the table and checks check 1 of dt_sched_validate (each step once,
- * W for every pair or for none). */
-dt_result sched_index_build(sched_index *ix, const dt_schedule *s);
-void sched_index_free(sched_index *ix);
-
 /* Builds the table and runs checks 1 to 3 of dt_sched_validate (all but
  * the replay); on failure nothing is left to free. */
 dt_result sched_check(sched_index *ix, const dt_schedule *s);
+void sched_index_free(sched_index *ix);
 
 /* The index of step (kind, stage, micro) in its rank's list, or -1. */
 int sched_pos(const sched_index *ix, dt_step_kind kind, int stage, int micro);

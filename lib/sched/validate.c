@@ -32,7 +32,8 @@ static dt_result missing(const dt_schedule *s, dt_step_kind kind, int stage, int
                    dt_sched_rank_of(s, stage), dt_step_kind_name(kind), stage, micro);
 }
 
-dt_result sched_index_build(sched_index *ix, const dt_schedule *s)
+/* Check 1: each step once; W for every pair or for none. */
+static dt_result index_build(sched_index *ix, const dt_schedule *s)
 {
     size_t n = (size_t)DT_NUM_STEP_KINDS * s->stages * s->micro;
     *ix = (sched_index){.s = s, .pos = dt_mem_alloc(DT_MEM_OTHER, n * sizeof(int))};
@@ -137,7 +138,7 @@ static dt_result check_message_order(const sched_index *ix)
 
 dt_result sched_check(sched_index *ix, const dt_schedule *s)
 {
-    dt_result r = sched_index_build(ix, s);
+    dt_result r = index_build(ix, s);
     if (r != DT_OK) return r;
     r = check_local_order(ix);
     if (r == DT_OK) r = check_message_order(ix);
