@@ -30,7 +30,8 @@ static void print_in_order(FILE *f, const dt_schedule *s, int w)
         fprintf(f, "rank %d |", r);
         for (int i = 0; i < s->nsteps[r]; i++) {
             dt_sched_step_label(s, &s->steps[r][i], buf, sizeof buf);
-            fprintf(f, " %-*s", w - 1, buf);
+            if (i + 1 < s->nsteps[r]) fprintf(f, " %-*s", w - 1, buf);
+            else fprintf(f, " %s", buf); /* no trailing blanks */
         }
         fprintf(f, "\n");
     }
@@ -73,7 +74,9 @@ static void fill_row(const dt_schedule *s, const dt_sched_timing *t, int r, doub
         int n = dt_sched_step_label(s, &s->steps[r][i], buf, sizeof buf);
         memcpy(span, buf, (size_t)n < len - 1 ? (size_t)n : len - 1);
     }
-    line[(size_t)cols * w] = '\0';
+    size_t end = (size_t)cols * w;
+    while (end > 0 && line[end - 1] == ' ') end--; /* no trailing blanks */
+    line[end] = '\0';
 }
 
 static dt_result print_on_time_axis(FILE *f, const dt_schedule *s, const dt_sched_timing *t, int w)

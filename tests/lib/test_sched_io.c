@@ -130,8 +130,8 @@ TEST(sched_print_timeline, 1)
     const char *want =
         "rank 0 | F0 F1 B0 B1\n"
         "rank 1 | F0 F1 B0 B1\n"
-        "rank 0 | F0 F1 .  .  .  B0--- B1--- \n"
-        "rank 1 | .  F0 F1 B0--- B1--- .  .  \n";
+        "rank 0 | F0 F1 .  .  .  B0--- B1---\n"
+        "rank 1 | .  F0 F1 B0--- B1--- .  .\n";
     EXPECT(strcmp(buf, want) == 0, "timeline:\n%s\nexpected:\n%s", buf, want);
     free(buf);
     EXPECT_ERR(dt_sched_print(NULL, s, t), DT_ERR_INVALID_ARG);
