@@ -1,7 +1,8 @@
-/* sched_ref.h - reference pipeline schedules for libdt's own tests of
+/* hidden_sched_ref.h - reference pipeline schedules for libdt's own tests of
  * lib/sched. The library carries no generators: building them is lab 06's
- * work (chapter 06), and these stay with the tests that need a known
- * schedule to check the validator's and the simulator's figures against. */
+ * work (chapter 06). These stay with the tests that need known schedules
+ * to check the simulator's figures against, in files named hidden_* so
+ * that the student tree (make dist-student) leaves them out. */
 #ifndef DT_TEST_SCHED_REF_H
 #define DT_TEST_SCHED_REF_H
 

@@ -1,5 +1,6 @@
-/* sched_ref.c - reference pipeline schedules for the tests of lib/sched. */
-#include "sched_ref.h"
+/* hidden_sched_ref.c - reference pipeline schedules for the tests of
+ * lib/sched (hidden: they are lab 06's answers). */
+#include "hidden_sched_ref.h"
 
 /* Creates the schedule, then undoes it if any add failed. */
 static dt_result done(dt_schedule *s, dt_result r, dt_schedule **out)
