@@ -170,12 +170,7 @@ TEST(sched_svg_gantt, 1)
     dt_sched_timing *t;
     EXPECT_OK(dt_sched_simulate(s, &c, &t));
     EXPECT_OK(dt_sched_write_svg(s, t, "split backward", "time (units)", path));
-    FILE *f = fopen(path, "r");
-    EXPECT(f, "cannot open %s", path);
-    static char doc[1 << 16];
-    size_t n = fread(doc, 1, sizeof doc - 1, f);
-    doc[n] = '\0';
-    fclose(f);
+    char *doc = slurp(path);
     unlink(path);
     EXPECT(count(doc, "<rect class=\"region\"") == 12, "%zu boxes, expected 12",
            count(doc, "<rect class=\"region\""));
@@ -183,6 +178,7 @@ TEST(sched_svg_gantt, 1)
            "4 W and 4 F boxes");
     EXPECT(strstr(doc, "time (units)"), "axis label");
     EXPECT_ERR(dt_sched_write_svg(s, NULL, "x", NULL, path), DT_ERR_INVALID_ARG);
+    free(doc);
     dt_sched_timing_free(t);
     dt_sched_free(s);
 }
