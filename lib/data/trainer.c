@@ -60,7 +60,7 @@ static dt_result bufs_init(batch_bufs *b, dt_model *m, const dt_dataset *d, size
     memset(b, 0, sizeof *b);
     b->B = B;
     b->T = d->seq ? d->seq : 1;
-    DT_CHECK(dt_acts_create(&b->acts, m, 0, m->num_layers, B, b->T));
+    DT_CHECK(dt_acts_create_path(&b->acts, m, 0, m->num_layers, B, b->T, DT_NN_FAST));
     b->idx = malloc(B * sizeof *b->idx);
     b->x = d->features ? malloc(B * d->features * sizeof(float)) : NULL;
     b->tok = d->seq ? malloc(B * b->T * sizeof(int32_t)) : NULL;
@@ -155,7 +155,7 @@ static dt_result train_step(dt_model *m, const dt_dataset *d, batch_bufs *b, dt_
 {
     DT_CHECK(run_batch(m, d, b, loss, NULL));
     if (c->fused_sgd)
-        return dt_model_backward_sgd(m, b->acts, NULL, NULL, c->optim.lr);
+        return dt_model_backward_into(m, b->acts, NULL, NULL, NULL, NULL, m->params, -c->optim.lr);
     DT_CHECK(dt_model_zero_grads(m));
     DT_CHECK(dt_model_backward(m, b->acts, NULL, NULL, NULL, NULL));
     return dt_optim_step(opt, m->params, m->grads);
