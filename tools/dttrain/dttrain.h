@@ -2,7 +2,8 @@
  *
  *   options.c    the command line: every option, its range, the usage
  *   train.c      one run on one rank, the trainer's set-up, the JSON
- *   parallel.c   data parallelism: one run on K ranks (chapter 03; ZeRO-1, chapter 08)
+ *   parallel.c   data parallelism: one run on K ranks (chapter 03; ZeRO-1, chapter 08);
+ *                parallel.h shares it with the showcase
  *   showcase.c   `make run`: 1 rank against K ranks, side by side
  *   dump.c       --dump: one step's inputs and gradients for bench/compute_verify.py
  *   main.c       which of them runs
