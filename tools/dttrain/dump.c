@@ -43,8 +43,10 @@ dt_result dttrain_dump(const options *o, dt_model *m, const dt_dataset *d)
     size_t *idx = malloc(B * sizeof *idx);
     float *x = malloc(B * in * sizeof(float)), *p0 = malloc(m->num_params * sizeof(float));
     int32_t *y = malloc(B * sizeof(int32_t));
-    dt_acts *a = NULL;
-    float loss = 0;
+    dt_trainer t;
+    dt_trainer_config tc = {0};
+    tc.optim = dt_sgd_config((float)o->lr, 0, 0);
+    tc.path = o->reference ? DT_NN_REFERENCE : DT_NN_FAST;
     dt_result r = idx && x && p0 && y ? DT_OK : dt_fail(DT_ERR_NOMEM, "--dump: buffers");
     for (size_t i = 0; r == DT_OK && i < B; i++)
         idx[i] = i;
@@ -52,20 +54,16 @@ dt_result dttrain_dump(const options *o, dt_model *m, const dt_dataset *d)
         memcpy(p0, m->params, m->num_params * sizeof(float));
         r = dt_data_gather(d, idx, B, x, NULL, y);
     }
-    if (r == DT_OK)
-        r = dt_acts_create_path(&a, m, 0, m->num_layers, B, 1,
-                                o->reference ? DT_NN_REFERENCE : DT_NN_FAST);
-    if (r == DT_OK)
-        r = dt_model_zero_grads(m);
-    if (r == DT_OK)
-        r = dt_model_forward(m, a, x, NULL);
-    if (r == DT_OK)
-        r = dt_model_loss(m, a, y, &loss, NULL);
-    if (r == DT_OK)
-        r = dt_model_backward(m, a, NULL, NULL, NULL, NULL);
-    if (r == DT_OK)
-        r = write_dump(o->dump, m, B, p0, x, y, loss);
-    dt_acts_free(a);
+    /* one step of the loop whose update leaves the parameters and the
+     * gradients as the backward made them */
+    if (r == DT_OK && (r = dt_trainer_init(&t, m, NULL, &tc)) == DT_OK) {
+        dt_train_set_hook(&t.update, (dt_hook){"none", NULL, NULL, NULL, NULL});
+        dt_batch b = {x, NULL, y, B, 1, 1};
+        r = dt_train_step(&t, &b);
+        if (r == DT_OK)
+            r = write_dump(o->dump, m, B, p0, x, y, t.loss);
+        dt_trainer_free(&t);
+    }
     free(idx), free(x), free(p0), free(y);
     return r;
 }
