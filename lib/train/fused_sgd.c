@@ -56,9 +56,11 @@ static dt_result fused_backward(dt_trainer *t, void *self)
         return dt_fail(DT_ERR_STATE, "fused SGD: backward of micro-batch %d before its forward",
                        t->micro);
     DT_CHECK(dt_train_compute_begin(t));
-    DT_CHECK(dt_model_backward_into(m, a, NULL, NULL, NULL, NULL, m->params, -t->cfg.optim.lr));
+    dt_result r = dt_model_backward_into(m, a, NULL, NULL, NULL, NULL, m->params,
+                                         -t->cfg.optim.lr);
     dt_train_acts_give(t);
-    return dt_train_compute_end(t, 0);
+    dt_result end = dt_train_compute_end(t, 0);
+    return r != DT_OK ? r : end;
 }
 
 dt_result dt_train_use_fused_sgd(dt_trainer *t)

@@ -11,6 +11,8 @@
 #include <string.h>
 #include <time.h>
 
+enum { EVAL_BATCH = 256 }; /* samples per forward when the test set is evaluated */
+
 dt_train_config dt_train_defaults(void)
 {
     dt_train_config c;
@@ -203,7 +205,7 @@ static dt_result report(dt_trainer *t, const dt_train_config *c, const run_state
     if (t->rank != 0)
         return DT_OK;
     if (c->test)
-        DT_CHECK(dt_evaluate(t->model, c->test, 256, acc, NULL));
+        DT_CHECK(dt_evaluate(t->model, c->test, EVAL_BATCH, acc, NULL));
     if (c->progress) {
         dt_train_progress p = {step, steps, step / s->per_epoch, l, *acc,
                                (double)n * (double)c->batch * t->ranks / seconds,
@@ -299,7 +301,7 @@ dt_result dt_train(dt_trainer *t, const dt_dataset *train, const dt_train_config
     if (r == DT_OK)
         summarize(t, c, &s, steps, recent, res);
     if (r == DT_OK && c->test && t->rank == 0 && !evaluated)
-        r = dt_evaluate(t->model, c->test, 256, &res->accuracy, NULL);
+        r = dt_evaluate(t->model, c->test, EVAL_BATCH, &res->accuracy, NULL);
     if (r == DT_OK && t->rank != 0)
         res->accuracy = -1;
     run_free(&s);

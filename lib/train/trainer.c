@@ -114,8 +114,9 @@ static dt_result model_forward(dt_trainer *t, void *self)
                                    b->tokens ? b->tokens + first : NULL);
     if (r == DT_OK)
         r = dt_model_loss(m, a, b->labels + first, &loss, &correct);
+    dt_result end = dt_train_compute_end(t, t->cfg.forward_s); /* close the region anyway */
     DT_CHECK(r);
-    DT_CHECK(dt_train_compute_end(t, t->cfg.forward_s));
+    DT_CHECK(end);
     t->loss_sum += loss;
     t->correct += correct;
     return DT_OK;
@@ -138,9 +139,10 @@ static dt_result model_backward(dt_trainer *t, void *self)
         return dt_fail(DT_ERR_STATE, "train: backward of micro-batch %d before its forward",
                        t->micro);
     DT_CHECK(dt_train_compute_begin(t));
-    DT_CHECK(dt_model_backward(t->model, a, NULL, NULL, layer_done, t));
+    dt_result r = dt_model_backward(t->model, a, NULL, NULL, layer_done, t);
     dt_train_acts_give(t);
-    return dt_train_compute_end(t, 0); /* modeled: charged layer by layer above */
+    dt_result end = dt_train_compute_end(t, 0); /* modeled: charged layer by layer above */
+    return r != DT_OK ? r : end;
 }
 
 dt_result dt_train_layer_ready(dt_trainer *t, int layer, size_t offset, size_t count)
@@ -264,6 +266,8 @@ dt_result dt_train_step(dt_trainer *t, const dt_batch *b)
     double t0 = dt_now();
     memset(&t->times, 0, sizeof t->times);
     t->batch = b, t->loss_sum = 0, t->correct = 0;
+    for (int i = 0; i < t->num_acts; i++) /* a failed step may have left some taken */
+        t->acts_busy[i] = 0;
     if (t->zero_grads && t->model->grads)
         DT_CHECK(dt_model_zero_grads(t->model));
     for (int i = 0; i < 2 * b->micro_steps; i++) {
