@@ -227,7 +227,7 @@ static dt_result check_schedule(const dt_trainer *t, int m)
         else if (seen[op->micro] != want)
             r = dt_fail(DT_ERR_INVALID_ARG, "train: schedule step %d: %s of micro-batch %d %s", i,
                         want ? "backward" : "forward", op->micro,
-                        want ? "before its forward" : "twice");
+                        want && !seen[op->micro] ? "before its forward" : "twice");
         else
             seen[op->micro]++;
     }

@@ -203,6 +203,12 @@ TEST(train_step_runs_its_hooks_in_order, 2)
     EXPECT_ERR(dt_train_step(&t, &b), DT_ERR_INVALID_ARG);
     EXPECT(strstr(dt_last_error(), "step 1: backward of micro-batch 1 before its forward"),
            "message: %s", dt_last_error());
+    static const dt_train_op twice[4] = {{0, DT_TRAIN_FORWARD}, {0, DT_TRAIN_BACKWARD},
+                                         {0, DT_TRAIN_BACKWARD}, {1, DT_TRAIN_FORWARD}};
+    t.schedule = twice;
+    EXPECT_ERR(dt_train_step(&t, &b), DT_ERR_INVALID_ARG);
+    EXPECT(strstr(dt_last_error(), "step 2: backward of micro-batch 0 twice"), "message: %s",
+           dt_last_error());
     b.micro_steps = 3; /* 4 operations for 3 micro-batches */
     EXPECT_ERR(dt_train_step(&t, &b), DT_ERR_INVALID_ARG);
     t.schedule = NULL;
