@@ -110,10 +110,10 @@ dt_result lab_ring_allreduce(const void *sendbuf, void *recvbuf, size_t count, d
  * combine their buffers in log2 P rounds of pairwise exchanges of the
  * whole buffer; each of the K - P other ranks takes part through one
  * partner below P (rank P + i through rank i), which it sends its buffer
- * to before the rounds and gets the result from after them. So a rank below P sends log2 P whole
- * buffers (one more if it has a partner), a rank from P on sends one, and
- * T = log2(K) (alpha + n / beta) for a power of two, else at most
- * (floor(log2 K) + 2) (alpha + n / beta). */
+ * to before the rounds and gets the result from after them. So a rank
+ * below P sends log2 P whole buffers (one more if it has a partner), a
+ * rank from P on sends one, and T = log2(K) (alpha + n / beta) for a power
+ * of two, else at most (floor(log2 K) + 2) (alpha + n / beta). */
 dt_result lab_recursive_doubling_allreduce(const void *sendbuf, void *recvbuf, size_t count,
                                            dt_dtype dtype, dt_redop op, dt_comm *comm);
 

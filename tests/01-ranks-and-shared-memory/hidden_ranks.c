@@ -40,6 +40,7 @@ static dt_result straggler_rank(dt_comm *w, void *arg)
 
 TEST_HIDDEN(hidden_barrier_waits_for_a_straggler, 2)
 {
+    dt_test_see("chapter 01, section 4");
     dt_launch_opts o = t01_opts(4, NULL, 10);
     EXPECT_OK(dt_launch(&o, straggler_rank, NULL));
 }
@@ -98,6 +99,7 @@ static dt_result eth_rank(dt_comm *w, void *arg)
 
 TEST_HIDDEN_T(hidden_bcast_costs_on_eth10_u8, 2, 20)
 {
+    dt_test_see("chapter 01, sections 5 and 6");
     for (int tree = 0; tree <= 1; tree++)
         for (int n = 2; n <= 8; n++) {
             dt_launch_opts o = t01_opts(n, "eth10", 5);
@@ -133,6 +135,7 @@ static dt_result i8_rank(dt_comm *w, void *arg)
 
 TEST_HIDDEN(hidden_bcast_i8_every_root_of_6, 1)
 {
+    dt_test_see("chapter 01, section 6");
     for (int root = 0; root < 6; root++) {
         dt_launch_opts o = t01_opts(6, NULL, 5);
         EXPECT_OK(dt_launch(&o, i8_rank, &root));
@@ -168,6 +171,7 @@ static dt_result circle_rank(dt_comm *w, void *arg)
 
 TEST_HIDDEN(hidden_ring_pass_all_the_way_around, 2)
 {
+    dt_test_see("chapter 01, section 7");
     const int sizes[] = {2, 5, 8};
     for (int k = 0; k < 3; k++) {
         dt_launch_opts o = t01_opts(sizes[k], NULL, 3);

@@ -8,6 +8,7 @@
 
 TEST(shard_range_examples, 2)
 {
+    dt_test_see("chapter 04, section 4, task 1");
     size_t off = 99, cnt = 99;
     /* 10 over 3: 4 + 3 + 3 */
     const size_t want_off[3] = {0, 4, 7}, want_cnt[3] = {4, 3, 3};
@@ -45,6 +46,7 @@ static int admit(const lab_server *s, int w)
 
 TEST(admit_rule, 3)
 {
+    dt_test_see("chapter 04, sections 5 and 7");
     lab_ps_config cfg;
     memset(&cfg, 0, sizeof cfg);
     lab_server s;
@@ -98,6 +100,7 @@ TEST(admit_rule, 3)
  * however the vector is sharded. */
 TEST_T(ps_one_worker_equals_serial_sgd, 3, 20)
 {
+    dt_test_see("chapter 04, section 4");
     ref_data();
     const int G = 40;
     lab_ps_config cfg = lab_ps_defaults(&ref_train);
@@ -124,6 +127,7 @@ TEST_T(ps_one_worker_equals_serial_sgd, 3, 20)
  * cores busy besides; 400 gave 90% and less on a busy machine). */
 TEST_T(ps_async_trains_digits, 3, 30)
 {
+    dt_test_see("chapter 04, section 4");
     ref_data();
     const int G = 1200, K = 3, S = 2;
     lab_ps_config cfg = lab_ps_defaults(&ref_train);
@@ -148,6 +152,7 @@ TEST_T(ps_async_trains_digits, 3, 30)
  * a gradient usually lands after the other two workers' ones. */
 TEST_T(ps_staleness_recorded, 2, 30)
 {
+    dt_test_see("chapter 04, sections 2 and 4");
     ref_data();
     const int G = 60, K = 3;
     lab_ps_config cfg = lab_ps_defaults(&ref_train);
@@ -163,6 +168,7 @@ TEST_T(ps_staleness_recorded, 2, 30)
 
 TEST_T(ps_bounded_staleness, 3, 30)
 {
+    dt_test_see("chapter 04, section 7");
     ref_data();
     const int G = 60, K = 3, S = 2;
     for (int b = 0; b <= 1; b++) {
@@ -181,6 +187,7 @@ TEST_T(ps_bounded_staleness, 3, 30)
 
 TEST_T(ps_sync_equals_large_batch, 3, 20)
 {
+    dt_test_see("chapter 04, sections 4 and 5");
     ref_data();
     const int K = 3, S = 2, rounds = 10;
     lab_ps_config cfg = lab_ps_defaults(&ref_train);
@@ -215,6 +222,7 @@ static double job_time(const lab_ps_result *res)
  * on with the others. */
 TEST_T(ps_async_beats_sync_with_straggler, 3, 30)
 {
+    dt_test_see("chapter 04, sections 1 and 11");
     ref_data();
     const int K = 3, G = 30;
     double t[2];

@@ -80,6 +80,7 @@ static void expect_points(const xml_series *s, const char *what, size_t count, c
 
 TEST(plots_are_well_formed_with_their_series, 2)
 {
+    dt_test_see("chapter 12, section 10, task (d)");
     lab_scaling_data d = {5, N5, STRONG5, WEAK5};
     lab_amdahl fit = {.p = 0.9, .t1 = 100, .residual = 0};
     char *sdoc, *edoc;
@@ -111,6 +112,7 @@ TEST(plots_are_well_formed_with_their_series, 2)
 
 TEST(plots_put_the_measured_points_right, 3)
 {
+    dt_test_see("chapter 12, sections 10 and 11");
     lab_scaling_data d = {5, N5, STRONG5, WEAK5};
     lab_amdahl fit = {.p = 0.9, .t1 = 100, .residual = 0};
     char *sdoc, *edoc;
@@ -134,6 +136,7 @@ TEST(plots_put_the_measured_points_right, 3)
 
 TEST(plots_reject_bad_arguments, 1)
 {
+    dt_test_see("chapter 12, section 10");
     lab_amdahl fit = {.p = 0.9, .t1 = 100, .residual = 0};
     lab_scaling_data good = {5, N5, STRONG5, NULL};
     char *sdoc, *edoc;
