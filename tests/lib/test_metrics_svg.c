@@ -319,6 +319,83 @@ TEST(metrics_plot_linear_and_log10, 1)
     free(doc);
 }
 
+/* The bars of a series, left to right as written: x, y, width, height. */
+typedef struct {
+    double x, y, w, h;
+} bar_box;
+
+static int read_bars(const char *from, const char *to, bar_box *out, int max)
+{
+    int n = 0;
+    for (const char *p = strstr(from, "<rect class=\"bar\""); p && (!to || p < to) && n < max;
+         p = strstr(p + 1, "<rect class=\"bar\"")) {
+        bar_box b;
+        if (sscanf(p, "<rect class=\"bar\" x=\"%lf\" y=\"%lf\" width=\"%lf\" height=\"%lf\"",
+                   &b.x, &b.y, &b.w, &b.h) == 4)
+            out[n++] = b;
+    }
+    return n;
+}
+
+/* A histogram: one bar per point, standing on y = 0 (every bar's bottom on
+ * one line), as tall as its count (height / count the same for all), as
+ * wide as each other, apart from their neighbours and inside the frame;
+ * the x range holds the outer bars whole. On a log y axis the bars stand on
+ * the bottom of the plot. */
+TEST(metrics_plot_bars_histogram, 2)
+{
+    double tau[] = {0, 1, 2, 3, 31, 45}, count[] = {0, 12, 273, 40, 1, 8};
+    const int nb = 6;
+    for (int logy = 0; logy < 2; logy++) {
+        dt_plot *plot = NULL;
+        EXPECT_OK(dt_plot_create(&plot, "staleness", "tau", "gradients"));
+        EXPECT_OK(dt_plot_add_series(plot, "asynchronous", tau + logy, count + logy,
+                                     (size_t)(nb - logy), DT_SERIES_BARS));
+        if (logy) EXPECT_OK(dt_plot_set_yscale(plot, DT_AXIS_LOG10));
+        char path[128];
+        temp_path(path, sizeof path, logy ? "bars_log" : "bars");
+        EXPECT_OK(dt_plot_write_svg(plot, path));
+        dt_plot_free(plot);
+        char *doc = read_svg(path);
+        unlink(path);
+        double fx, fy, fw, fh;
+        const char *frame = strstr(doc, "fill=\"none\" stroke=\"#333\"");
+        EXPECT(frame, "the plot area's frame");
+        while (frame > doc && strncmp(frame, "<rect", 5) != 0) frame--;
+        EXPECT(sscanf(frame, "<rect x=\"%lf\" y=\"%lf\" width=\"%lf\" height=\"%lf\"", &fx, &fy,
+                      &fw, &fh) == 4, "frame geometry");
+        const char *leg = strstr(doc, "<g class=\"legend\">");
+        EXPECT(leg && strstr(leg, ">asynchronous</text>"), "the legend names the bars");
+        bar_box b[8];
+        int n = read_bars(doc, leg, b, 8);
+        EXPECT(n == nb - logy, "%d bars, expected %d", n, nb - logy);
+        EXPECT(count_in(doc, NULL, "<circle") == 0 && count_in(doc, NULL, "<polyline") == 0,
+               "bars draw no points and no line");
+        double base = b[n - 1].y + b[n - 1].h, unit = b[n - 1].h / count[nb - 1];
+        if (logy) EXPECT(fabs(base - (fy + fh)) < 0.01, "log y: bars stand on the bottom");
+        for (int k = 0; k < n; k++) {
+            const double c = count[k + logy];
+            EXPECT(fabs(b[k].y + b[k].h - base) < 0.02, "bar %d's bottom at %g, not %g", k,
+                   b[k].y + b[k].h, base);
+            if (!logy)
+                EXPECT(fabs(b[k].h - c * unit) < 0.02, "bar %d (count %g) is %g px tall, expected "
+                       "%g", k, c, b[k].h, c * unit);
+            EXPECT(fabs(b[k].w - b[0].w) < 0.02 && b[k].w > 0, "bar %d is %g px wide, bar 0 %g", k,
+                   b[k].w, b[0].w);
+            EXPECT(b[k].x >= fx - 0.01 && b[k].x + b[k].w <= fx + fw + 0.01 && b[k].y >= fy - 0.01,
+                   "bar %d [%g, %g] outside the frame [%g, %g]", k, b[k].x, b[k].x + b[k].w, fx,
+                   fx + fw);
+            if (k > 0)
+                EXPECT(b[k].x > b[k - 1].x + b[k - 1].w, "bar %d touches bar %d", k, k - 1);
+        }
+        free(doc);
+    }
+    dt_plot *plot = NULL;
+    EXPECT_OK(dt_plot_create(&plot, "t", "x", "y"));
+    EXPECT_ERR(dt_plot_add_series(plot, "s", tau, count, 2, (dt_series_style)5), DT_ERR_INVALID_ARG);
+    dt_plot_free(plot);
+}
+
 TEST(metrics_plot_errors, 1)
 {
     double x[] = {1, 2, 4}, y[] = {1, 0, 3}, bad[] = {1, NAN, 3};
