@@ -172,6 +172,15 @@ static dt_result add_trace(dt_plot *plot, const char *name, const lab_ps_result 
     }
     if (n == 0)
         return dt_fail(DT_ERR_STATE, "%s: no trace point after time 0", name);
+    /* What the chapter reads off the figure: when the run first passed 90%. */
+    size_t k90 = 0;
+    while (k90 < n && y[k90] < 0.9)
+        k90++;
+    if (k90 < n)
+        printf("%-16s test accuracy first >= 0.90 at %.3f s of modeled time\n", name, x[k90]);
+    else
+        printf("%-16s test accuracy never >= 0.90 (%.4f at the end, %.3f s)\n", name, y[n - 1],
+               x[n - 1]);
     return dt_plot_add_series(plot, name, x, y, n, DT_SERIES_POINTS_AND_LINE);
 }
 
