@@ -470,6 +470,59 @@ TEST(metrics_gantt_pipeline_svg, 2)
     free(doc);
 }
 
+/* A box too thin for its label: the label goes in a strip above the box
+ * (a row grows by that strip), centred on it and clear of the previous such
+ * label; a wide box keeps its label inside. A chart whose labels all fit
+ * keeps rows of 28 px. */
+TEST(metrics_gantt_thin_box_labels, 1)
+{
+    for (int thin = 0; thin < 2; thin++) {
+        dt_gantt *g = NULL;
+        EXPECT_OK(dt_gantt_create(&g, "labels", "time", 2));
+        EXPECT_OK(dt_gantt_add(g, 0, 0, 50, "compute", "wide"));
+        if (thin) {
+            EXPECT_OK(dt_gantt_add(g, 0, 50, 50.2, "compute", "L9"));
+            EXPECT_OK(dt_gantt_add(g, 0, 50.2, 50.4, "compute", "L0"));
+        }
+        EXPECT_OK(dt_gantt_add(g, 1, 0, 100, "allreduce", "b0"));
+        char path[128];
+        temp_path(path, sizeof path, thin ? "gantt_thin" : "gantt_wide");
+        EXPECT_OK(dt_gantt_write_svg(g, path));
+        dt_gantt_free(g);
+        char *doc = read_svg(path);
+        unlink(path);
+        int height = 0;
+        EXPECT(sscanf(strstr(doc, "height=\"") + 8, "%d", &height) == 1, "svg height");
+        EXPECT(height == 40 + 2 * (28 + 12 * thin) + 56, "%s: height %d, expected %d",
+               thin ? "thin labels" : "labels that fit", height, 40 + 2 * (28 + 12 * thin) + 56);
+        EXPECT(strstr(doc, "class=\"label\" fill=\"white\">wide</text>") &&
+                   strstr(doc, "class=\"label\" fill=\"white\">b0</text>"),
+               "labels that fit are inside their boxes");
+        if (!thin) {
+            EXPECT(!strstr(doc, "label outside"), "no label outside when all fit");
+            free(doc);
+            continue;
+        }
+        double l9x, l9y, l0x, boxy;
+        const char *t9 = strstr(doc, "<title>compute L9"), *t0 = strstr(doc, "<title>compute L0");
+        EXPECT(t9 && t0, "tooltips of the thin boxes");
+        const char *r9 = t9;
+        while (r9 > doc && strncmp(r9, "<rect", 5) != 0) r9--;
+        EXPECT(sscanf(strstr(r9, " y=\"") + 4, "%lf", &boxy) == 1, "thin box's y");
+        const char *o9 = strstr(doc, ">L9</text>"), *o0 = strstr(doc, ">L0</text>");
+        EXPECT(o9 && o0, "the thin boxes' labels are written");
+        while (o9 > doc && strncmp(o9, "<text", 5) != 0) o9--;
+        while (o0 > doc && strncmp(o0, "<text", 5) != 0) o0--;
+        EXPECT(sscanf(o9, "<text x=\"%lf\" y=\"%lf\"", &l9x, &l9y) == 2 &&
+                   sscanf(o0, "<text x=\"%lf\"", &l0x) == 1,
+               "label positions");
+        EXPECT(strstr(o9, "label outside") && l9y < boxy, "L9 at y %g, above its box at %g", l9y,
+               boxy);
+        EXPECT(l0x - l9x >= 12, "L0 at x %g overlaps L9 at x %g", l0x, l9x);
+        free(doc);
+    }
+}
+
 TEST(metrics_gantt_errors, 1)
 {
     dt_gantt *g = NULL;
