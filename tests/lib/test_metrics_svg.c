@@ -204,6 +204,30 @@ static char *read_svg(const char *path)
     return doc;
 }
 
+/* Writes the plot (or chart) to a temporary file, frees it, and returns
+ * the text read back (well-formed, checked); the file is removed. */
+static char *plot_svg(dt_plot *plot, const char *what)
+{
+    char path[128];
+    temp_path(path, sizeof path, what);
+    EXPECT_OK(dt_plot_write_svg(plot, path));
+    dt_plot_free(plot);
+    char *doc = read_svg(path);
+    unlink(path);
+    return doc;
+}
+
+static char *gantt_svg(dt_gantt *g, const char *what)
+{
+    char path[128];
+    temp_path(path, sizeof path, what);
+    EXPECT_OK(dt_gantt_write_svg(g, path));
+    dt_gantt_free(g);
+    char *doc = read_svg(path);
+    unlink(path);
+    return doc;
+}
+
 /* The fill colour of the <rect> whose <title> starts at title. */
 static void region_fill(const char *doc, const char *title, char out[16])
 {
@@ -258,13 +282,7 @@ TEST(metrics_plot_speedup_svg, 2)
     EXPECT_OK(dt_plot_add_function(plot, "Amdahl p=0.93", amdahl_curve, &p, 1, 16, 40));
     double ideal_x[] = {1, 16};
     EXPECT_OK(dt_plot_add_series(plot, "ideal", ideal_x, ideal_x, 2, DT_SERIES_LINE));
-    char path[128];
-    temp_path(path, sizeof path, "speedup");
-    EXPECT_OK(dt_plot_write_svg(plot, path));
-    dt_plot_free(plot);
-
-    char *doc = read_svg(path);
-    unlink(path);
+    char *doc = plot_svg(plot, "speedup");
     EXPECT(strstr(doc, "speedup &lt;N&gt; &amp; &quot;fit&quot;"), "title escaped");
     EXPECT(count_in(doc, NULL, "<g class=\"series\"") == 3, "3 series groups");
     const char *g0 = strstr(doc, "id=\"series-0\""), *g1 = strstr(doc, "id=\"series-1\""),
@@ -304,12 +322,7 @@ TEST(metrics_plot_linear_and_log10, 1)
     EXPECT_OK(dt_plot_set_size(plot, 800, 500));
     EXPECT_OK(dt_plot_add_series(plot, NULL, x, y, 4, DT_SERIES_POINTS));
     EXPECT_OK(dt_plot_set_xscale(plot, DT_AXIS_LOG10));
-    char path[128];
-    temp_path(path, sizeof path, "eff");
-    EXPECT_OK(dt_plot_write_svg(plot, path));
-    dt_plot_free(plot);
-    char *doc = read_svg(path);
-    unlink(path);
+    char *doc = plot_svg(plot, "eff");
     EXPECT(strstr(doc, "width=\"800\" height=\"500\""), "size kept");
     EXPECT(count_in(doc, NULL, "<circle") == 4, "4 points and no legend marker");
     EXPECT(count_in(doc, NULL, "<polyline") == 0, "points style draws no line");
@@ -352,12 +365,7 @@ TEST(metrics_plot_bars_histogram, 2)
         EXPECT_OK(dt_plot_add_series(plot, "asynchronous", tau + logy, count + logy,
                                      (size_t)(nb - logy), DT_SERIES_BARS));
         if (logy) EXPECT_OK(dt_plot_set_yscale(plot, DT_AXIS_LOG10));
-        char path[128];
-        temp_path(path, sizeof path, logy ? "bars_log" : "bars");
-        EXPECT_OK(dt_plot_write_svg(plot, path));
-        dt_plot_free(plot);
-        char *doc = read_svg(path);
-        unlink(path);
+        char *doc = plot_svg(plot, logy ? "bars_log" : "bars");
         double fx, fy, fw, fh;
         const char *frame = strstr(doc, "fill=\"none\" stroke=\"#333\"");
         EXPECT(frame, "the plot area's frame");
@@ -447,12 +455,7 @@ TEST(metrics_gantt_pipeline_svg, 2)
             snprintf(label, sizeof label, "B%d", m);
             EXPECT_OK(dt_gantt_add(g, s, b, b + 1, "backward", label));
         }
-    char path[128];
-    temp_path(path, sizeof path, "gantt");
-    EXPECT_OK(dt_gantt_write_svg(g, path));
-    dt_gantt_free(g);
-    char *doc = read_svg(path);
-    unlink(path);
+    char *doc = gantt_svg(g, "gantt");
     EXPECT(count_in(doc, NULL, "<rect class=\"region\"") == 32, "32 regions, got %zu",
            count_in(doc, NULL, "<rect class=\"region\""));
     const char *leg = strstr(doc, "<g class=\"legend\">");
@@ -485,12 +488,7 @@ TEST(metrics_gantt_thin_box_labels, 1)
             EXPECT_OK(dt_gantt_add(g, 0, 50.2, 50.4, "compute", "L0"));
         }
         EXPECT_OK(dt_gantt_add(g, 1, 0, 100, "allreduce", "b0"));
-        char path[128];
-        temp_path(path, sizeof path, thin ? "gantt_thin" : "gantt_wide");
-        EXPECT_OK(dt_gantt_write_svg(g, path));
-        dt_gantt_free(g);
-        char *doc = read_svg(path);
-        unlink(path);
+        char *doc = gantt_svg(g, thin ? "gantt_thin" : "gantt_wide");
         int height = 0;
         EXPECT(sscanf(strstr(doc, "height=\"") + 8, "%d", &height) == 1, "svg height");
         EXPECT(height == 40 + 2 * (28 + 12 * thin) + 56, "%s: height %d, expected %d",
@@ -553,12 +551,7 @@ TEST(metrics_gantt_trace_in_clock_seconds, 1)
     EXPECT_OK(dt_gantt_create(&g, "trace", "time (s)", 2));
     EXPECT_OK(dt_gantt_add(g, 0, 5000.0, 5002.0, "compute", NULL));
     EXPECT_OK(dt_gantt_add(g, 1, 5001.0, 5004.0, "allreduce", NULL));
-    char path[128];
-    temp_path(path, sizeof path, "trace");
-    EXPECT_OK(dt_gantt_write_svg(g, path));
-    dt_gantt_free(g);
-    char *doc = read_svg(path);
-    unlink(path);
+    char *doc = gantt_svg(g, "trace");
     const char *first = strstr(doc, "<rect class=\"region\" x=\"");
     double x = -1, w = -1;
     EXPECT(first && sscanf(first + 24, "%lf\" y=\"%*f\" width=\"%lf", &x, &w) == 2, "region geometry");
