@@ -7,7 +7,10 @@
 /* ---------------------------------------------------------------- barrier */
 
 /* Rank 2 arrives 20 ms late at every barrier: the others must wait for it
- * (the shared counter), and rank 0 must have waited about that long. */
+ * through every phase of lab_pause (spins, yields, naps), which the shared
+ * counter shows: nobody leaves barrier i before rank 2 has added its
+ * arrival. (No check of how long rank 0 waited: a verdict must not depend
+ * on how the machine schedules the threads.) */
 static dt_result straggler_rank(dt_comm *w, void *arg)
 {
     (void)arg;
@@ -21,17 +24,13 @@ static dt_result straggler_rank(dt_comm *w, void *arg)
     for (int i = 0; i < 5; i++) {
         if (rank == 2)
             dt_sleep(0.02);
-        double t0 = dt_now();
         atomic_fetch_add_explicit(arrivals, 1, memory_order_relaxed);
         EXPECT_OK(lab_barrier_wait(&b));
-        double waited = dt_now() - t0;
         long long seen = atomic_load_explicit(arrivals, memory_order_relaxed);
         EXPECT(seen >= (long long)(i + 1) * n,
-               "barrier %d: left having seen %lld arrivals, expected at least %lld", i, seen,
-               (long long)(i + 1) * n);
-        if (rank == 0)
-            EXPECT(waited >= 0.01, "barrier %d: rank 0 waited %.4f s for a rank 20 ms late", i,
-                   waited);
+               "barrier %d: left having seen %lld arrivals, expected at least %lld: a rank "
+               "left before the late rank 2 arrived",
+               i, seen, (long long)(i + 1) * n);
     }
     EXPECT_OK(dt_win_free(win));
     EXPECT_OK(lab_barrier_destroy(&b));
