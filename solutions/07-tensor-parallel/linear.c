@@ -9,11 +9,10 @@ dt_result lab_column_forward(lab_tp *tp, float *y, const float *x, const float *
                              const float *b, size_t N, size_t C, size_t OCl)
 {
     /* BEGIN STUDENT CODE */
-    /* Contract (section 2): y = x w^T + b, this rank's OCl output features
-     * of Y = X W^T + b for all N rows. The input is replicated, so the
-     * forward needs no communication: Megatron's f is the identity here.
-     * With tp->sp (section 7), x is this rank's N/t rows and the whole
-     * input is assembled first (g: an all-gather along the rows). */
+    /* Postcondition: y (N, OCl) = X w^T + b for all N rows of the layer's
+     * whole input X, the same columns of Y that one rank with the whole
+     * layer computes. With tp->sp, X is made of every rank's N/t rows.
+     * Section 2 (section 7 with sp). */
     if (!tp || !y || !x || !w)
         return dt_fail(DT_ERR_INVALID_ARG, "lab_column_forward: NULL buffer");
     const float *xin = x;
@@ -32,12 +31,11 @@ dt_result lab_column_backward(lab_tp *tp, float *dx, float *dw, float *db, const
                               const float *x, const float *w, size_t N, size_t C, size_t OCl)
 {
     /* BEGIN STUDENT CODE */
-    /* Contract (section 2): every rank's slice of the output depends on
-     * the whole input, so dX = sum over ranks of dY_r W_r: f's backward is
-     * an allreduce of dx. dw, db are this rank's alone.
-     * With tp->sp (section 7): the whole input is gathered again (the
-     * forward did not keep it), and the sum is reduce-scattered so that
-     * each rank gets the gradient of its N/t rows. */
+    /* Postcondition: dx = the whole gradient of the layer's input (with
+     * tp->sp, this rank's N/t rows of it), the same on every rank;
+     * dw += dy^T X, db += the column sums of dy. Section 2 says what dx is
+     * made of; section 7 what changes with sp (the forward kept only this
+     * rank's rows of X). */
     if (!tp || !dx || !dy || !x || !w)
         return dt_fail(DT_ERR_INVALID_ARG, "lab_column_backward: NULL buffer");
     const float *xin = x;
@@ -62,9 +60,9 @@ dt_result lab_row_forward(lab_tp *tp, float *y, const float *x, const float *w, 
                           size_t N, size_t Cl, size_t OC)
 {
     /* BEGIN STUDENT CODE */
-    /* Contract (section 2): Y = sum over ranks of X_r W_r^T, then + b once:
-     * Megatron's g is an allreduce in the forward. With tp->sp (section 7)
-     * the sum is reduce-scattered instead: each rank gets its N/t rows. */
+    /* Postcondition: y = X W^T + b, the whole layer's output (with tp->sp,
+     * this rank's N/t rows of it), the same on every rank, with b added
+     * exactly once. Section 2 (section 7 with sp). */
     if (!tp || !y || !x || !w)
         return dt_fail(DT_ERR_INVALID_ARG, "lab_row_forward: NULL buffer");
     size_t rows = tp->sp ? N / (size_t)tp->t : N;
@@ -88,10 +86,10 @@ dt_result lab_row_backward(lab_tp *tp, float *dx, float *dw, float *db, const fl
                            const float *x, const float *w, size_t N, size_t Cl, size_t OC)
 {
     /* BEGIN STUDENT CODE */
-    /* Contract (section 2): dY is the same on every rank, so g's backward
-     * is the identity: dx_r = dY W_r, dw_r += dY^T X_r, all local. With
-     * tp->sp (section 7) each rank holds N/t rows of dY: gather them first;
-     * db then sums only this rank's rows (task 6 adds the ranks' parts). */
+    /* Postcondition: dx = dY w (the gradient of this rank's columns of
+     * X), dw += dY^T x, db += the column sums of the rows of dY this rank
+     * holds. Section 2 (section 7 with sp: the sums of db over the ranks
+     * are task 6's). */
     if (!tp || !dx || !dy || !x || !w)
         return dt_fail(DT_ERR_INVALID_ARG, "lab_row_backward: NULL buffer");
     size_t rows = tp->sp ? N / (size_t)tp->t : N;

@@ -105,11 +105,26 @@ dt_result tpt_expect_calls(dt_comm *comm, const char *what, tpt_calls want, cons
 
 /* ------------------------------------------------------------ reference */
 
+dt_result tpt_gpt_create(dt_model *m, const dt_gpt_config *cfg)
+{
+    DT_CHECK(dt_gpt_create(m, cfg, TPT_SEED));
+    for (int k = 0; k < m->num_views; k++) {
+        const dt_param_view *v = &m->views[k];
+        if (v->init_std > 0)
+            continue;
+        dt_rng rng;
+        dt_rng_init(&rng, TPT_SEED + 1, (uint64_t)k);
+        for (size_t i = 0; i < v->count; i++)
+            m->params[v->offset + i] = v->init_value + 0.1f * dt_rng_normal(&rng);
+    }
+    return DT_OK;
+}
+
 dt_result tpt_ref_run(tpt_ref *ref, const dt_gpt_config *cfg, const int32_t *tokens,
                       const int32_t *labels)
 {
     memset(ref, 0, sizeof *ref);
-    DT_CHECK(dt_gpt_create(&ref->model, cfg, TPT_SEED));
+    DT_CHECK(tpt_gpt_create(&ref->model, cfg));
     dt_model *m = &ref->model;
     DT_CHECK(dt_acts_create(&ref->acts, m, 0, m->num_layers, TPT_B, TPT_T));
     DT_CHECK(dt_model_forward(m, ref->acts, NULL, tokens));
@@ -265,4 +280,16 @@ size_t tpt_block_act_bytes(const lab_tp *tp)
     dt_mem_stats_get(&after);
     lab_tp_block_acts_free(&a);
     return after.current[DT_MEM_ACT] - before.current[DT_MEM_ACT];
+}
+
+int tpt_mentions(const char *text, long n)
+{
+    for (const char *p = text; *p; p++)
+        if (*p >= '0' && *p <= '9' && (p == text || p[-1] < '0' || p[-1] > '9')) {
+            char *end;
+            if (strtol(p, &end, 10) == n)
+                return 1;
+            p = end - 1;
+        }
+    return 0;
 }

@@ -6,6 +6,7 @@
 #ifndef TP_TEST_H
 #define TP_TEST_H
 
+#include "dt/sim.h"
 #include "tp.h"
 
 #define TPT_SEED 1234     /* of the whole model's parameters */
@@ -45,6 +46,12 @@ typedef struct {
 } tpt_calls;
 dt_result tpt_expect_calls(dt_comm *comm, const char *what, tpt_calls want, const char *section);
 
+/* The whole test GPT of cfg: dt_gpt_create's parameters from TPT_SEED,
+ * then the biases and norm gains (0 and 1 at creation) moved by normal
+ * numbers of deviation 0.1, so that a bias added twice, or a gain applied
+ * on the wrong rows, shows from the first step. */
+dt_result tpt_gpt_create(dt_model *m, const dt_gpt_config *cfg);
+
 /* One rank with the whole model: forward, loss and backward on a batch. */
 typedef struct {
     dt_model model;
@@ -69,11 +76,35 @@ dt_result tpt_compare_shard(const lab_tp_model *m, const dt_model *whole, const 
 /* max |a - b| / max |b| (NaN counts as infinite); *worst: where. */
 double tpt_rel_diff(const float *a, const float *b, size_t n, size_t *worst);
 
+/* 1 when the integer n appears in text as a whole number. */
+int tpt_mentions(const char *text, long n);
+
 /* The activation bytes of one block: measured by creating a record. */
 size_t tpt_block_act_bytes(const lab_tp *tp);
 
 /* The linear-layer tests' rank function (tp_test_linear.c): arg points to
  * int {row, backward, sp}: which layer, which pass, sequence parallel. */
 dt_result tpt_linear_rank(dt_comm *world, void *arg);
+
+/* The sub-block tests' rank function (tp_test_blocks.c): arg points to
+ * int {attention, sp}: the MLP (0) or the attention (1) of block 1. */
+dt_result tpt_sub_rank(dt_comm *world, void *arg);
+
+/* The block and whole-model tests' rank functions (tp_test_model.c).
+ * tpt_block_rank: arg points to int sp; block 1 of a 1-layer GPT, its
+ * output, input gradient, parameter gradients and collectives.
+ * tpt_gpt_rank: arg points to int {layers, sp}; the whole model's loss,
+ * logits and every gradient. */
+dt_result tpt_block_rank(dt_comm *world, void *arg);
+dt_result tpt_gpt_rank(dt_comm *world, void *arg);
+
+/* The vocabulary-parallel tests' rank function (tp_test_vocab.c): arg
+ * points to int {xent, sp}: the embedding (0) or the cross-entropy (1). */
+dt_result tpt_vocab_rank(dt_comm *world, void *arg);
+
+/* The memory tests' rank function (tp_test_model.c): arg points to int
+ * sp. The shard's PARAM bytes (replicated + split / t), one block's ACT
+ * bytes against dt_sim_act_bytes_layer within 5%, and the block run. */
+dt_result tpt_memory_rank(dt_comm *world, void *arg);
 
 #endif /* TP_TEST_H */

@@ -1,0 +1,24 @@
+/* test_model.c - lab 07: the whole tiny GPT on 1, 2 and 4 ranks against
+ * the library's GPT on one rank (chapter 07, sections 2 to 6), and the
+ * memory each rank holds (section 8). */
+#include "grader.h"
+#include "tp_test.h"
+
+#include <math.h>
+#include <string.h>
+
+TEST_T(gpt_matches_whole_model, 5, 20)
+{
+    for (int t = 1; t <= 4; t *= 2) {
+        int how[2] = {2, 0}; /* two blocks, no sequence parallelism */
+        EXPECT_OK(tpt_launch(t, DT_BACKEND_THREAD, tpt_gpt_rank, how));
+    }
+}
+
+TEST(memory_split_by_t, 3)
+{
+    for (int t = 1; t <= 4; t *= 2) {
+        int sp = 0;
+        EXPECT_OK(tpt_launch(t, DT_BACKEND_THREAD, tpt_memory_rank, &sp));
+    }
+}
