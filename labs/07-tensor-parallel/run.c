@@ -237,9 +237,14 @@ static int memory_table(void)
     const double heads = (double)small.heads;
     printf("## 2. Memory per rank: the shard's parameters, one layer's activations "
            "(s = %.0f, b = %.0f, h = %.0f, a = %.0f)\n\n", s, b, h, heads);
-    printf("| t | SP | PARAM per rank | ACT per layer, measured | formula, float32 without "
-           "dropout | measured / formula | paper (16-bit, dropout) |\n"
-           "|---|---|---|---|---|---|---|\n");
+    /* replicated: wpe, lnf, per block 2 layernorms and 2 biases; split:
+     * wte, lm_head, per block qkv, proj, fc, mproj (section 8) */
+    size_t C = small.channels, L = small.layers;
+    size_t rep = small.context * C + 2 * C + 6 * C * L;
+    size_t split = 2 * small.vocab * C + L * (12 * C * C + 7 * C);
+    printf("| t | SP | PARAM per rank | 4 (rep + split/t) | ACT per layer, measured | formula, "
+           "float32 without dropout | measured / formula | paper (16-bit, dropout) |\n"
+           "|---|---|---|---|---|---|---|---|\n");
     for (int t = 1; t <= 4; t *= 2)
         for (int sp = 0; sp < 2; sp++) {
             mem_probe p = {.sp = sp};
@@ -249,10 +254,11 @@ static int memory_table(void)
             }
             double f = dt_sim_act_bytes_layer(s, b, h, heads, t, sp, 4, 0);
             double paper = dt_sim_act_bytes_layer(s, b, h, heads, t, sp, 2, 1);
-            printf("| %d | %s | %zu | %zu | %.0f | %.3f | %.0f |\n", t, sp ? "yes" : "no",
-                   p.param, p.act, f, (double)p.act / f, paper);
+            printf("| %d | %s | %zu | %zu | %zu | %.0f | %.3f | %.0f |\n", t, sp ? "yes" : "no",
+                   p.param, 4 * (rep + split / (size_t)t), p.act, f, (double)p.act / f, paper);
         }
-    printf("\n");
+    printf("\n(rep = %zu replicated floats, split = %zu floats of split tensors in the whole "
+           "model)\n\n", rep, split);
     return 0;
 }
 
