@@ -6,10 +6,8 @@
 
 static void linear_on(int row, int backward)
 {
-    for (int t = 1; t <= 4; t *= 2) {
-        int how[3] = {row, backward, 0};
-        EXPECT_OK(tpt_launch(t, DT_BACKEND_THREAD, tpt_linear_rank, how));
-    }
+    int how[3] = {row, backward, 0};
+    EXPECT_OK(tpt_launch_1_2_4(tpt_linear_rank, how));
 }
 
 TEST(column_forward_no_communication, 2) { linear_on(0, 0); }

@@ -9,16 +9,12 @@
 
 TEST_T(gpt_matches_whole_model, 5, 20)
 {
-    for (int t = 1; t <= 4; t *= 2) {
-        int how[2] = {2, 0}; /* two blocks, no sequence parallelism */
-        EXPECT_OK(tpt_launch(t, DT_BACKEND_THREAD, tpt_gpt_rank, how));
-    }
+    int how[2] = {2, 0}; /* two blocks, no sequence parallelism */
+    EXPECT_OK(tpt_launch_1_2_4(tpt_gpt_rank, how));
 }
 
 TEST(memory_split_by_t, 3)
 {
-    for (int t = 1; t <= 4; t *= 2) {
-        int sp = 0;
-        EXPECT_OK(tpt_launch(t, DT_BACKEND_THREAD, tpt_memory_rank, &sp));
-    }
+    int sp = 0;
+    EXPECT_OK(tpt_launch_1_2_4(tpt_memory_rank, &sp));
 }

@@ -55,6 +55,13 @@ static dt_result ring_then(dt_comm *world, void *arg)
     return w->fn(world, w->arg);
 }
 
+dt_result tpt_launch_1_2_4(dt_rank_fn fn, void *arg)
+{
+    for (int t = 1; t <= 4; t *= 2)
+        DT_CHECK(tpt_launch(t, DT_BACKEND_THREAD, fn, arg));
+    return DT_OK;
+}
+
 dt_result tpt_launch(int t, dt_backend b, dt_rank_fn fn, void *arg)
 {
     dt_launch_opts o;
@@ -214,13 +221,25 @@ static size_t part_count(const part *p, int t)
     return p->how == REPLICATED ? p->rows * p->cols : p->rows * p->cols / (size_t)t;
 }
 
-dt_result tpt_shard(const lab_tp_model *m, const dt_model *whole, const float *buf, int t,
-                    int r, float *out)
+/* The parts of m's shard in a new array (free it), *n of them; NULL when
+ * out of memory. */
+static part *all_parts(const lab_tp_model *m, const dt_model *whole, int *n)
 {
     part *p = calloc(5 + 12 * m->layers, sizeof *p);
     if (!p)
-        return dt_fail(DT_ERR_NOMEM, "tpt_shard");
-    int n = parts(m, whole, p);
+        dt_fail(DT_ERR_NOMEM, "the shard's %zu tensors", 5 + 12 * m->layers);
+    else
+        *n = parts(m, whole, p);
+    return p;
+}
+
+dt_result tpt_shard(const lab_tp_model *m, const dt_model *whole, const float *buf, int t,
+                    int r, float *out)
+{
+    int n;
+    part *p = all_parts(m, whole, &n);
+    if (!p)
+        return DT_ERR_NOMEM;
     dt_result res = DT_OK;
     for (int k = 0; k < n && res == DT_OK; k++) {
         const dt_param_view *v = dt_model_find_view(whole, p[k].name);
@@ -238,10 +257,10 @@ dt_result tpt_shard(const lab_tp_model *m, const dt_model *whole, const float *b
 dt_result tpt_compare_shard(const lab_tp_model *m, const dt_model *whole, const float *got,
                             const float *want, int t, double tol, const char *what)
 {
-    part *p = calloc(5 + 12 * m->layers, sizeof *p);
+    int n;
+    part *p = all_parts(m, whole, &n);
     if (!p)
-        return dt_fail(DT_ERR_NOMEM, "tpt_compare_shard");
-    int n = parts(m, whole, p);
+        return DT_ERR_NOMEM;
     dt_result res = DT_OK;
     for (int k = 0; k < n && res == DT_OK; k++) {
         size_t worst, c = part_count(&p[k], t);
@@ -254,6 +273,18 @@ dt_result tpt_compare_shard(const lab_tp_model *m, const dt_model *whole, const 
     }
     free(p);
     return res;
+}
+
+dt_result tpt_compare(const char *what, const float *got, const float *want, size_t n,
+                      const char *section)
+{
+    size_t worst;
+    double e = tpt_rel_diff(got, want, n, &worst);
+    if (!(e <= TPT_TOL))
+        return dt_fail(DT_ERR_MISMATCH, "%s[%zu] = %.9g, one rank with the whole model gives "
+                       "%.9g (relative error %.3g > %g; %s)", what, worst, (double)got[worst],
+                       (double)want[worst], e, TPT_TOL, section);
+    return DT_OK;
 }
 
 double tpt_rel_diff(const float *a, const float *b, size_t n, size_t *worst)

@@ -32,6 +32,9 @@ void tpt_batch(int32_t *tokens, int32_t *labels, size_t N, size_t V, uint64_t se
  * collective are the ring's), no network cost, debug checks on. */
 dt_result tpt_launch(int t, dt_backend b, dt_rank_fn fn, void *arg);
 
+/* tpt_launch on 1, 2 and 4 thread ranks in turn; the first failure. */
+dt_result tpt_launch_1_2_4(dt_rank_fn fn, void *arg);
+
 /* Bytes one rank sends in a ring allreduce / reduce-scatter / allgather of
  * n floats in all on t ranks: 2(t-1)/t 4n, (t-1)/t 4n, (t-1)/t 4n. */
 uint64_t tpt_ring_allreduce_bytes(size_t n, int t);
@@ -72,6 +75,11 @@ dt_result tpt_shard(const lab_tp_model *m, const dt_model *whole, const float *b
  * |want|, naming it, the element and `what`. */
 dt_result tpt_compare_shard(const lab_tp_model *m, const dt_model *whole, const float *got,
                             const float *want, int t, double tol, const char *what);
+
+/* Fails, naming what, the worst element and section, unless got (n) is
+ * within TPT_TOL of want (relative to want's largest magnitude). */
+dt_result tpt_compare(const char *what, const float *got, const float *want, size_t n,
+                      const char *section);
 
 /* max |a - b| / max |b| (NaN counts as infinite); *worst: where. */
 double tpt_rel_diff(const float *a, const float *b, size_t n, size_t *worst);

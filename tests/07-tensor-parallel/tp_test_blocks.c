@@ -84,18 +84,6 @@ static size_t first_row(const sub_ref *s, size_t i, int t, int r)
     return (i / Cl) * s->C + (size_t)r * Cl + i % Cl;
 }
 
-static dt_result compare(const char *what, const float *got, const float *want, size_t n,
-                         const char *section)
-{
-    size_t worst;
-    double e = tpt_rel_diff(got, want, n, &worst);
-    if (!(e <= TPT_TOL))
-        return dt_fail(DT_ERR_MISMATCH, "%s[%zu] = %.9g, one rank with the whole layer gives "
-                       "%.9g (relative error %.3g > %g; %s)", what, worst, (double)got[worst],
-                       (double)want[worst], e, TPT_TOL, section);
-    return DT_OK;
-}
-
 /* This rank's sub-block: forward then backward, each checked. */
 static dt_result sub_rank(lab_tp *tp, const sub_ref *s)
 {
@@ -133,12 +121,12 @@ static dt_result sub_rank(lab_tp *tp, const sub_ref *s)
     res = s->attention ? lab_tp_attention_forward(tp, y, &a, &p)
                        : lab_tp_mlp_forward(tp, y, &a, &p);
     if (res == DT_OK)
-        res = compare("y", y, s->y + r0 * C, Nl * C, sec);
+        res = tpt_compare("y", y, s->y + r0 * C, Nl * C, sec);
     for (size_t i = 0; res == DT_OK && i < N; i++)
         for (size_t j = 0; j < W1l; j++)
             want[i * W1l + j] = s->a1[i * s->W1 + first_row(s, j, t, r)];
     if (res == DT_OK)
-        res = compare(s->attention ? "a->qkv" : "a->fch", s->attention ? a.qkv : a.fch, want,
+        res = tpt_compare(s->attention ? "a->qkv" : "a->fch", s->attention ? a.qkv : a.fch, want,
                       N * W1l, sec);
     tpt_calls fwd = {1, 0, 0, tpt_ring_allreduce_bytes(N * C, t)};
     tpt_calls sp_fwd = {0, 1, 1, 2 * tpt_ring_half_bytes(N * C, t)};
@@ -150,18 +138,18 @@ static dt_result sub_rank(lab_tp *tp, const sub_ref *s)
         res = s->attention ? lab_tp_attention_backward(tp, dh, &gw, s->dy + r0 * C, &a, &p)
                            : lab_tp_mlp_backward(tp, dh, &gw, s->dy + r0 * C, &a, &p);
     if (res == DT_OK)
-        res = compare("dh", dh, s->dh + r0 * C, Nl * C, sec);
+        res = tpt_compare("dh", dh, s->dh + r0 * C, Nl * C, sec);
     for (size_t i = 0; res == DT_OK && i < W1l; i++) {
         memcpy(want + i * C, s->dw1 + first_row(s, i, t, r) * C, C * sizeof(float));
         want[W1l * C + i] = s->db1[first_row(s, i, t, r)];
     }
     if (res == DT_OK)
-        res = compare("the first layer's weight and bias gradients", dw1, want, W1l * C + W1l,
+        res = tpt_compare("the first layer's weight and bias gradients", dw1, want, W1l * C + W1l,
                       sec);
     for (size_t o = 0; res == DT_OK && o < C; o++)
         memcpy(want + o * Hl, s->dw2 + o * H + (size_t)r * Hl, Hl * sizeof(float));
     if (res == DT_OK)
-        res = compare("the second layer's weight gradient", dw2, want, C * Hl, sec);
+        res = tpt_compare("the second layer's weight gradient", dw2, want, C * Hl, sec);
     for (size_t o = 0; res == DT_OK && o < C; o++) { /* the replicated bias: this rank's rows */
         double sum = 0;
         for (size_t i = r0; i < r0 + Nl; i++)
@@ -169,7 +157,7 @@ static dt_result sub_rank(lab_tp *tp, const sub_ref *s)
         want[o] = (float)sum;
     }
     if (res == DT_OK)
-        res = compare("the second layer's bias gradient", db2, want, C, sec);
+        res = tpt_compare("the second layer's bias gradient", db2, want, C, sec);
     tpt_calls bwd = {1, 0, 0, tpt_ring_allreduce_bytes(N * C, t)};
     tpt_calls sp_bwd = {0, 1, 2, 3 * tpt_ring_half_bytes(N * C, t)};
     if (res == DT_OK)

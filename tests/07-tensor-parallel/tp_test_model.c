@@ -48,18 +48,6 @@ static dt_result check_grads(rank_state *s, const float *whole_grads, const char
     return tpt_compare_shard(&s->m, &s->whole, s->m.grads, s->want, s->tp.t, TPT_TOL, what);
 }
 
-static dt_result compare_rows(const char *what, const float *got, const float *want, size_t n,
-                              const char *section)
-{
-    size_t worst;
-    double e = tpt_rel_diff(got, want, n, &worst);
-    if (!(e <= TPT_TOL))
-        return dt_fail(DT_ERR_MISMATCH, "%s[%zu] = %.9g, one rank with the whole model gives "
-                       "%.9g (relative error %.3g > %g; %s)", what, worst, (double)got[worst],
-                       (double)want[worst], e, TPT_TOL, section);
-    return DT_OK;
-}
-
 /* ------------------------------------------------------------ one block */
 
 static dt_result block_check(rank_state *s, lab_tp_block_acts *a, float *bufs)
@@ -82,7 +70,7 @@ static dt_result block_check(rank_state *s, lab_tp_block_acts *a, float *bufs)
     if (res == DT_OK)
         res = lab_tp_block_forward(tp, a, x + r0 * C, &p);
     if (res == DT_OK)
-        res = compare_rows("the block's output", a->out, dt_acts_output(ra) + r0 * C, Nl * C,
+        res = tpt_compare("the block's output", a->out, dt_acts_output(ra) + r0 * C, Nl * C,
                            sec);
     tpt_calls fwd = {2, 0, 0, 2 * tpt_ring_allreduce_bytes(N * C, t)};
     tpt_calls sp_fwd = {0, 2, 2, 4 * tpt_ring_half_bytes(N * C, t)};
@@ -91,7 +79,7 @@ static dt_result block_check(rank_state *s, lab_tp_block_acts *a, float *bufs)
     if (res == DT_OK)
         res = lab_tp_block_backward(tp, dx, &g, dy + r0 * C, x + r0 * C, a, &p, w0, w1);
     if (res == DT_OK)
-        res = compare_rows("the block's input gradient", dx, dx_ref + r0 * C, Nl * C, sec);
+        res = tpt_compare("the block's input gradient", dx, dx_ref + r0 * C, Nl * C, sec);
     tpt_calls bwd = {2, 0, 0, 2 * tpt_ring_allreduce_bytes(N * C, t)};
     tpt_calls sp_bwd = {0, 2, 4, 6 * tpt_ring_half_bytes(N * C, t)};
     if (res == DT_OK)
@@ -148,7 +136,7 @@ dt_result tpt_gpt_rank(dt_comm *world, void *arg)
     for (size_t i = 0; logits && i < N; i++)
         memcpy(want + i * Vl, logits + i * V + (size_t)s.tp.rank * Vl, Vl * sizeof(float));
     if (res == DT_OK)
-        res = compare_rows("this rank's logits", a.logits, want, N * Vl, sec);
+        res = tpt_compare("this rank's logits", a.logits, want, N * Vl, sec);
     if (res == DT_OK)
         res = lab_tp_backward(&s.tp, &s.m, &a, labels);
     if (res == DT_OK)
