@@ -10,6 +10,7 @@
 
 TEST_HIDDEN_T(hidden_gpt_on_proc_backend, 3, 30)
 {
+    dt_test_see("chapter 07, sections 2 to 5");
     int how[2] = {2, 0}, sp_how[2] = {2, 1};
     EXPECT_OK(tpt_launch(2, DT_BACKEND_PROC, tpt_gpt_rank, how));
     EXPECT_OK(tpt_launch(2, DT_BACKEND_PROC, tpt_gpt_rank, sp_how));
@@ -111,6 +112,7 @@ static dt_result training_rank(dt_comm *world, void *arg)
 
 TEST_HIDDEN_T(hidden_training_matches_one_rank, 4, 30)
 {
+    dt_test_see("chapter 07, sections 2 to 9");
     int sp = 0;
     EXPECT_OK(tpt_launch(2, DT_BACKEND_THREAD, training_rank, &sp));
     sp = 1;
@@ -139,6 +141,7 @@ static dt_result six_heads_rank(dt_comm *world, void *arg)
 
 TEST_HIDDEN(hidden_six_heads_on_four_ranks_rejected, 1)
 {
+    dt_test_see("chapter 07, section 4");
     dt_result r = tpt_launch(4, DT_BACKEND_THREAD, six_heads_rank, NULL);
     EXPECT(r == DT_ERR_INVALID_ARG, "a model of 6 heads on 4 ranks: %s (%s), expected "
            "DT_ERR_INVALID_ARG", dt_strerror(r), dt_last_error());

@@ -12,13 +12,22 @@ static void sub_on(int attention)
     EXPECT_OK(tpt_launch_1_2_4(tpt_sub_rank, how));
 }
 
-TEST(mlp_matches_whole_layer, 3) { sub_on(0); }
-TEST(attention_matches_whole_layer, 3) { sub_on(1); }
+TEST(mlp_matches_whole_layer, 3)
+{
+    dt_test_see("chapter 07, section 3");
+    sub_on(0);
+}
+TEST(attention_matches_whole_layer, 3)
+{
+    dt_test_see("chapter 07, section 4");
+    sub_on(1);
+}
 
 /* w (3C, C) and b (3C) hold their whole row index: each row of w_r must
  * come from the q, k or v rows of this rank's heads, q | k | v. */
 TEST(shard_qkv_takes_heads, 2)
 {
+    dt_test_see("chapter 07, section 4");
     enum { C = 16, NH = 4 };
     static float w[3 * C * C], b[3 * C], w_r[3 * C * C], b_r[3 * C];
     for (int i = 0; i < 3 * C; i++) {
@@ -33,11 +42,11 @@ TEST(shard_qkv_takes_heads, 2)
             for (int i = 0; i < 3 * Cl; i++) {
                 int whole = (i / Cl) * C + r * Cl + i % Cl; /* part, then the rank's heads */
                 EXPECT(b_r[i] == (float)whole, "t=%d rank %d: b_r[%d] = %g, expected b[%d] "
-                       "(section 4: q, k and v rows of heads [%d, %d))", t, r, i,
+                       "(the q, k and v rows of heads [%d, %d))", t, r, i,
                        (double)b_r[i], whole, r * NH / t, (r + 1) * NH / t);
                 for (int c = 0; c < C; c++)
                     EXPECT(w_r[i * C + c] == w[whole * C + c], "t=%d rank %d: w_r[%d][%d] = "
-                           "%g, expected w[%d][%d] (section 4)", t, r, i, c,
+                           "%g, expected w[%d][%d]", t, r, i, c,
                            (double)w_r[i * C + c], whole, c);
             }
         }
@@ -45,18 +54,20 @@ TEST(shard_qkv_takes_heads, 2)
 
 TEST(heads_not_divisible_rejected, 1)
 {
+    dt_test_see("chapter 07, section 4");
     enum { C = 30, NH = 6 }; /* 6 heads of 5 channels on 4 ranks */
     static float w[3 * C * C], b[3 * C], w_r[3 * C * C], b_r[3 * C];
     dt_clear_error();
     EXPECT_ERR(lab_tp_shard_qkv(w_r, b_r, w, b, C, NH, 4, 1), DT_ERR_INVALID_ARG);
     const char *msg = dt_last_error();
     EXPECT(tpt_mentions(msg, 6) && tpt_mentions(msg, 4),
-           "the message \"%s\" must name the 6 heads and the 4 ranks (section 4)", msg);
+           "the message \"%s\" must name the 6 heads and the 4 ranks", msg);
     EXPECT_OK(lab_tp_shard_qkv(w_r, b_r, w, b, C, NH, 3, 1)); /* 6 heads on 3 ranks split */
 }
 
 TEST(block_two_allreduces_each_way, 3)
 {
+    dt_test_see("chapter 07, section 6");
     int sp = 0;
     EXPECT_OK(tpt_launch_1_2_4(tpt_block_rank, &sp));
 }

@@ -9,5 +9,13 @@ static void vocab_on(int xent)
     EXPECT_OK(tpt_launch_1_2_4(tpt_vocab_rank, how));
 }
 
-TEST(vocab_embedding_one_allreduce, 3) { vocab_on(0); }
-TEST(vocab_cross_entropy_reduces_max_and_sums, 4) { vocab_on(1); }
+TEST(vocab_embedding_one_allreduce, 3)
+{
+    dt_test_see("chapter 07, section 5");
+    vocab_on(0);
+}
+TEST(vocab_cross_entropy_reduces_max_and_sums, 4)
+{
+    dt_test_see("chapter 07, section 5");
+    vocab_on(1);
+}

@@ -85,7 +85,7 @@ uint64_t tpt_ring_half_bytes(size_t n, int t)
     return (uint64_t)(t - 1) * (n / (size_t)t) * sizeof(float);
 }
 
-dt_result tpt_expect_calls(dt_comm *comm, const char *what, tpt_calls want, const char *section)
+dt_result tpt_expect_calls(dt_comm *comm, const char *what, tpt_calls want)
 {
     dt_stats st;
     DT_CHECK(dt_comm_stats(comm, &st));
@@ -98,15 +98,14 @@ dt_result tpt_expect_calls(dt_comm *comm, const char *what, tpt_calls want, cons
         (long)st.calls[DT_COLL_REDUCE_SCATTER] != want.reduce_scatter ||
         (long)st.calls[DT_COLL_ALLGATHER] != want.allgather || others)
         return dt_fail(DT_ERR_MISMATCH, "%s: %llu allreduces, %llu reduce-scatters, %llu "
-                       "allgathers and %ld other calls; expected %ld, %ld, %ld and 0 (%s)", what,
+                       "allgathers and %ld other calls; expected %ld, %ld, %ld and 0", what,
                        (unsigned long long)st.calls[DT_COLL_ALLREDUCE],
                        (unsigned long long)st.calls[DT_COLL_REDUCE_SCATTER],
                        (unsigned long long)st.calls[DT_COLL_ALLGATHER], others, want.allreduce,
-                       want.reduce_scatter, want.allgather, section);
+                       want.reduce_scatter, want.allgather);
     if (st.bytes_sent != want.bytes_sent)
-        return dt_fail(DT_ERR_MISMATCH, "%s: this rank sent %llu bytes, expected %llu (%s)", what,
-                       (unsigned long long)st.bytes_sent, (unsigned long long)want.bytes_sent,
-                       section);
+        return dt_fail(DT_ERR_MISMATCH, "%s: this rank sent %llu bytes, expected %llu", what,
+                       (unsigned long long)st.bytes_sent, (unsigned long long)want.bytes_sent);
     return DT_OK;
 }
 
@@ -275,15 +274,14 @@ dt_result tpt_compare_shard(const lab_tp_model *m, const dt_model *whole, const 
     return res;
 }
 
-dt_result tpt_compare(const char *what, const float *got, const float *want, size_t n,
-                      const char *section)
+dt_result tpt_compare(const char *what, const float *got, const float *want, size_t n)
 {
     size_t worst;
     double e = tpt_rel_diff(got, want, n, &worst);
     if (!(e <= TPT_TOL))
         return dt_fail(DT_ERR_MISMATCH, "%s[%zu] = %.9g, one rank with the whole model gives "
-                       "%.9g (relative error %.3g > %g; %s)", what, worst, (double)got[worst],
-                       (double)want[worst], e, TPT_TOL, section);
+                       "%.9g (relative error %.3g > %g)", what, worst, (double)got[worst],
+                       (double)want[worst], e, TPT_TOL);
     return DT_OK;
 }
 

@@ -40,14 +40,14 @@ dt_result tpt_launch_1_2_4(dt_rank_fn fn, void *arg);
 uint64_t tpt_ring_allreduce_bytes(size_t n, int t);
 uint64_t tpt_ring_half_bytes(size_t n, int t);
 
-/* Fails, naming what and the chapter section, unless comm's stats since
- * the last reset show exactly calls[k] calls of each kind k listed (the
- * others 0) and bytes_sent bytes; then resets them. */
+/* Fails, naming what, unless comm's stats since the last reset show
+ * exactly the calls of each kind listed (the others 0) and bytes_sent
+ * bytes; then resets them. */
 typedef struct {
     long allreduce, reduce_scatter, allgather;
     uint64_t bytes_sent;
 } tpt_calls;
-dt_result tpt_expect_calls(dt_comm *comm, const char *what, tpt_calls want, const char *section);
+dt_result tpt_expect_calls(dt_comm *comm, const char *what, tpt_calls want);
 
 /* The whole test GPT of cfg: dt_gpt_create's parameters from TPT_SEED,
  * then the biases and norm gains (0 and 1 at creation) moved by normal
@@ -76,10 +76,9 @@ dt_result tpt_shard(const lab_tp_model *m, const dt_model *whole, const float *b
 dt_result tpt_compare_shard(const lab_tp_model *m, const dt_model *whole, const float *got,
                             const float *want, int t, double tol, const char *what);
 
-/* Fails, naming what, the worst element and section, unless got (n) is
- * within TPT_TOL of want (relative to want's largest magnitude). */
-dt_result tpt_compare(const char *what, const float *got, const float *want, size_t n,
-                      const char *section);
+/* Fails, naming what and the worst element, unless got (n) is within
+ * TPT_TOL of want (relative to want's largest magnitude). */
+dt_result tpt_compare(const char *what, const float *got, const float *want, size_t n);
 
 /* max |a - b| / max |b| (NaN counts as infinite); *worst: where. */
 double tpt_rel_diff(const float *a, const float *b, size_t n, size_t *worst);

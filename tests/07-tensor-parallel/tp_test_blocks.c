@@ -90,8 +90,6 @@ static dt_result sub_rank(lab_tp *tp, const sub_ref *s)
     int t = tp->t, r = tp->rank;
     size_t N = tp->N, Nl = tp->Nl, C = s->C, H = s->H, Hl = H / (size_t)t;
     size_t W1l = s->W1 / (size_t)t, r0 = tp->sp ? (size_t)r * Nl : 0;
-    const char *sec = tp->sp ? "chapter 07, section 7"
-                             : s->attention ? "chapter 07, section 4" : "chapter 07, section 3";
     float *w1 = get(W1l * C), *b1 = get(W1l), *w2 = get(C * Hl), *g = get(2 * W1l * C + 2 * C * Hl);
     float *y = get(Nl * C), *dh = get(Nl * C), *want = get(N * s->W1 + s->W1 * (C + 1) + C * H);
     lab_tp_block_acts a = {0};
@@ -121,35 +119,34 @@ static dt_result sub_rank(lab_tp *tp, const sub_ref *s)
     res = s->attention ? lab_tp_attention_forward(tp, y, &a, &p)
                        : lab_tp_mlp_forward(tp, y, &a, &p);
     if (res == DT_OK)
-        res = tpt_compare("y", y, s->y + r0 * C, Nl * C, sec);
+        res = tpt_compare("y", y, s->y + r0 * C, Nl * C);
     for (size_t i = 0; res == DT_OK && i < N; i++)
         for (size_t j = 0; j < W1l; j++)
             want[i * W1l + j] = s->a1[i * s->W1 + first_row(s, j, t, r)];
     if (res == DT_OK)
         res = tpt_compare(s->attention ? "a->qkv" : "a->fch", s->attention ? a.qkv : a.fch, want,
-                      N * W1l, sec);
+                      N * W1l);
     tpt_calls fwd = {1, 0, 0, tpt_ring_allreduce_bytes(N * C, t)};
     tpt_calls sp_fwd = {0, 1, 1, 2 * tpt_ring_half_bytes(N * C, t)};
     if (res == DT_OK)
         res = tpt_expect_calls(tp->comm, s->attention ? "attention forward" : "MLP forward",
-                               tp->sp ? sp_fwd : fwd, sec);
+                               tp->sp ? sp_fwd : fwd);
     /* backward: the input's gradient, then each parameter's */
     if (res == DT_OK)
         res = s->attention ? lab_tp_attention_backward(tp, dh, &gw, s->dy + r0 * C, &a, &p)
                            : lab_tp_mlp_backward(tp, dh, &gw, s->dy + r0 * C, &a, &p);
     if (res == DT_OK)
-        res = tpt_compare("dh", dh, s->dh + r0 * C, Nl * C, sec);
+        res = tpt_compare("dh", dh, s->dh + r0 * C, Nl * C);
     for (size_t i = 0; res == DT_OK && i < W1l; i++) {
         memcpy(want + i * C, s->dw1 + first_row(s, i, t, r) * C, C * sizeof(float));
         want[W1l * C + i] = s->db1[first_row(s, i, t, r)];
     }
     if (res == DT_OK)
-        res = tpt_compare("the first layer's weight and bias gradients", dw1, want, W1l * C + W1l,
-                      sec);
+        res = tpt_compare("the first layer's weight and bias gradients", dw1, want, W1l * C + W1l);
     for (size_t o = 0; res == DT_OK && o < C; o++)
         memcpy(want + o * Hl, s->dw2 + o * H + (size_t)r * Hl, Hl * sizeof(float));
     if (res == DT_OK)
-        res = tpt_compare("the second layer's weight gradient", dw2, want, C * Hl, sec);
+        res = tpt_compare("the second layer's weight gradient", dw2, want, C * Hl);
     for (size_t o = 0; res == DT_OK && o < C; o++) { /* the replicated bias: this rank's rows */
         double sum = 0;
         for (size_t i = r0; i < r0 + Nl; i++)
@@ -157,12 +154,12 @@ static dt_result sub_rank(lab_tp *tp, const sub_ref *s)
         want[o] = (float)sum;
     }
     if (res == DT_OK)
-        res = tpt_compare("the second layer's bias gradient", db2, want, C, sec);
+        res = tpt_compare("the second layer's bias gradient", db2, want, C);
     tpt_calls bwd = {1, 0, 0, tpt_ring_allreduce_bytes(N * C, t)};
     tpt_calls sp_bwd = {0, 1, 2, 3 * tpt_ring_half_bytes(N * C, t)};
     if (res == DT_OK)
         res = tpt_expect_calls(tp->comm, s->attention ? "attention backward" : "MLP backward",
-                               tp->sp ? sp_bwd : bwd, sec);
+                               tp->sp ? sp_bwd : bwd);
 out:
     lab_tp_block_acts_free(&a);
     free(w1), free(b1), free(w2), free(g), free(y), free(dh), free(want);

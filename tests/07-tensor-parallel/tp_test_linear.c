@@ -63,8 +63,8 @@ static void take(float *a, const float *src, int ld, int r0, int rows, int c0, i
 #define CHECK_EQ(got, want, fmt, ...)                                                          \
     do {                                                                                       \
         if ((double)(got) != (want))                                                           \
-            return dt_fail(DT_ERR_MISMATCH, fmt ": %g, expected %g (%s)", __VA_ARGS__,         \
-                           (double)(got), (double)(want), section);                            \
+            return dt_fail(DT_ERR_MISMATCH, fmt ": %g, expected %g", __VA_ARGS__,              \
+                           (double)(got), (double)(want));                                     \
     } while (0)
 
 static dt_result group(lab_tp *tp, dt_comm *world, int sp)
@@ -76,7 +76,6 @@ static dt_result group(lab_tp *tp, dt_comm *world, int sp)
 /* The column-parallel layer on this rank, forward or backward, checked. */
 static dt_result column_check(lab_tp *tp, const whole_layer *L, int backward)
 {
-    const char *section = tp->sp ? "chapter 07, section 7" : "chapter 07, section 2";
     int t = tp->t, r = tp->rank, OCl = LOC / t, Nl = tp->sp ? LN / t : LN, r0 = tp->sp ? r * Nl : 0;
     float w[LOC * LC], b[LOC], x[LN * LC], dy[LN * LOC], out[LN * LOC], dw[LOC * LC], db[LOC];
     take(w, L->w, LC, r * OCl, OCl, 0, LC);
@@ -91,7 +90,7 @@ static dt_result column_check(lab_tp *tp, const whole_layer *L, int backward)
                 CHECK_EQ(out[i * OCl + o], L->y[i * LOC + r * OCl + o], "y[%d][%d]", i, o);
         if (tp->sp)
             want.allgather = 1, want.bytes_sent = tpt_ring_half_bytes(LN * LC, t);
-        return tpt_expect_calls(tp->comm, "column-parallel forward", want, section);
+        return tpt_expect_calls(tp->comm, "column-parallel forward", want);
     }
     for (int k = 0; k < LOC * LC; k++)
         dw[k] = 1; /* the parameter gradients must accumulate */
@@ -114,13 +113,12 @@ static dt_result column_check(lab_tp *tp, const whole_layer *L, int backward)
         want.bytes_sent = 2 * tpt_ring_half_bytes(LN * LC, t);
     else
         want.allreduce = 1, want.bytes_sent = tpt_ring_allreduce_bytes(LN * LC, t);
-    return tpt_expect_calls(tp->comm, "column-parallel backward", want, section);
+    return tpt_expect_calls(tp->comm, "column-parallel backward", want);
 }
 
 /* The row-parallel layer on this rank, forward or backward, checked. */
 static dt_result row_check(lab_tp *tp, const whole_layer *L, int backward)
 {
-    const char *section = tp->sp ? "chapter 07, section 7" : "chapter 07, section 2";
     int t = tp->t, r = tp->rank, Cl = LC / t, Nl = tp->sp ? LN / t : LN, r0 = tp->sp ? r * Nl : 0;
     float w[LOC * LC], x[LN * LC], dy[LN * LOC], out[LN * LOC], dw[LOC * LC], db[LOC];
     take(w, L->w, LC, 0, LOC, r * Cl, Cl);
@@ -137,7 +135,7 @@ static dt_result row_check(lab_tp *tp, const whole_layer *L, int backward)
             want.reduce_scatter = 1, want.bytes_sent = tpt_ring_half_bytes(LN * LOC, t);
         else
             want.allreduce = 1, want.bytes_sent = tpt_ring_allreduce_bytes(LN * LOC, t);
-        return tpt_expect_calls(tp->comm, "row-parallel forward", want, section);
+        return tpt_expect_calls(tp->comm, "row-parallel forward", want);
     }
     for (int k = 0; k < LOC * LC; k++)
         dw[k] = 1;
@@ -156,7 +154,7 @@ static dt_result row_check(lab_tp *tp, const whole_layer *L, int backward)
     }
     if (tp->sp)
         want.allgather = 1, want.bytes_sent = tpt_ring_half_bytes(LN * LOC, t);
-    return tpt_expect_calls(tp->comm, "row-parallel backward", want, section);
+    return tpt_expect_calls(tp->comm, "row-parallel backward", want);
 }
 
 dt_result tpt_linear_rank(dt_comm *world, void *arg)

@@ -55,7 +55,6 @@ static dt_result block_check(rank_state *s, lab_tp_block_acts *a, float *bufs)
     lab_tp *tp = &s->tp;
     size_t N = tp->N, Nl = tp->Nl, C = s->cfg.channels, r0 = tp->sp ? (size_t)tp->rank * Nl : 0;
     int t = tp->t;
-    const char *sec = tp->sp ? "chapter 07, section 7" : "chapter 07, section 6";
     float *x = bufs, *dy = x + N * C, *dx_ref = dy + N * C, *dx = dx_ref + N * C;
     float *w0 = dx + N * C, *w1 = w0 + N * C;
     tpt_fill_normal(x, N * C, 31, 1.0f);
@@ -70,20 +69,19 @@ static dt_result block_check(rank_state *s, lab_tp_block_acts *a, float *bufs)
     if (res == DT_OK)
         res = lab_tp_block_forward(tp, a, x + r0 * C, &p);
     if (res == DT_OK)
-        res = tpt_compare("the block's output", a->out, dt_acts_output(ra) + r0 * C, Nl * C,
-                           sec);
+        res = tpt_compare("the block's output", a->out, dt_acts_output(ra) + r0 * C, Nl * C);
     tpt_calls fwd = {2, 0, 0, 2 * tpt_ring_allreduce_bytes(N * C, t)};
     tpt_calls sp_fwd = {0, 2, 2, 4 * tpt_ring_half_bytes(N * C, t)};
     if (res == DT_OK)
-        res = tpt_expect_calls(tp->comm, "one block's forward", tp->sp ? sp_fwd : fwd, sec);
+        res = tpt_expect_calls(tp->comm, "one block's forward", tp->sp ? sp_fwd : fwd);
     if (res == DT_OK)
         res = lab_tp_block_backward(tp, dx, &g, dy + r0 * C, x + r0 * C, a, &p, w0, w1);
     if (res == DT_OK)
-        res = tpt_compare("the block's input gradient", dx, dx_ref + r0 * C, Nl * C, sec);
+        res = tpt_compare("the block's input gradient", dx, dx_ref + r0 * C, Nl * C);
     tpt_calls bwd = {2, 0, 0, 2 * tpt_ring_allreduce_bytes(N * C, t)};
     tpt_calls sp_bwd = {0, 2, 4, 6 * tpt_ring_half_bytes(N * C, t)};
     if (res == DT_OK)
-        res = tpt_expect_calls(tp->comm, "one block's backward", tp->sp ? sp_bwd : bwd, sec);
+        res = tpt_expect_calls(tp->comm, "one block's backward", tp->sp ? sp_bwd : bwd);
     if (res == DT_OK)
         res = check_grads(s, s->whole.grads, "the gradient");
     dt_acts_free(ra);
@@ -118,7 +116,6 @@ dt_result tpt_gpt_rank(dt_comm *world, void *arg)
     tpt_ref ref = {0};
     int32_t tokens[TPT_B * TPT_T], labels[TPT_B * TPT_T];
     dt_result res = state_open(&s, world, (size_t)how[0], how[1]);
-    const char *sec = how[1] ? "chapter 07, sections 5 and 7" : "chapter 07, sections 2 to 5";
     size_t N = TPT_B * TPT_T, V = s.cfg.vocab, Vl = V / (size_t)s.tp.t;
     tpt_batch(tokens, labels, N, V, TPT_DATA_SEED);
     if (res == DT_OK)
@@ -129,14 +126,14 @@ dt_result tpt_gpt_rank(dt_comm *world, void *arg)
     if (res == DT_OK)
         res = lab_tp_forward(&s.tp, &s.m, &a, tokens, labels, &loss);
     if (res == DT_OK && !(fabsf(loss - ref.loss) <= TPT_TOL * ref.loss))
-        res = dt_fail(DT_ERR_MISMATCH, "loss %.9g, one rank with the whole model gives %.9g "
-                      "(%s)", (double)loss, (double)ref.loss, sec);
+        res = dt_fail(DT_ERR_MISMATCH, "loss %.9g, one rank with the whole model gives %.9g",
+                      (double)loss, (double)ref.loss);
     float *want = s.want; /* this rank's columns of the whole logits */
     const float *logits = res == DT_OK ? dt_acts_output(ref.acts) : NULL;
     for (size_t i = 0; logits && i < N; i++)
         memcpy(want + i * Vl, logits + i * V + (size_t)s.tp.rank * Vl, Vl * sizeof(float));
     if (res == DT_OK)
-        res = tpt_compare("this rank's logits", a.logits, want, N * Vl, sec);
+        res = tpt_compare("this rank's logits", a.logits, want, N * Vl);
     if (res == DT_OK)
         res = lab_tp_backward(&s.tp, &s.m, &a, labels);
     if (res == DT_OK)
@@ -177,15 +174,14 @@ dt_result tpt_memory_rank(dt_comm *world, void *arg)
     whole_counts(&s.cfg, &rep, &split);
     if (res == DT_OK && param != (rep + split / t) * sizeof(float))
         res = dt_fail(DT_ERR_MISMATCH, "the shard holds %zu bytes of parameters; expected %zu: "
-                      "%zu replicated floats and 1/%zu of %zu split ones (chapter 07, section "
-                      "8)", param, (rep + split / t) * sizeof(float), rep, t, split);
+                      "%zu replicated floats and 1/%zu of %zu split ones", param, (rep + split / t) * sizeof(float), rep, t, split);
     /* one layer's activations against Korthikanti et al.'s formula, in
      * float32 without dropout (section 8) */
     double want = dt_sim_act_bytes_layer(TPT_T, TPT_B, 32, 4, (int)t, *sp, 4, 0);
     size_t got = res == DT_OK ? tpt_block_act_bytes(&s.tp) : 0;
     if (res == DT_OK && !(fabs((double)got - want) <= 0.05 * want))
         res = dt_fail(DT_ERR_MISMATCH, "one block keeps %zu bytes of activations, the formula "
-                      "gives %.0f (more than 5%% apart; chapter 07, section 8)", got, want);
+                      "gives %.0f (more than 5%% apart)", got, want);
     if (res == DT_OK)
         res = lab_tp_block_acts_create(&a, &s.tp);
     if (res == DT_OK) /* and the layer computes what it should with them */

@@ -36,8 +36,8 @@ static dt_result same_on_every_rank(dt_comm *comm, const float *x, size_t n, con
         return dt_fail(DT_ERR_NOMEM, "same_on_every_rank");
     dt_result r = dt_broadcast(x, root, n, DT_F32, 0, comm);
     if (r == DT_OK && memcmp(root, x, n * sizeof *x))
-        r = dt_fail(DT_ERR_MISMATCH, "%s differs from rank 0's (chapter 07, section 5: the "
-                    "gradient of the embedding's output is the same on every rank)", what);
+        r = dt_fail(DT_ERR_MISMATCH, "%s differs from rank 0's (the gradient of the "
+                    "embedding's output is the same on every rank)", what);
     free(root);
     return r;
 }
@@ -47,7 +47,6 @@ static dt_result embed_check(vocab_case *v)
     lab_tp *tp = &v->tp;
     size_t C = v->C, V = v->V, T = TPT_T, Vl = v->Vl, Nl = v->Nl, r0 = v->r0;
     int t = tp->t;
-    const char *sec = tp->sp ? "chapter 07, section 7" : "chapter 07, section 5";
     float *wte = malloc(V * C * sizeof(float)), *wpe = malloc(T * C * sizeof(float));
     float *out = malloc(N * C * sizeof(float)), *want = calloc(N * C, sizeof(float));
     float *dout = malloc(N * C * sizeof(float)), *dwte = calloc(V * C, sizeof(float));
@@ -65,11 +64,11 @@ static dt_result embed_check(vocab_case *v)
         res = lab_vocab_embed_forward(tp, out, wte + (size_t)tp->rank * Vl * C, wpe, v->tokens);
     if (res == DT_OK && memcmp(out, want + r0 * C, Nl * C * sizeof(float)))
         res = dt_fail(DT_ERR_MISMATCH, "the embedding's output differs from one rank's with the "
-                      "whole wte (%s)", sec);
+                      "whole wte");
     tpt_calls fwd = {1, 0, 0, tpt_ring_allreduce_bytes(N * C, t)};
     tpt_calls sp_fwd = {0, 1, 0, tpt_ring_half_bytes(N * C, t)};
     if (res == DT_OK)
-        res = tpt_expect_calls(tp->comm, "embedding forward", tp->sp ? sp_fwd : fwd, sec);
+        res = tpt_expect_calls(tp->comm, "embedding forward", tp->sp ? sp_fwd : fwd);
     /* backward: the reference on the whole dout; the lab from its rows,
      * into gradients that start at 1 (they must accumulate) */
     for (size_t k = 0; k < Vl * C; k++)
@@ -85,14 +84,13 @@ static dt_result embed_check(vocab_case *v)
         res = lab_vocab_embed_backward(tp, dwte_r, dwpe_r, dout + r0 * C, v->tokens);
     if (res == DT_OK && memcmp(dwte_r, dwte + (size_t)tp->rank * Vl * C, Vl * C * sizeof(float)))
         res = dt_fail(DT_ERR_MISMATCH, "this rank's rows of wte's gradient differ from one "
-                      "rank's (+=, %s)", sec);
+                      "rank's (+=)");
     if (res == DT_OK && memcmp(dwpe_r, dwpe, T * C * sizeof(float)))
         res = dt_fail(DT_ERR_MISMATCH, "wpe's gradient differs from the sum of dout over this "
-                      "rank's rows (+=, %s)", sec);
+                      "rank's rows (+=)");
     tpt_calls sp_bwd = {0, 0, 1, tpt_ring_half_bytes(N * C, t)};
     if (res == DT_OK)
-        res = tpt_expect_calls(tp->comm, "embedding backward", tp->sp ? sp_bwd : (tpt_calls){0},
-                               sec);
+        res = tpt_expect_calls(tp->comm, "embedding backward", tp->sp ? sp_bwd : (tpt_calls){0});
     if (res == DT_OK && !tp->sp)
         res = same_on_every_rank(tp->comm, dwpe_r, T * C, "wpe's gradient");
 out:
@@ -125,14 +123,13 @@ static dt_result xent_check(vocab_case *v)
         res = lab_vocab_xent_forward(tp, pr, &loss, lr, v->labels);
     if (res == DT_OK && !(fabs(loss - mean) <= 1e-6 * fabs(mean)))
         res = dt_fail(DT_ERR_MISMATCH, "loss %.9g, one rank with the whole logits gives %.9g "
-                      "(chapter 07, section 5: the max and the sum of the exponentials are the "
-                      "whole row's)", (double)loss, mean);
+                      "(the max and the sum of the exponentials are the whole row's)",
+                      (double)loss, mean);
     for (size_t i = 0; res == DT_OK && i < N; i++)
         for (size_t j = 0; j < Vl; j++)
             if (!(fabsf(pr[i * Vl + j] - probs[i * V + start + j]) <= 1e-6f))
-                res = dt_fail(DT_ERR_MISMATCH, "probs_r[%zu][%zu] = %.9g, expected %.9g "
-                              "(chapter 07, section 5)", i, j, (double)pr[i * Vl + j],
-                              (double)probs[i * V + start + j]);
+                res = dt_fail(DT_ERR_MISMATCH, "probs_r[%zu][%zu] = %.9g, expected %.9g", i,
+                              j, (double)pr[i * Vl + j], (double)probs[i * V + start + j]);
     dt_stats st;
     if (res == DT_OK)
         res = dt_comm_stats(tp->comm, &st);
@@ -142,8 +139,8 @@ static dt_result xent_check(vocab_case *v)
                          st.bytes_sent > most))
         res = dt_fail(DT_ERR_MISMATCH, "the cross-entropy made %llu allreduces and %llu "
                       "allgathers, sending %llu bytes; expected 2 or 3 allreduces of at most %zu "
-                      "numbers in all, %llu bytes (chapter 07, section 5: reduce the max and "
-                      "the sums, never gather the logits)",
+                      "numbers in all, %llu bytes (reduce the max and the sums, never gather "
+                      "the logits)",
                       (unsigned long long)st.calls[DT_COLL_ALLREDUCE],
                       (unsigned long long)st.calls[DT_COLL_ALLGATHER],
                       (unsigned long long)st.bytes_sent, 3 * (size_t)N, (unsigned long long)most);
@@ -155,7 +152,7 @@ static dt_result xent_check(vocab_case *v)
         for (size_t j = 0; j < Vl; j++)
             if (!(fabsf(dlr[i * Vl + j] - 1 - dl[i * V + start + j]) <= 1e-6f))
                 res = dt_fail(DT_ERR_MISMATCH, "dlogits_r[%zu][%zu] = %.9g, expected 1 + %.9g "
-                              "(+=; chapter 07, section 5)", i, j, (double)dlr[i * Vl + j],
+                              "(+=)", i, j, (double)dlr[i * Vl + j],
                               (double)dl[i * V + start + j]);
 out:
     free(logits), free(probs), free(lr), free(pr), free(dl), free(dlr);
