@@ -370,7 +370,8 @@ static dt_result calibrate(dt_comm *c, float *buf, double *alpha, double *beta)
         ts[k] = (dt_now() - t0) / reps;
     }
     *alpha = ts[0] / (2.0 * (t - 1));
-    *beta = 4.0 * big_n / ((double)t * (ts[1] / (2.0 * (t - 1)) - *alpha));
+    double per_byte = (ts[1] / (2.0 * (t - 1)) - *alpha) * t / (4.0 * big_n);
+    *beta = per_byte > 0 ? 1 / per_byte : 1e30; /* a noisy fit: no bandwidth term */
     return DT_OK;
 }
 

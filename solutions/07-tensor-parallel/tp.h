@@ -57,9 +57,10 @@
 
 /* ------------------------------------------------------------ the group */
 
-/* lab_tp_scratch slots: 0 and 1 belong to the linear layers (task 1 and
- * lab_vocab_embed_*), 2 and 3 to the sub-blocks (tasks 2 and 3), so that a
- * sub-block's temporaries survive the linear layers it calls. */
+/* lab_tp_scratch slots: 0 and 1 belong to the linear layers and the
+ * vocabulary functions (tasks 1 and 4), 2 and 3 to the sub-blocks (tasks 2
+ * and 3), so that a sub-block's temporaries survive the linear layers it
+ * calls. */
 enum { LAB_TP_SLOT_LINEAR0 = 0, LAB_TP_SLOT_LINEAR1, LAB_TP_SLOT_BLOCK0, LAB_TP_SLOT_BLOCK1,
        LAB_TP_SLOTS };
 

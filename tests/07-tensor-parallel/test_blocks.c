@@ -5,6 +5,8 @@
 #include "grader.h"
 #include "tp_test.h"
 
+#include <stdio.h>
+
 
 static void sub_on(int attention)
 {
@@ -52,17 +54,38 @@ TEST(shard_qkv_takes_heads, 2)
         }
 }
 
+/* Fails unless call failed with DT_ERR_INVALID_ARG naming a and b. */
+static dt_result refused(dt_result call, long a, long b, const char *what)
+{
+    char msg[256]; /* a copy: dt_fail below writes where dt_last_error points */
+    snprintf(msg, sizeof msg, "%s", dt_last_error());
+    if (call != DT_ERR_INVALID_ARG || !tpt_mentions(msg, a) || !tpt_mentions(msg, b))
+        return dt_fail(DT_ERR_MISMATCH, "%s: %s \"%s\", expected DT_ERR_INVALID_ARG naming %ld "
+                       "and %ld", what, dt_strerror(call), msg, a, b);
+    return DT_OK;
+}
+
+/* On 4 ranks: the group refuses sizes that do not split, naming them. */
+static dt_result sizes_rank(dt_comm *world, void *arg)
+{
+    (void)arg;
+    lab_tp tp;
+    dt_gpt_config v30 = {30, 8, 1, 4, 32}, ok = {32, 8, 1, 4, 32};
+    DT_CHECK(refused(lab_tp_init(&tp, world, &v30, 2, 8, 0), 30, 4, "a vocabulary of 30"));
+    DT_CHECK(refused(lab_tp_init(&tp, world, &ok, 1, 6, 1), 6, 4, "SP with 6 rows"));
+    DT_CHECK(refused(lab_tp_init(&tp, world, &ok, 1, 9, 0), 9, 8, "9 tokens, context 8"));
+    return DT_OK;
+}
+
 TEST(heads_not_divisible_rejected, 1)
 {
     dt_test_see("chapter 07, section 4");
     enum { C = 30, NH = 6 }; /* 6 heads of 5 channels on 4 ranks */
     static float w[3 * C * C], b[3 * C], w_r[3 * C * C], b_r[3 * C];
     dt_clear_error();
-    EXPECT_ERR(lab_tp_shard_qkv(w_r, b_r, w, b, C, NH, 4, 1), DT_ERR_INVALID_ARG);
-    const char *msg = dt_last_error();
-    EXPECT(tpt_mentions(msg, 6) && tpt_mentions(msg, 4),
-           "the message \"%s\" must name the 6 heads and the 4 ranks", msg);
+    EXPECT_OK(refused(lab_tp_shard_qkv(w_r, b_r, w, b, C, NH, 4, 1), 6, 4, "6 heads"));
     EXPECT_OK(lab_tp_shard_qkv(w_r, b_r, w, b, C, NH, 3, 1)); /* 6 heads on 3 ranks split */
+    EXPECT_OK(tpt_launch(4, DT_BACKEND_THREAD, sizes_rank, NULL));
 }
 
 TEST(block_two_allreduces_each_way, 3)
