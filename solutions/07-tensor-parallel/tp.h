@@ -44,9 +44,10 @@
  * return DT_OK or a dt_result with a message (dt_fail). Temporaries come
  * from lab_tp_scratch, never from malloc in a hot loop.
  *
- * Every function whose contract names a collective is collective on
- * tp->comm: all t ranks call it with the same sizes. The tests count your
- * collectives (dt_comm_stats) and read your memory (dt_mem_stats_get). */
+ * Every function of the tasks but lab_tp_shard_qkv is collective on
+ * tp->comm: all t ranks call it, in the same order, with the same sizes
+ * (some need no communication, which is for you to find). The tests count
+ * your collectives (dt_comm_stats) and read your memory (dt_mem_stats_get). */
 #ifndef LAB_TP_H
 #define LAB_TP_H
 
