@@ -1,5 +1,6 @@
 /* gpt.c - lab 07, given code: your functions composed into a transformer
- * block, the whole tiny GPT and a training step. The layernorms and the
+ * block, the whole tiny GPT, and the hooks that make the library's
+ * training loop (dt/train.h) train it. The layernorms and the
  * residual stream run here, on the Nl rows this rank holds (all N rows, or
  * with sequence parallelism its N/t): they are the "replicated regions"
  * of chapter 07, sections 6 and 7. */
@@ -113,20 +114,71 @@ dt_result lab_tp_backward(lab_tp *tp, lab_tp_model *m, lab_tp_acts *a, const int
     return lab_vocab_embed_backward(tp, G + m->wte, G + m->wpe, dy, a->tokens);
 }
 
-dt_result lab_tp_step(lab_tp *tp, lab_tp_model *m, lab_tp_acts *a, dt_optimizer *opt,
-                      const int32_t *tokens, const int32_t *labels, float max_norm, float *loss,
-                      float *norm)
+/* ================================================================ the loop's hooks */
+
+/* forward: micro-batch t->micro of the loop's batch, which must have the
+ * group's shape (its activations were made for it). */
+static dt_result tp_forward(dt_trainer *t, void *self)
 {
-    if (!tp || !m || !opt)
-        return dt_fail(DT_ERR_INVALID_ARG, "lab_tp_step: NULL argument");
-    memset(m->grads, 0, m->num_params * sizeof(float));
-    DT_CHECK(lab_tp_forward(tp, m, a, tokens, labels, loss));
-    DT_CHECK(lab_tp_backward(tp, m, a, labels));
-    if (tp->sp)
-        DT_CHECK(lab_sp_allreduce_replicated_grads(tp, m));
-    if (max_norm > 0)
-        DT_CHECK(lab_tp_clip_grad_norm(tp, m, max_norm, norm));
-    /* every update rule of dt/optim.h works element by element, so the
-     * update of a shard is the shard of the whole model's update */
-    return dt_optim_step(opt, m->params, m->grads);
+    lab_tp_train *s = self;
+    const dt_batch *b = t->batch;
+    if (b->B != s->tp->B || b->T != s->tp->T || t->schedule)
+        return dt_fail(DT_ERR_INVALID_ARG, "lab_tp_train: a batch of %zu x %zu (the group's: "
+                       "%zu x %zu), micro-batches in the default order only", b->B, b->T,
+                       s->tp->B, s->tp->T);
+    size_t at = (size_t)t->micro * s->tp->N;
+    float loss;
+    DT_CHECK(lab_tp_forward(s->tp, s->m, s->a, b->tokens + at, b->labels + at, &loss));
+    t->loss_sum += loss;
+    return DT_OK;
+}
+
+static dt_result tp_backward(dt_trainer *t, void *self)
+{
+    lab_tp_train *s = self;
+    return lab_tp_backward(s->tp, s->m, s->a, t->batch->labels + (size_t)t->micro * s->tp->N);
+}
+
+/* sync: nothing to average over ranks (they all ran the same batch); with
+ * sequence parallelism the replicated gradients' parts are summed (task
+ * 6); the micro-batches' gradients become their mean; then the clip. */
+static dt_result tp_sync(dt_trainer *t, void *self)
+{
+    lab_tp_train *s = self;
+    if (s->tp->sp)
+        DT_CHECK(lab_sp_allreduce_replicated_grads(s->tp, s->m));
+    int micro = t->batch->micro_steps;
+    if (micro > 1)
+        DT_CHECK(dt_vec_scale(s->m->grads, 1.0f / (float)micro, s->m->num_params));
+    return s->max_norm > 0 ? lab_tp_clip_grad_norm(s->tp, s->m, s->max_norm, &s->norm) : DT_OK;
+}
+
+dt_result lab_tp_train_init(lab_tp_train *s, lab_tp *tp, lab_tp_model *m, lab_tp_acts *a,
+                            const dt_optim_config *opt, float max_norm)
+{
+    if (!s || !tp || !m || !a || !opt)
+        return dt_fail(DT_ERR_INVALID_ARG, "lab_tp_train_init: NULL argument");
+    memset(s, 0, sizeof *s);
+    s->tp = tp, s->m = m, s->a = a, s->max_norm = max_norm;
+    /* the loop sees the shard as a model without layers: one flat buffer
+     * of parameters and one of gradients, that it zeroes and updates */
+    s->view.kind = DT_MODEL_GPT;
+    s->view.params = m->params, s->view.grads = m->grads, s->view.num_params = m->num_params;
+    s->view.gpt = tp->cfg, s->view.max_seq = tp->cfg.context;
+    s->view.num_classes = tp->cfg.vocab;
+    dt_trainer_config c = {0};
+    c.optim = *opt;
+    DT_CHECK(dt_trainer_init(&s->trainer, &s->view, NULL, &c));
+    dt_train_set_hook(&s->trainer.forward, (dt_hook){"tp", tp_forward, NULL, NULL, s});
+    dt_train_set_hook(&s->trainer.backward, (dt_hook){"tp", tp_backward, NULL, NULL, s});
+    dt_train_set_hook(&s->trainer.sync, (dt_hook){"tp", tp_sync, NULL, NULL, s});
+    return DT_OK;
+}
+
+void lab_tp_train_free(lab_tp_train *s)
+{
+    if (!s)
+        return;
+    dt_trainer_free(&s->trainer);
+    memset(s, 0, sizeof *s);
 }

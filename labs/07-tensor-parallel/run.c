@@ -18,6 +18,7 @@
 #include "dt/data.h"
 #include "dt/metrics.h"
 #include "dt/sim.h"
+#include "dt/train.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -270,31 +271,39 @@ typedef struct {
     float loss[MAX_STEPS];
 } train_probe;
 
+typedef struct {
+    train_probe *p;
+    int record;             /* rank 0 of the group records the losses */
+} train_report;
+
+/* dt_train's report after every step: the step's loss. */
+static void on_step(void *arg, const dt_train_progress *pr)
+{
+    const train_report *rep = arg;
+    if (rep->record && pr->step >= 1 && pr->step <= rep->p->steps)
+        rep->p->loss[pr->step - 1] = pr->loss;
+}
+
+/* The library's loop over the data set (dt_train), with the lab's hooks:
+ * every rank of the group takes the same batches, from the sampler of a
+ * data-parallel group of one. */
 static dt_result train_rank(dt_comm *c, void *arg)
 {
     train_probe *p = arg;
     rank_model r;
-    dt_optimizer opt = {0};
+    lab_tp_train s = {0};
     dt_optim_config oc = dt_adamw_config(3e-3f);
-    size_t N = SMALL_B * small.context;
-    int32_t *tok = malloc(N * sizeof *tok), *lab = malloc(N * sizeof *lab);
+    train_report rep = {p, dt_comm_rank(c) == 0};
+    dt_train_config tc = dt_train_defaults();
+    dt_train_result res_run;
+    tc.batch = SMALL_B, tc.steps = p->steps, tc.seed = 5, tc.report_every = 1;
+    tc.progress = on_step, tc.progress_arg = &rep;
     dt_result res = open_model(&r, c, &small, SMALL_B, 0, NULL);
-    if (res == DT_OK && (!tok || !lab))
-        res = dt_fail(DT_ERR_NOMEM, "train_rank");
     if (res == DT_OK)
-        res = dt_optim_init(&opt, &oc, 0, r.m.num_params);
-    for (int s = 0; res == DT_OK && s < p->steps; s++) {
-        /* every rank of the group takes the same batch: samples s B .. */
-        size_t first = (size_t)s * SMALL_B % (p->data->n - SMALL_B + 1);
-        memcpy(tok, p->data->tokens + first * small.context, N * sizeof *tok);
-        memcpy(lab, p->data->y + first * small.context, N * sizeof *lab);
-        float loss;
-        res = lab_tp_step(&r.tp, &r.m, &r.a, &opt, tok, lab, 1.0f, &loss, NULL);
-        if (res == DT_OK && dt_comm_rank(c) == 0)
-            p->loss[s] = loss;
-    }
-    dt_optim_free(&opt);
-    free(tok), free(lab);
+        res = lab_tp_train_init(&s, &r.tp, &r.m, &r.a, &oc, 1.0f);
+    if (res == DT_OK)
+        res = dt_train(&s.trainer, p->data, &tc, &res_run);
+    lab_tp_train_free(&s);
     close_model(&r);
     return res;
 }
@@ -380,7 +389,7 @@ static dt_result wall_rank(dt_comm *c, void *arg)
     wall_probe *p = arg;
     int t = dt_comm_size(c), rank = dt_comm_rank(c);
     rank_model r;
-    dt_optimizer opt = {0};
+    lab_tp_train s = {0};
     dt_optim_config oc = dt_sgd_config(1e-3f, 0, 0);
     size_t N = BIG_B * big.context, C = big.channels;
     int32_t *tok = malloc(N * sizeof *tok);
@@ -391,26 +400,27 @@ static dt_result wall_rank(dt_comm *c, void *arg)
         res = dt_fail(DT_ERR_NOMEM, "wall_rank");
     for (size_t i = 0; tok && i < N; i++)
         tok[i] = (int32_t)((i * 31) % big.vocab);
+    dt_batch batch = {NULL, tok, tok, BIG_B, big.context, 1};
     if (res == DT_OK)
-        res = dt_optim_init(&opt, &oc, 0, r.m.num_params);
+        res = lab_tp_train_init(&s, &r.tp, &r.m, &r.a, &oc, 1.0f);
     if (res == DT_OK && t > 1) {
         memset(buf, 0, ((size_t)1 << 20) * sizeof(float));
         res = calibrate(c, buf, &alpha, &beta);
     }
-    for (int s = -1; res == DT_OK && s < WALL_STEPS; s++) { /* step -1 warms up */
+    for (int k = -1; res == DT_OK && k < WALL_STEPS; k++) { /* step -1 warms up */
         dt_stats st;
-        float loss, mine;
+        float mine;
         res = dt_barrier(c);
         dt_comm_stats_reset(c);
         double t0 = dt_now();
         if (res == DT_OK)
-            res = lab_tp_step(&r.tp, &r.m, &r.a, &opt, tok, tok, 1.0f, &loss, NULL);
+            res = dt_train_step(&s.trainer, &batch);
         mine = (float)(dt_now() - t0);
         dt_comm_stats(c, &st);
         if (res == DT_OK) /* the step lasts as long as its slowest rank */
             res = dt_allreduce(&mine, &mine, 1, DT_F32, DT_MAX, c);
-        if (s >= 0)
-            times[s] = mine, comm[s] = st.time_comm_wall;
+        if (k >= 0)
+            times[k] = mine, comm[k] = st.time_comm_wall;
     }
     if (res == DT_OK && rank == 0) {
         /* the median step, and its communication */
@@ -437,7 +447,7 @@ static dt_result wall_rank(dt_comm *c, void *arg)
                100 * comm[m] / times[m], 100 * pred / (comp + pred), p->t1 / times[m],
                p->t1 / (comp + pred));
     }
-    dt_optim_free(&opt);
+    lab_tp_train_free(&s);
     free(tok), free(buf);
     close_model(&r);
     return res;

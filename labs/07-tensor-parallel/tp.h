@@ -21,8 +21,8 @@
  *
  * The code outside the fences (model.c, gpt.c) is given: it lays out a
  * rank's shard of the GPT, allocates its activations, composes your
- * functions into a transformer block and the whole model, and runs a
- * training step.
+ * functions into a transformer block and the whole model, and gives the
+ * library's training loop the hooks that train it.
  *
  * Shapes. The whole model has vocabulary V, context T, L blocks, NH heads
  * and C channels (dt_gpt_config); a batch is B sequences of T tokens, so
@@ -55,6 +55,7 @@
 #include "dt/core.h"
 #include "dt/nn.h"
 #include "dt/optim.h"
+#include "dt/train.h"
 
 /* ------------------------------------------------------------ the group */
 
@@ -188,13 +189,28 @@ dt_result lab_tp_forward(lab_tp *tp, const lab_tp_model *m, lab_tp_acts *a,
 /* Its backward, accumulating into m->grads (zero them first). */
 dt_result lab_tp_backward(lab_tp *tp, lab_tp_model *m, lab_tp_acts *a, const int32_t *labels);
 
-/* One training step: zero the gradients, forward, backward, with sp the
- * replicated gradients' allreduce (task 6), clipping to max_norm when
- * max_norm > 0 (task 5; *norm, may be NULL, gets the norm before
- * clipping), then opt's update of the whole shard. */
-dt_result lab_tp_step(lab_tp *tp, lab_tp_model *m, lab_tp_acts *a, dt_optimizer *opt,
-                      const int32_t *tokens, const int32_t *labels, float max_norm, float *loss,
-                      float *norm);
+/* Training with the library's loop (dt/train.h): dt_train_step(&s->trainer,
+ * batch) and dt_train(&s->trainer, ...) run
+ *   zero the gradients; forward, backward (the model above, on each
+ *   micro-batch of the group's B x T); sync: with sp the replicated
+ *   gradients' allreduce (task 6), the micro-batches' mean, the clip to
+ *   max_norm when max_norm > 0 (task 5); update: opt over the whole shard.
+ * The trainer has no communicator: its data-parallel group is this rank
+ * alone, and every rank of the TP group takes the same batch (dt_train's
+ * sampler gives them the same order). */
+typedef struct {
+    dt_trainer trainer;
+    lab_tp *tp;
+    lab_tp_model *m;
+    lab_tp_acts *a;
+    dt_model view;          /* the shard as the loop sees it: params, grads, no layers */
+    float max_norm;
+    float norm;             /* the last clip's norm (before clipping) */
+} lab_tp_train;
+
+dt_result lab_tp_train_init(lab_tp_train *s, lab_tp *tp, lab_tp_model *m, lab_tp_acts *a,
+                            const dt_optim_config *opt, float max_norm);
+void lab_tp_train_free(lab_tp_train *s);
 
 /* ------------------------------------------------------------ task 1 (section 2) */
 
@@ -305,7 +321,7 @@ dt_result lab_tp_clip_grad_norm(lab_tp *tp, lab_tp_model *m, float max_norm, flo
 
 /* With sequence parallelism each rank's gradients of the replicated
  * tensors cover only its own rows. Makes them the whole batch's, the same
- * on every rank, with ONE allreduce. Called by lab_tp_step when tp->sp. */
+ * on every rank, with ONE allreduce. The loop's sync calls it when tp->sp. */
 dt_result lab_sp_allreduce_replicated_grads(lab_tp *tp, lab_tp_model *m);
 
 #endif /* LAB_TP_H */

@@ -21,25 +21,28 @@ TEST_HIDDEN_T(hidden_gpt_on_proc_backend, 3, 30)
 enum { STEPS = 4 };
 #define MAX_NORM 0.5f /* below the gradient's norm (about 1.5): every step clips */
 
-/* One rank with the whole model: STEPS steps of SGD with momentum, the
- * whole gradient clipped to MAX_NORM as torch.nn.utils.clip_grad_norm_. */
+/* One rank with the whole model: STEPS steps of SGD with momentum, each
+ * on the 2 B sequences of two micro-batches at once, the whole gradient
+ * clipped to MAX_NORM as torch.nn.utils.clip_grad_norm_; losses[k] the
+ * step's mean loss. */
 static dt_result whole_training(dt_model *m, const dt_gpt_config *cfg, const int32_t *tokens,
                                 const int32_t *labels, float *losses)
 {
     dt_optim_config oc = dt_sgd_config(0.1f, 0.9f, 0);
     dt_optimizer opt = {0};
     dt_acts *a = NULL;
+    size_t rows = 2 * TPT_B * TPT_T;
     DT_CHECK(tpt_gpt_create(m, cfg));
     DT_CHECK(dt_optim_init(&opt, &oc, 0, m->num_params));
-    dt_result r = dt_acts_create(&a, m, 0, m->num_layers, TPT_B, TPT_T);
-    for (int s = 0; r == DT_OK && s < STEPS; s++) {
+    dt_result r = dt_acts_create(&a, m, 0, m->num_layers, 2 * TPT_B, TPT_T);
+    for (int k = 0; r == DT_OK && k < STEPS; k++) {
         double sq;
         if (r == DT_OK)
             r = dt_model_zero_grads(m);
         if (r == DT_OK)
-            r = dt_model_forward(m, a, NULL, tokens + s * TPT_B * TPT_T);
+            r = dt_model_forward(m, a, NULL, tokens + k * rows);
         if (r == DT_OK)
-            r = dt_model_loss(m, a, labels + s * TPT_B * TPT_T, &losses[s], NULL);
+            r = dt_model_loss(m, a, labels + k * rows, &losses[k], NULL);
         if (r == DT_OK)
             r = dt_model_backward(m, a, NULL, NULL, NULL, NULL);
         if (r == DT_OK)
@@ -55,22 +58,25 @@ static dt_result whole_training(dt_model *m, const dt_gpt_config *cfg, const int
     return r;
 }
 
+/* STEPS steps of the library's loop with the lab's hooks, each of 2
+ * micro-batches (the loop averages them: the whole reference batch is
+ * the two micro-batches of the step, one after the other). */
 static dt_result training_rank(dt_comm *world, void *arg)
 {
     const int *sp = arg;
     dt_gpt_config cfg = tpt_config(2);
     size_t N = TPT_B * TPT_T;
-    int32_t tokens[STEPS * TPT_B * TPT_T], labels[STEPS * TPT_B * TPT_T];
-    float want_loss[STEPS], loss;
+    int32_t tokens[2 * STEPS * TPT_B * TPT_T], labels[2 * STEPS * TPT_B * TPT_T];
+    float want_loss[2 * STEPS];
     dt_model whole = {0}, ref = {0};
     lab_tp tp = {0};
     lab_tp_model m = {0};
     lab_tp_acts a = {0};
-    dt_optimizer opt = {0};
+    lab_tp_train s = {0};
     dt_optim_config oc = dt_sgd_config(0.1f, 0.9f, 0);
     float *want = NULL;
-    for (int s = 0; s < STEPS; s++)
-        tpt_batch(tokens + s * N, labels + s * N, N, cfg.vocab, TPT_DATA_SEED + (uint64_t)s);
+    for (int k = 0; k < 2 * STEPS; k++)
+        tpt_batch(tokens + k * N, labels + k * N, N, cfg.vocab, TPT_DATA_SEED + (uint64_t)k);
     dt_result r = whole_training(&ref, &cfg, tokens, labels, want_loss);
     if (r == DT_OK)
         r = tpt_gpt_create(&whole, &cfg);
@@ -81,17 +87,16 @@ static dt_result training_rank(dt_comm *world, void *arg)
     if (r == DT_OK)
         r = lab_tp_acts_create(&a, &tp, m.layers);
     if (r == DT_OK)
-        r = dt_optim_init(&opt, &oc, 0, m.num_params);
-    for (int s = 0; r == DT_OK && s < STEPS; s++) {
-        float norm = 0;
-        r = lab_tp_step(&tp, &m, &a, &opt, tokens + s * N, labels + s * N, MAX_NORM, &loss,
-                        &norm);
-        if (r == DT_OK && !(norm > MAX_NORM))
-            r = dt_fail(DT_ERR_INTERNAL, "step %d: norm %g: the test means to clip", s,
-                        (double)norm);
-        if (r == DT_OK && !(fabsf(loss - want_loss[s]) <= TPT_TOL * want_loss[s]))
-            r = dt_fail(DT_ERR_MISMATCH, "step %d: loss %.9g, one rank gives %.9g", s,
-                        (double)loss, (double)want_loss[s]);
+        r = lab_tp_train_init(&s, &tp, &m, &a, &oc, MAX_NORM);
+    for (int k = 0; r == DT_OK && k < STEPS; k++) {
+        dt_batch b = {NULL, tokens + 2 * k * N, labels + 2 * k * N, TPT_B, TPT_T, 2};
+        r = dt_train_step(&s.trainer, &b);
+        if (r == DT_OK && !(s.norm > MAX_NORM))
+            r = dt_fail(DT_ERR_INTERNAL, "step %d: norm %g: the test means to clip", k,
+                        (double)s.norm);
+        if (r == DT_OK && !(fabsf(s.trainer.loss - want_loss[k]) <= TPT_TOL * want_loss[k]))
+            r = dt_fail(DT_ERR_MISMATCH, "step %d: loss %.9g, one rank gives %.9g", k,
+                        (double)s.trainer.loss, (double)want_loss[k]);
     }
     if (r == DT_OK && !(want = malloc(m.num_params * sizeof *want)))
         r = dt_fail(DT_ERR_NOMEM, "training_rank");
@@ -101,7 +106,7 @@ static dt_result training_rank(dt_comm *world, void *arg)
         r = tpt_compare_shard(&m, &ref, m.params, want, tp.t, 1e-4,
                               "after 4 clipped steps, the parameter");
     free(want);
-    dt_optim_free(&opt);
+    lab_tp_train_free(&s);
     lab_tp_acts_free(&a);
     lab_tp_model_free(&m);
     lab_tp_free(&tp);
