@@ -48,6 +48,8 @@ RUN_CMD    := $(RUN_TARGET) --showcase $(ARGS)
 
 BASE_CFLAGS := -std=c11 -O2 -g -Wall -Wextra $(WERROR) -D_GNU_SOURCE
 CFLAGS  := $(BASE_CFLAGS) -pthread -Ilib/include -MMD -MP
+# Every program gets the BLAS kernels check of lib/tensor/blas_startup.c.
+LDFLAGS += -Wl,-u,dt_blas_startup_check
 LDLIBS  := -lm -lpthread -lrt
 
 ifeq ($(SAN),address)
