@@ -310,6 +310,8 @@ $(BUILD)/bench/mpi_%: bench/mpi_%.c
 	$(call step,MPICC,$<)
 	$(Q)mpicc -O2 -o $@ $<
 bench-progs: $(BENCH_PROGS) $(BIN)/dttrain $(BIN)/dtbench $(BIN)/dtrun
+# bench/lib.sh is the scripts' shared functions, not a benchmark.
+BENCH_NAMES := $(patsubst bench/%.sh,%,$(filter-out bench/table.sh bench/lib.sh,$(wildcard bench/*.sh)))
 
 # The table of every figure beside its peer (bench/table.sh; ROUNDS=N).
 bench: bench-progs
@@ -317,7 +319,7 @@ bench: bench-progs
 
 # One detailed benchmark: make bench-comm, bench-compute, bench-ddp, bench-kernels.
 bench-%: bench-progs
-	@test -f bench/$*.sh || { echo "bench-$*: no bench/$*.sh (there are: $(patsubst bench/%.sh,%,$(wildcard bench/*.sh)))"; exit 2; }
+	@test -n "$(filter $*,$(BENCH_NAMES))" || { echo "bench-$*: no such benchmark (bench/NAME.sh: $(BENCH_NAMES))"; exit 2; }
 	@BUILD=$(BUILD) bash bench/$*.sh
 
 # ------------------------------------------------------------ packaging
@@ -373,7 +375,7 @@ help:
 	@echo "  make run-lab LAB=NN  build and run a lab's own program (ARGS=\"...\" passes options)"
 	@echo "  make check           grade the labs: LAB=NN one lab, TEST=text some tests"
 	@echo "  make bench           the benchmark table: libdt beside OpenMPI and PyTorch (ROUNDS=N)"
-	@echo "  make bench-NAME      one detailed benchmark, bench/NAME.sh:$(foreach b,$(filter-out bench/table.sh,$(wildcard bench/*.sh)), $(b:bench/%.sh=%))"
+	@echo "  make bench-NAME      one detailed benchmark, bench/NAME.sh: $(BENCH_NAMES)"
 	@echo "  make gpu             compile-only check of the CUDA/NCCL code (needs nvcc)"
 	@echo "  make deps            install the Debian/Ubuntu packages (apt-get)"
 	@echo "  make clean           remove $(BUILD)/"
@@ -389,7 +391,7 @@ endif
 	@echo
 	@echo "  V=1                  show every command (default: one line per step)"
 	@echo "  SAN=address|thread   build with sanitizers, into build/SAN/"
-	@echo "  IMPL=labs|solutions|DIR   which lab code to build (default labs)"
+	@echo "  IMPL=$(if $(STAFF_TREE),labs|solutions|DIR,labs|DIR)   which lab code to build (default labs)"
 	@echo "  BUILD=DIR  CC=...    another build folder, another compiler"
 	@echo "  -jN                  jobs at once (default: $(NPROC), one per core)"
 	@echo

@@ -166,3 +166,41 @@ char *dt_blas_info_str(const dt_blas_info *info, char *buf, size_t len)
              info->cpu.model_name, dt_isa_name(info->cpu.isa));
     return buf;
 }
+
+/* Text appended to a buffer that is cut, never overrun, when full. */
+typedef struct {
+    char *buf;
+    size_t len, at;
+} text_out;
+
+static void put(text_out *o, const char *s, int json_escape)
+{
+    for (; *s; s++) {
+        if (json_escape && (unsigned char)*s < 0x20)
+            continue; /* control characters: none in the names reported */
+        if (json_escape && (*s == '"' || *s == '\\') && o->at + 2 < o->len)
+            o->buf[o->at++] = '\\';
+        if (o->at + 1 < o->len)
+            o->buf[o->at++] = *s;
+    }
+    if (o->len)
+        o->buf[o->at] = '\0';
+}
+
+char *dt_blas_info_json(const dt_blas_info *info, char *buf, size_t len)
+{
+    const char *keys[] = {"blas", "blas_kernels", "blas_kernels_by", "blas_own_choice", "cpu",
+                          "cpu_isa"};
+    const char *values[] = {info->library, info->kernels, dt_blas_chooser_name(info->chosen_by),
+                            info->blas_choice, info->cpu.model_name, dt_isa_name(info->cpu.isa)};
+    text_out o = {buf, len, 0};
+    put(&o, "", 0);
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+        put(&o, i ? ", \"" : "\"", 0);
+        put(&o, keys[i], 0);
+        put(&o, "\": \"", 0);
+        put(&o, values[i], 1);
+        put(&o, "\"", 0);
+    }
+    return buf;
+}

@@ -137,6 +137,27 @@ TEST(blas_kernel_choice, 1)
            dt_blas_kernels_isa("Atom"), dt_blas_kernels_isa("Z14"));
 }
 
+TEST(blas_info_as_json, 1)
+{
+    dt_blas_info info;
+    memset(&info, 0, sizeof info);
+    snprintf(info.library, sizeof info.library, "OpenBLAS 0.3.21");
+    snprintf(info.kernels, sizeof info.kernels, "Cooperlake");
+    snprintf(info.blas_choice, sizeof info.blas_choice, "Haswell");
+    snprintf(info.cpu.model_name, sizeof info.cpu.model_name, "A \"quoted\" \\ CPU");
+    info.chosen_by = DT_BLAS_BY_LIBDT;
+    info.cpu.isa = DT_ISA_AVX512_BF16;
+    char buf[512], small[40];
+    const char *want = "\"blas\": \"OpenBLAS 0.3.21\", \"blas_kernels\": \"Cooperlake\", "
+                       "\"blas_kernels_by\": \"libdt\", \"blas_own_choice\": \"Haswell\", "
+                       "\"cpu\": \"A \\\"quoted\\\" \\\\ CPU\", \"cpu_isa\": \"avx512_bf16\"";
+    dt_blas_info_json(&info, buf, sizeof buf);
+    EXPECT(strcmp(buf, want) == 0, "got  %s\nwant %s", buf, want);
+    dt_blas_info_json(&info, small, sizeof small); /* cut, terminated, not overrun */
+    EXPECT(strlen(small) == sizeof small - 1 && strncmp(small, want, sizeof small - 1) == 0,
+           "cut to %zu bytes: '%s'", sizeof small, small);
+}
+
 /* ---------------------------------------------------------------- this process */
 
 /* What every process of this binary runs with. Printed for the restart

@@ -202,6 +202,13 @@ dt_result dt_blas_info_get(dt_blas_info *out);
  * into buf as snprintf does and returns buf. */
 char *dt_blas_info_str(const dt_blas_info *info, char *buf, size_t len);
 
+/* The same as JSON members, for a tool's --json object: "blas",
+ * "blas_kernels", "blas_kernels_by" (dt_blas_chooser_name),
+ * "blas_own_choice", "cpu" and "cpu_isa", e.g. "blas": "OpenBLAS 0.3.21",
+ * "blas_kernels": "Cooperlake", ... (no braces). Returns buf; a buf too
+ * short is cut (512 bytes always suffice). */
+char *dt_blas_info_json(const dt_blas_info *info, char *buf, size_t len);
+
 /* ---------------------------------------------------------------- elementwise
  * All take a count of elements; in-place use (out == a) is allowed unless
  * stated otherwise. NULL is refused unless count is 0. */
