@@ -15,10 +15,8 @@
 set -u
 cd "$(dirname "$0")/.."
 . bench/lib.sh
-BUILD=${BUILD:-build}
-ROUNDS=${ROUNDS:-9}
-STEPS=${STEPS:-60}
-export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 DT_BLAS_THREADS=1 DT_QUIET=1
+bench_settings 9 60
+export DT_QUIET=1
 
 make --no-print-directory -s BUILD="$BUILD" bench-progs || exit 1
 machine=$(env -u OPENBLAS_CORETYPE "$BUILD/bench/machine") || exit 1

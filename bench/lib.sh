@@ -1,7 +1,23 @@
 # bench/lib.sh - what the benchmark scripts share; sourced, not run:
 #   . bench/lib.sh
+#   bench_settings 5 60     BUILD, ROUNDS and STEPS from the environment
 # Numbers go one per line on stdin; lists of numbers in arguments are
 # space-separated, one value per round, in round order.
+
+# BUILD (default build), ROUNDS (default $1) and STEPS (default $2) from
+# the environment, checked; one thread per rank for every program (OpenBLAS
+# and OpenMP start their own threads otherwise, whatever the ranks).
+bench_settings() {
+    BUILD=${BUILD:-build}
+    ROUNDS=${ROUNDS:-$1}
+    STEPS=${STEPS:-$2}
+    local v
+    for v in ROUNDS STEPS; do
+        [[ ${!v} =~ ^[1-9][0-9]*$ ]] ||
+            { echo "$0: $v='${!v}': expected a whole number >= 1" >&2; exit 2; }
+    done
+    export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 DT_BLAS_THREADS=1
+}
 
 # The median of the numbers on stdin (the mean of the middle two for an
 # even count); "nan" for none.

@@ -35,17 +35,11 @@
 set -u
 cd "$(dirname "$0")/.."
 . bench/lib.sh
-BUILD=${BUILD:-build}
-ROUNDS=${ROUNDS:-5}
-STEPS=${STEPS:-60}
+bench_settings 5 60
 PY=${PY:-/usr/bin/python3}
 MPIRUN="mpirun --allow-run-as-root --oversubscribe"
-export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 DT_BLAS_THREADS=1
 
 die() { echo "bench/table.sh: $*" >&2; exit 1; }
-for v in ROUNDS STEPS; do
-    [[ ${!v} =~ ^[1-9][0-9]*$ ]] || die "$v='${!v}': expected a whole number >= 1"
-done
 TMP=$(mktemp -d) || die "mktemp failed"
 trap 'rm -rf "$TMP"' EXIT
 

@@ -122,6 +122,7 @@ const char *dt_blas_chooser_name(dt_blas_chooser c)
     return "unknown";
 }
 
+#ifdef DT_HAVE_OPENBLAS
 /* "OpenBLAS 0.3.21 NO_LAPACKE DYNAMIC_ARCH ..." -> "OpenBLAS 0.3.21" */
 static void library_of(const char *config, char *out, size_t len)
 {
@@ -131,6 +132,7 @@ static void library_of(const char *config, char *out, size_t len)
     size_t n = space ? (size_t)(space - config) : strlen(config);
     snprintf(out, len, "%.*s", (int)n, config);
 }
+#endif
 
 dt_result dt_blas_info_get(dt_blas_info *out)
 {
