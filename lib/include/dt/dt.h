@@ -13,6 +13,7 @@
 #include "dt/optim.h"
 #include "dt/data.h"
 #include "dt/metrics.h"
+#include "dt/sched.h"
 #include "dt/sim.h"
 
 #endif
