@@ -18,10 +18,15 @@
  * rank. DT_BLAS_REPLACED is also the guard against a loop: a process that
  * finds it (with OPENBLAS_CORETYPE) never restarts.
  *
+ * An OPENBLAS_CORETYPE the user set is the user's choice and stays; when
+ * it holds the CPU back, one line says so (once per process tree: the
+ * inherited DT_BLAS_NOTED). The lines are left out with DT_QUIET=1, under
+ * the grader and in MPI ranks other than 0 (read_settings).
+ *
  * Every program linked with libdt gets this check: the Makefile links this
- * file into each (-u dt_blas_startup_check), and dt_sgemm's users get it through
- * blas.c. It prints its line here, before main, because no caller exists yet
- * to return an error to; dt_blas_info_get reports the same facts later. */
+ * file into each (-u dt_blas_startup_check), and dt_sgemm's users get it
+ * through blas.c. It prints here, before main, because no caller exists
+ * yet to return an error to; dt_blas_info_get reports the same facts. */
 #include "blas_internal.h"
 
 #include <errno.h>
@@ -91,8 +96,8 @@ static int read_settings(settings *s)
 }
 
 #ifdef DT_HAVE_OPENBLAS
-/* This process's arguments, from /proc/self/cmdline (NUL-separated), as a
- * NULL-terminated array in one allocation; NULL on failure. */
+/* This process's arguments, from /proc/self/cmdline (each ended by a NUL),
+ * as a NULL-terminated array in one allocation; NULL on failure. */
 static char **read_argv(void)
 {
     int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
@@ -100,10 +105,10 @@ static char **read_argv(void)
         return NULL;
     size_t cap = 4096, len = 0;
     char *text = malloc(cap);
-    ssize_t n;
-    while (text && (n = read(fd, text + len, cap - len)) > 0) {
+    ssize_t n = 0;
+    while (text && (n = read(fd, text + len, cap - len - 1)) > 0) {
         len += (size_t)n;
-        if (len == cap) {
+        if (len + 1 == cap) {
             char *bigger = realloc(text, cap *= 2);
             if (!bigger)
                 free(text);
@@ -115,6 +120,8 @@ static char **read_argv(void)
         free(text);
         return NULL;
     }
+    if (text[len - 1] != '\0') /* a last argument without its NUL: end it */
+        text[len++] = '\0';
     size_t argc = 0;
     for (size_t i = 0; i < len; i++)
         argc += text[i] == '\0';
@@ -122,7 +129,8 @@ static char **read_argv(void)
     char **argv = malloc((argc + 1) * sizeof *argv + len);
     if (argv) {
         char *copy = memcpy((char *)(argv + argc + 1), text, len);
-        for (size_t i = 0, a = 0; i < len; i += strlen(copy + i) + 1)
+        size_t a = 0;
+        for (size_t i = 0; i < len; i += strlen(copy + i) + 1)
             argv[a++] = copy + i;
         argv[argc] = NULL;
     }
