@@ -137,7 +137,7 @@ TEST(blas_kernel_choice, 1)
            dt_blas_kernels_isa("Atom"), dt_blas_kernels_isa("Z14"));
 }
 
-TEST(blas_info_as_json, 1)
+TEST(blas_info_as_json_and_line, 1)
 {
     dt_blas_info info;
     memset(&info, 0, sizeof info);
@@ -156,6 +156,10 @@ TEST(blas_info_as_json, 1)
     dt_blas_info_json(&info, small, sizeof small); /* cut, terminated, not overrun */
     EXPECT(strlen(small) == sizeof small - 1 && strncmp(small, want, sizeof small - 1) == 0,
            "cut to %zu bytes: '%s'", sizeof small, small);
+    const char *line = "OpenBLAS 0.3.21, Cooperlake kernels (chosen by libdt; OpenBLAS chose "
+                       "Haswell); CPU A \"quoted\" \\ CPU (avx512_bf16)";
+    dt_blas_info_str(&info, buf, sizeof buf);
+    EXPECT(strcmp(buf, line) == 0, "one line: '%s'", buf);
 }
 
 /* ---------------------------------------------------------------- this process */
