@@ -15,5 +15,6 @@
 #include "dt/metrics.h"
 #include "dt/sched.h"
 #include "dt/sim.h"
+#include "dt/train.h"
 
 #endif
