@@ -133,6 +133,9 @@ TOOLS      := $(TOOL_SRCS:tools/%.c=$(BIN)/%) $(TOOL_DIRS:%=$(BIN)/%)
 DTGRADE    := $(BIN)/dtgrade
 DTGRADE_SRCS := $(or $(wildcard tools/dtgrade/*.c),tools/dtgrade.c)
 
+BENCH_SRCS  := $(filter-out bench/mpi_%.c,$(wildcard bench/*.c))
+BENCH_PROGS := $(BENCH_SRCS:bench/%.c=$(BUILD)/bench/%)
+
 GRADER_OBJ := $(BUILD)/obj/tests/grader/test_main.o
 UNIT_SRCS  := $(sort $(wildcard tests/lib/*.c))
 UNIT_OBJS  := $(UNIT_SRCS:%.c=$(BUILD)/obj/%.o)
@@ -161,7 +164,7 @@ SAN_SCALE := $(if $(DT_TIMEOUT_SCALE),,$(if $(filter address,$(SAN)),3,$(if $(fi
 GRADE_FLAGS = -j $(GRADE_JOBS) $(if $(TEST),--only $(TEST)) $(if $(SAN_SCALE),--timeout-scale $(SAN_SCALE)) \
               --results $(or $(DT_RESULTS),$(BUILD)/results.json) $(DTGRADE_FLAGS)
 
-all: $(LIBDT) $(TOOLS) $(UNIT_GRADE) $(FIXTURE) lab-bins headers
+all: $(LIBDT) $(TOOLS) $(UNIT_GRADE) $(FIXTURE) lab-bins headers $(BENCH_PROGS)
 
 $(BUILD)/obj/%.o: %.c $(IDENTITY)
 	@mkdir -p $(dir $@)
@@ -296,10 +299,9 @@ test:
 
 # ------------------------------------------------------------ benchmarks
 
-# A benchmark's programs: bench/<name>.c -> $(BUILD)/bench/<name>, linked
-# with libdt; bench/mpi_*.c are OpenMPI's side, built with mpicc.
-BENCH_SRCS  := $(filter-out bench/mpi_%.c,$(wildcard bench/*.c))
-BENCH_PROGS := $(BENCH_SRCS:bench/%.c=$(BUILD)/bench/%)
+# A benchmark's programs (BENCH_PROGS, built by `make` too, so that they
+# never rot), linked with libdt; bench/mpi_*.c are OpenMPI's side, built
+# with mpicc when a script asks.
 $(BUILD)/bench/%: $(BUILD)/obj/bench/%.o $(LIBDT) $(IDENTITY)
 	@mkdir -p $(dir $@)
 	$(call step,LINK,$@)
