@@ -1,4 +1,4 @@
-/* tp_test.c - the shared helpers of the lab 07 tests (see tp_test.h). The
+/* tp_test.c - what the lab 07 tests share (see tp_test.h). The
  * reference is one rank running the library's whole GPT; the shard rules
  * are chapter 07's, written again here so that the tests do not trust the
  * lab's own slicing. */
