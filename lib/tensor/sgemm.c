@@ -15,12 +15,11 @@
  *     Bp: for each group of 8 cols, k-major:  b[k*8 + c]
  *
  * Rows and columns past the matrix edge are packed as zeros and the tile is
- * written back only where it lies inside C. */
-#include "dt/tensor.h"
+ * written back only where it lies inside C.
+ *
+ * Which OpenBLAS kernels run, and its threads: blas.c. */
+#include "blas_internal.h"
 
-#include <pthread.h>
-#include <stdatomic.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -29,51 +28,6 @@
 #endif
 
 enum { MR = 4, NR = 8, MC = 64, KC = 256, NC = 256 }; /* micro_kernel assumes MR = 4 */
-
-/* ---------------------------------------------------------------- threads */
-
-/* OpenBLAS's thread count is process-wide, set once before the first use. */
-static pthread_once_t blas_once = PTHREAD_ONCE_INIT;
-static atomic_int blas_threads_now = 1; /* ranks may ask from several threads */
-static char blas_env_error[200];        /* a bad DT_BLAS_THREADS; written once */
-
-static void blas_init(void)
-{
-    long n = 1;
-    if (dt_env_long("DT_BLAS_THREADS", 1, 1, 1024, &n) != DT_OK)
-        snprintf(blas_env_error, sizeof blas_env_error, "%s", dt_last_error());
-    blas_threads_now = (int)n;
-#ifdef DT_HAVE_OPENBLAS
-    openblas_set_num_threads(blas_threads_now);
-#endif
-}
-
-dt_result dt_blas_set_threads(int n)
-{
-    if (n < 1)
-        return dt_fail(DT_ERR_INVALID_ARG, "dt_blas_set_threads: %d threads (need >= 1)", n);
-    pthread_once(&blas_once, blas_init);
-    blas_threads_now = n;
-#ifdef DT_HAVE_OPENBLAS
-    openblas_set_num_threads(n);
-#endif
-    return DT_OK;
-}
-
-int dt_blas_threads(void)
-{
-    pthread_once(&blas_once, blas_init);
-    return blas_threads_now;
-}
-
-int dt_blas_available(void)
-{
-#ifdef DT_HAVE_OPENBLAS
-    return 1;
-#else
-    return 0;
-#endif
-}
 
 /* ---------------------------------------------------------------- checks */
 
@@ -222,9 +176,9 @@ dt_result dt_sgemm(dt_trans ta, dt_trans tb, size_t M, size_t N, size_t K, float
                    const float *A, size_t lda, const float *B, size_t ldb, float beta, float *C,
                    size_t ldc)
 {
-    pthread_once(&blas_once, blas_init);
-    if (blas_env_error[0])
-        return dt_fail(DT_ERR_INVALID_ARG, "dt_sgemm: %s", blas_env_error);
+    dt_result r = dt_blas_init_once(); /* a bad DT_BLAS_THREADS fails every build */
+    if (r != DT_OK)
+        return r;
 #ifdef DT_HAVE_OPENBLAS
     DT_CHECK(check_args("dt_sgemm", ta, tb, M, N, K, A, lda, B, ldb, C, ldc));
     cblas_sgemm(CblasRowMajor, ta == DT_TRANS ? CblasTrans : CblasNoTrans,
