@@ -23,31 +23,22 @@
 #include "dt/comm.h"
 
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#define EXIT_USAGE 2
+enum { COLL_NONE = -2, COLL_LAUNCH = -1 }; /* besides the dt_coll_kind values */
+
 typedef struct {
-    int coll; /* dt_coll_kind, or -1 for launch */
+    int coll; /* dt_coll_kind, or COLL_LAUNCH */
     size_t min, max;
     double factor;
     int iters, warmup, check, csv, shared;
     dt_dtype dtype;
     dt_redop op;
 } bench;
-
-static size_t parse_size(const char *s)
-{
-    char *end;
-    double v = strtod(s, &end);
-    switch (*end) {
-    case 'K': case 'k': v *= 1024; break;
-    case 'M': case 'm': v *= 1024 * 1024; break;
-    case 'G': case 'g': v *= 1024.0 * 1024 * 1024; break;
-    default: break;
-    }
-    return v < 0 ? 0 : (size_t)v;
-}
 
 static double bus_factor(int coll, int n)
 {
@@ -261,92 +252,179 @@ static int bench_launch(const dt_launch_opts *o, const bench *b)
     return 0;
 }
 
-static void usage(void)
+static void usage(FILE *out)
 {
-    fprintf(stderr,
+    fprintf(out,
             "usage: dtbench COLL [-b MIN] [-e MAX] [-f FACTOR] [-n RANKS]\n"
             "               [--backend thread|proc] [--iters N] [--warmup N] [-d DTYPE]\n"
             "               [-o OP] [--algo A] [--net NET] [--check 0|1] [--csv] [--shared]\n"
             "  COLL: allreduce broadcast reduce allgather reduce_scatter alltoall\n"
-            "        sendrecv barrier launch\n");
-    exit(2);
+            "        sendrecv barrier launch\n"
+            "  MIN, MAX: bytes, with K, M or G for powers of 1024 (default 8 and 64M)\n"
+            "  FACTOR: each size is the previous one times FACTOR, > 1 (default 4)\n"
+            "  DTYPE: f32 f16 bf16 i32 i8 u8; OP: sum prod max min avg\n");
+}
+
+/* "dtbench: <message>" on stderr; the exit status of a bad option. */
+static int bad(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int bad(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "dtbench: ");
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, "\nTry 'dtbench --help' for the options.\n");
+    va_end(ap);
+    return EXIT_USAGE;
+}
+
+#define MAX_BYTES ((size_t)1 << 40) /* a rank's buffer: 1 TiB is surely a typo */
+#define MAX_ITERS 1000000000L
+
+static int parse_coll(const char *name, bench *b)
+{
+    static const char *const names[] = {"allreduce", "broadcast", "reduce", "allgather",
+                                        "reduce_scatter", "alltoall", "barrier", "send",
+                                        "recv", "sendrecv"};
+    _Static_assert(sizeof names / sizeof names[0] == DT_NUM_COLLS, "one name per kind");
+    for (int k = 0; k < DT_NUM_COLLS; k++)
+        if (strcmp(name, names[k]) == 0 && k != DT_COLL_SEND && k != DT_COLL_RECV)
+            b->coll = k;
+    if (strcmp(name, "launch") == 0)
+        b->coll = COLL_LAUNCH;
+    if (b->coll == COLL_NONE)
+        return bad("unknown collective '%s' (allreduce broadcast reduce allgather "
+                   "reduce_scatter alltoall sendrecv barrier launch)", name);
+    return 0;
+}
+
+/* -d and -o: a name from dt_dtype_name / dt_redop_name. */
+static int parse_dtype(const char *v, dt_dtype *out)
+{
+    for (int t = 0; t < DT_NUM_DTYPES; t++)
+        if (!strcmp(v, dt_dtype_name((dt_dtype)t))) {
+            *out = (dt_dtype)t;
+            return 0;
+        }
+    return bad("-d '%s': unknown dtype (f32 f16 bf16 i32 i8 u8)", v);
+}
+
+static int parse_op(const char *v, dt_redop *out)
+{
+    for (int k = 0; k < DT_NUM_REDOPS; k++)
+        if (!strcmp(v, dt_redop_name((dt_redop)k))) {
+            *out = (dt_redop)k;
+            return 0;
+        }
+    return bad("-o '%s': unknown op (sum prod max min avg)", v);
+}
+
+static int parse_int(const char *opt, const char *v, long lo, long hi, int *out)
+{
+    long n;
+    if (dt_parse_long(opt, v, lo, hi, &n) != DT_OK)
+        return bad("%s", dt_last_error());
+    *out = (int)n;
+    return 0;
+}
+
+/* One option with its value v; 0, or the exit status of a bad one. */
+static int parse_option(const char *a, const char *v, bench *b, dt_launch_opts *o)
+{
+    if (!strcmp(a, "-b") || !strcmp(a, "-e")) {
+        if (dt_parse_bytes(a, v, 0, MAX_BYTES, a[1] == 'b' ? &b->min : &b->max) != DT_OK)
+            return bad("%s", dt_last_error());
+    } else if (!strcmp(a, "-f")) {
+        if (dt_parse_double(a, v, 1, 1e6, &b->factor) != DT_OK || b->factor == 1)
+            return bad("-f '%s': expected a factor > 1 and at most 1e+06 (each size is the "
+                       "previous one times it)", v);
+    } else if (!strcmp(a, "-n")) {
+        return parse_int(a, v, 1, DT_MAX_RANKS, &o->nranks);
+    } else if (!strcmp(a, "--iters")) {
+        return parse_int(a, v, 1, MAX_ITERS, &b->iters);
+    } else if (!strcmp(a, "--warmup")) {
+        return parse_int(a, v, 0, MAX_ITERS, &b->warmup);
+    } else if (!strcmp(a, "--check")) {
+        return parse_int(a, v, 0, 1, &b->check);
+    } else if (!strcmp(a, "--net")) {
+        if (dt_net_parse(v, NULL, NULL) != DT_OK)
+            return bad("--net: %s", dt_last_error());
+        o->net = v;
+    } else if (!strcmp(a, "--backend")) {
+        if (dt_backend_parse(v, &o->backend) != DT_OK)
+            return bad("--backend: %s", dt_last_error());
+        if (o->backend != DT_BACKEND_THREAD && o->backend != DT_BACKEND_PROC)
+            return bad("--backend '%s': not available here (thread or proc)", v);
+    } else if (!strcmp(a, "--algo")) {
+        if (dt_algo_parse(v, &o->algo) != DT_OK)
+            return bad("--algo: %s", dt_last_error());
+    } else if (!strcmp(a, "-d")) {
+        return parse_dtype(v, &b->dtype);
+    } else if (!strcmp(a, "-o")) {
+        return parse_op(v, &b->op);
+    }
+    return 0;
+}
+
+static int takes_value(const char *opt)
+{
+    static const char *const opts[] = {"-b", "-e", "-f", "-n", "--iters", "--warmup", "--check",
+                                       "--net", "--backend", "--algo", "-d", "-o"};
+    for (size_t i = 0; i < sizeof opts / sizeof opts[0]; i++)
+        if (!strcmp(opt, opts[i]))
+            return 1;
+    return 0;
+}
+
+/* The whole command line; 0, or the exit status of a bad option. */
+static int parse_args(int argc, char **argv, bench *b, dt_launch_opts *o)
+{
+    int st = parse_coll(argv[1], b);
+    for (int i = 2; st == 0 && i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--csv"))
+            b->csv = 1;
+        else if (!strcmp(a, "--shared"))
+            b->shared = 1;
+        else if (a[0] != '-')
+            st = bad("unexpected argument '%s'", a);
+        else if (!takes_value(a))
+            st = bad("unknown option '%s'", a);
+        else if (i + 1 >= argc)
+            st = bad("%s needs a value", a);
+        else
+            st = parse_option(a, argv[++i], b, o);
+    }
+    if (st == 0 && b->min > b->max)
+        st = bad("-b %zu is larger than -e %zu", b->min, b->max);
+    return st;
 }
 
 int main(int argc, char **argv)
 {
-    if (argc < 2)
-        usage();
-    bench b = {.coll = DT_COLL_ALLREDUCE, .min = 8, .max = 64 << 20, .factor = 4, .iters = 20,
+    if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
+        usage(argc < 2 ? stderr : stdout);
+        return argc < 2 ? EXIT_USAGE : 0;
+    }
+    bench b = {.coll = COLL_NONE, .min = 8, .max = 64 << 20, .factor = 4, .iters = 20,
                .warmup = 5, .check = 1, .dtype = DT_F32, .op = DT_SUM};
-    const char *cname = argv[1];
-    static const char *const names[] = {"allreduce", "broadcast", "reduce", "allgather",
-                                        "reduce_scatter", "alltoall", "barrier", "send",
-                                        "recv", "sendrecv"};
-    b.coll = -2;
-    for (int k = 0; k < DT_NUM_COLLS; k++)
-        if (strcmp(cname, names[k]) == 0 && k != DT_COLL_SEND && k != DT_COLL_RECV)
-            b.coll = k;
-    if (strcmp(cname, "launch") == 0)
-        b.coll = -1;
-    if (b.coll == -2)
-        usage();
     setenv("DT_BIND", "1", 0); /* one core per rank, as mpirun binds */
     dt_launch_opts o;
-    dt_launch_opts_init(&o);
+    if (dt_launch_opts_init(&o) != DT_OK)
+        return bad("%s", dt_last_error());
     o.nranks = 2;
-    for (int i = 2; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        int takes = 1;
-        if (!strcmp(a, "-b") && v) b.min = parse_size(v);
-        else if (!strcmp(a, "-e") && v) b.max = parse_size(v);
-        else if (!strcmp(a, "-f") && v) b.factor = atof(v);
-        else if (!strcmp(a, "-n") && v) o.nranks = atoi(v);
-        else if (!strcmp(a, "--iters") && v) b.iters = atoi(v);
-        else if (!strcmp(a, "--warmup") && v) b.warmup = atoi(v);
-        else if (!strcmp(a, "--check") && v) b.check = atoi(v);
-        else if (!strcmp(a, "--net") && v) o.net = v;
-        else if (!strcmp(a, "--backend") && v) {
-            if (dt_backend_parse(v, &o.backend) != DT_OK) usage();
-        } else if (!strcmp(a, "--algo") && v) {
-            if (dt_algo_parse(v, &o.algo) != DT_OK) usage();
-        } else if (!strcmp(a, "-d") && v) {
-            int found = 0;
-            for (int t = 0; t < DT_NUM_DTYPES; t++)
-                if (!strcmp(v, dt_dtype_name((dt_dtype)t))) {
-                    b.dtype = (dt_dtype)t;
-                    found = 1;
-                }
-            if (!found) usage();
-        } else if (!strcmp(a, "-o") && v) {
-            int found = 0;
-            for (int k = 0; k < DT_NUM_REDOPS; k++)
-                if (!strcmp(v, dt_redop_name((dt_redop)k))) {
-                    b.op = (dt_redop)k;
-                    found = 1;
-                }
-            if (!found) usage();
-        } else if (!strcmp(a, "--csv")) {
-            b.csv = 1;
-            takes = 0;
-        } else if (!strcmp(a, "--shared")) {
-            b.shared = 1;
-            takes = 0;
-        } else {
-            usage();
-        }
-        i += takes;
-    }
+    int st = parse_args(argc, argv, &b, &o);
+    if (st != 0)
+        return st;
     if (b.op != DT_SUM)
         b.check = 0; /* the exact answers below are for sums */
-    if (b.coll == -1)
+    if (b.coll == COLL_LAUNCH)
         return bench_launch(&o, &b);
     if (b.coll == DT_COLL_BARRIER)
         b.min = b.max = 0;
-    if (b.iters < 1 || b.warmup < 0 || b.min > b.max)
-        usage();
     if (!b.csv)
         printf("# dtbench %s: %d ranks, %s backend, %s %s, algo %s, %d iters, %d warmup\n",
-               cname, o.nranks, dt_backend_name(o.backend), dt_dtype_name(b.dtype),
+               argv[1], o.nranks, dt_backend_name(o.backend), dt_dtype_name(b.dtype),
                dt_redop_name(b.op), dt_algo_name(o.algo), b.iters, b.warmup);
     fflush(stdout);
     dt_result r = dt_launch(&o, bench_rank, &b);

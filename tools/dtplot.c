@@ -16,6 +16,7 @@
  * Lines starting with '#' are comments. */
 #include "dt/metrics.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +24,7 @@
 
 #define MAX_COLS 32
 #define MAX_LINE 4096
+#define MAX_ROWS 4096 /* rows of a Gantt chart */
 
 static void usage(FILE *out)
 {
@@ -67,18 +69,18 @@ static int parse_args(int argc, char **argv, options *o)
         else if (!strcmp(a, "--xlabel")) o->xlabel = v;
         else if (!strcmp(a, "--ylabel")) o->ylabel = v;
         else if (!strcmp(a, "--logx") && !parse_scale(v, &o->xscale))
-            return fprintf(stderr, "dtplot: --logx takes 2 or 10, not '%s'\n", v), 0;
+            return fprintf(stderr, "dtplot: --logx '%s': expected 2 or 10\n", v), 0;
         else if (!strcmp(a, "--logy") && !parse_scale(v, &o->yscale))
-            return fprintf(stderr, "dtplot: --logy takes 2 or 10, not '%s'\n", v), 0;
+            return fprintf(stderr, "dtplot: --logy '%s': expected 2 or 10\n", v), 0;
         else if (!strcmp(a, "--style")) {
             if (!strcmp(v, "points")) o->style = DT_SERIES_POINTS;
             else if (!strcmp(v, "line")) o->style = DT_SERIES_LINE;
             else if (!strcmp(v, "both")) o->style = DT_SERIES_POINTS_AND_LINE;
-            else return fprintf(stderr, "dtplot: --style takes points, line or both\n"), 0;
+            else return fprintf(stderr, "dtplot: --style '%s': expected points, line or both\n", v), 0;
         } else if (!strcmp(a, "--gantt")) o->gantt = 1;
         else if (!takes && a[0] == '-' && a[1]) return fprintf(stderr, "dtplot: unknown option '%s'\n", a), 0;
         else if (!takes) {
-            if (nfiles == 2) return fprintf(stderr, "dtplot: more than two files given\n"), 0;
+            if (nfiles == 2) return fprintf(stderr, "dtplot: '%s': a third file (an input CSV and an output SVG only)\n", a), 0;
             files[nfiles++] = a;
         }
     }
@@ -196,7 +198,7 @@ static int plot_gantt(FILE *f, const options *o)
     int start_line = lineno;
     while (next_line(f, buf, &lineno)) {
         double r;
-        if (split(buf, cells) < 4 || cell_number(cells[0], &r) != 1 || r < 0 || r > 4095)
+        if (split(buf, cells) < 4 || cell_number(cells[0], &r) != 1 || r < 0 || r >= MAX_ROWS)
             return bad("%s:%d: expected row,start,end,kind[,label]", o->in, lineno);
         if ((int)r + 1 > rows) rows = (int)r + 1;
     }
@@ -232,10 +234,8 @@ int main(int argc, char **argv)
         return 2;
     }
     FILE *f = fopen(o.in, "r");
-    if (!f) {
-        perror(o.in);
-        return 1;
-    }
+    if (!f)
+        return bad("cannot open the input '%s': %s", o.in, strerror(errno));
     int rc = o.gantt ? plot_gantt(f, &o) : plot_lines(f, &o);
     fclose(f);
     if (rc == 0) printf("%s\n", o.out);

@@ -52,11 +52,22 @@ static int parse_number(const char *s, int is_time, double *out)
     return 0;
 }
 
+#define MAX_COUNT 1e9 /* ranks, stages, micro-batches */
+
 typedef struct {
     double alpha, beta, bytes, comp;
     int ranks, stages, micro;
     int have_alpha, have_beta, have_bytes, have_ranks;
 } options;
+
+static int known_option(const char *name)
+{
+    static const char *const names[] = {"--alpha", "--bw", "--bytes", "--ranks", "--comp",
+                                        "--stages", "--micro"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (!strcmp(name, names[i])) return 1;
+    return 0;
+}
 
 /* Fills opts from argv; 0 with a message on stderr when something is wrong. */
 static int parse_args(int argc, char **argv, options *o)
@@ -75,32 +86,36 @@ static int parse_args(int argc, char **argv, options *o)
             val = eq + 1;
         else if (i + 1 < argc)
             val = argv[++i];
+        if (!known_option(name))
+            return fprintf(stderr, "dtsim: unknown option '%s'\n", name), 0;
         if (!val) return fprintf(stderr, "dtsim: %s needs a value\n", name), 0;
         double v;
         int is_time = !strcmp(name, "--alpha") || !strcmp(name, "--comp");
         if (!parse_number(val, is_time, &v))
-            return fprintf(stderr, "dtsim: %s: cannot read '%s' as a number\n", name, val), 0;
+            return fprintf(stderr, "dtsim: %s '%s': expected %s\n", name, val,
+                           is_time ? "a time such as 5us (units s, ms, us, ns)"
+                                   : "a number, with an optional k M G T or Ki Mi Gi Ti"), 0;
+        if (!strcmp(name, "--bw") && v <= 0)
+            return fprintf(stderr, "dtsim: --bw '%s': must be > 0\n", val), 0;
+        if (v < 0) /* every quantity here is a size, a time or a count */
+            return fprintf(stderr, "dtsim: %s '%s': must be >= 0\n", name, val), 0;
         if (!strcmp(name, "--alpha")) o->alpha = v, o->have_alpha = 1;
         else if (!strcmp(name, "--bw")) o->beta = v, o->have_beta = 1;
         else if (!strcmp(name, "--bytes")) o->bytes = v, o->have_bytes = 1;
         else if (!strcmp(name, "--comp")) o->comp = v;
         else if (!strcmp(name, "--ranks") || !strcmp(name, "--stages") || !strcmp(name, "--micro")) {
-            if (v != floor(v) || v < 1 || v > 1e9)
-                return fprintf(stderr, "dtsim: %s must be a whole number >= 1, not '%s'\n", name, val), 0;
+            if (v != floor(v) || v < 1 || v > MAX_COUNT)
+                return fprintf(stderr, "dtsim: %s '%s': must be a whole number from 1 to %g\n",
+                               name, val, MAX_COUNT), 0;
             if (!strcmp(name, "--ranks")) o->ranks = (int)v, o->have_ranks = 1;
             else if (!strcmp(name, "--stages")) o->stages = (int)v;
             else o->micro = (int)v;
-        } else
-            return fprintf(stderr, "dtsim: unknown option '%s'\n", name), 0;
+        }
     }
     if (!o->have_alpha || !o->have_beta || !o->have_bytes || !o->have_ranks)
         return fprintf(stderr, "dtsim: --alpha, --bw, --bytes and --ranks are all needed\n"), 0;
-    if (o->alpha < 0) return fprintf(stderr, "dtsim: --alpha must be >= 0\n"), 0;
-    if (o->beta <= 0) return fprintf(stderr, "dtsim: --bw must be > 0\n"), 0;
-    if (o->bytes < 0) return fprintf(stderr, "dtsim: --bytes must be >= 0\n"), 0;
     if ((o->stages > 0) != (o->micro > 0))
         return fprintf(stderr, "dtsim: --stages and --micro go together\n"), 0;
-    if (o->comp != -1 && o->comp < 0) return fprintf(stderr, "dtsim: --comp must be >= 0\n"), 0;
     return 1;
 }
 

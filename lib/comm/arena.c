@@ -34,15 +34,19 @@
 
 #define ARENA_CLASSES 48
 #define BLK_MAGIC 0x626c6bU /* "blk" */
+#define BLK_UNIT 64         /* the smallest block, and every payload's alignment: a cache line */
 
 typedef struct {
-    uint32_t cls;   /* the block spans 64 << cls bytes, header included */
+    uint32_t cls;   /* the block spans BLK_UNIT << cls bytes, header included */
     uint32_t magic;
     void *next;     /* in a free list */
-    char pad[48];
+    char pad[BLK_UNIT - 2 * sizeof(uint32_t) - sizeof(void *)];
 } dt_blk;
 
-_Static_assert(sizeof(dt_blk) == 64, "the header keeps payloads 64-byte aligned");
+_Static_assert(sizeof(dt_blk) == BLK_UNIT, "the header keeps payloads BLK_UNIT-aligned");
+
+/* x rounded up to a multiple of BLK_UNIT */
+static size_t unit_up(size_t x) { return (x + BLK_UNIT - 1) / BLK_UNIT * BLK_UNIT; }
 
 typedef struct {
     pthread_mutex_t lock;
@@ -81,7 +85,7 @@ static dt_result reserve_pages(void *base, size_t from, size_t to)
 
 dt_result dt_arena_init(void *base, size_t size)
 {
-    size_t top = (ARENA_OFFSET + sizeof(dt_arena) + 63) / 64 * 64;
+    size_t top = unit_up(ARENA_OFFSET + sizeof(dt_arena));
     DT_TRY(reserve_pages(base, 0, page_up(top))); /* the headers, before they are written */
     dt_arena *a = (dt_arena *)((char *)base + ARENA_OFFSET);
     dt_shared_mutex_init(&a->lock);
@@ -97,13 +101,13 @@ void *dt_arena_alloc(void *base, size_t bytes)
 {
     dt_arena *a = (dt_arena *)((char *)base + ARENA_OFFSET);
     uint32_t cls = 0;
-    while (cls < ARENA_CLASSES && ((size_t)64 << cls) < bytes + sizeof(dt_blk))
+    while (cls < ARENA_CLASSES && ((size_t)BLK_UNIT << cls) < bytes + sizeof(dt_blk))
         cls++;
     if (cls >= ARENA_CLASSES) {
         dt_fail(DT_ERR_NOMEM, "too large: %zu bytes of shared memory asked for", bytes);
         return NULL;
     }
-    size_t span = (size_t)64 << cls;
+    size_t span = (size_t)BLK_UNIT << cls;
     dt_shared_lock(&a->lock);
     dt_blk *b = a->free_list[cls];
     if (b) {
@@ -157,8 +161,8 @@ void *dt_shm_alloc(dt_job *job, size_t bytes)
     void *p;
     if (job && job->arena)
         return dt_arena_alloc(job->arena, bytes); /* says why when it fails */
-    size_t rounded = (bytes + 63) / 64 * 64;
-    p = aligned_alloc(64, rounded);
+    size_t rounded = unit_up(bytes);
+    p = aligned_alloc(BLK_UNIT, rounded);
     if (!p) {
         dt_fail(DT_ERR_NOMEM, "out of memory for %zu bytes of shared state", bytes);
         return NULL;

@@ -185,8 +185,10 @@ typedef struct dt_trace_ev {
     double w0, w1, m0, m1;
 } dt_trace_ev;
 
+typedef enum { DT_FAULT_NONE = 0, DT_FAULT_KILL, DT_FAULT_DELAY } dt_fault_type;
+
 typedef struct dt_fault {
-    int type;     /* 0 none, 1 kill, 2 delay */
+    dt_fault_type type;
     int rank;
     int kind;     /* kill: the kind of call */
     long at;      /* kill: its number on the rank, from 1 */

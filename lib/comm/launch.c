@@ -2,7 +2,6 @@
  * backend's rank threads, the end of a rank, and fault injection. */
 #include "launch.h"
 
-#include <math.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -10,36 +9,129 @@
 #include <string.h>
 #include <unistd.h>
 
+/* How long a wait spins before it sleeps, when every rank has a core of its
+ * own: about what a wake-up through the futex costs. */
+#define SPIN_DEFAULT_US 20
+
 /* ---------------------------------------------------------------- options */
 
-void dt_launch_opts_init(dt_launch_opts *o)
+/* What a launch accepts from the environment (comm.h lists the variables).
+ * A deadline below a millisecond lets no call finish; one above eleven days
+ * is a typo, and would overflow the futex waits' timespec long before. */
+#define TIMEOUT_DEFAULT_S 30.0
+#define TIMEOUT_MIN_S 1e-3
+#define TIMEOUT_MAX_S 1e6
+#define SPIN_MAX_US 1e6
+#define ARENA_MB_MAX ((long)(SIZE_MAX >> 20)) /* so that MB << 20 is still a size_t */
+
+/* Prefixes the message of a failed parse with where the text came from. */
+static dt_result named(const char *what, dt_result r)
+{
+    char why[400];
+    snprintf(why, sizeof why, "%s", dt_last_error());
+    return dt_fail(r, "%s: %s", what, why);
+}
+
+/* DT_JOB_ID becomes part of a file name in /dev/shm (see segment.c). */
+static dt_result read_job_id(char *out, size_t cap)
+{
+    const char *v = dt_env_str("DT_JOB_ID", "");
+    size_t len = strlen(v);
+    if (len >= cap || strspn(v, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                "0123456789._-") != len)
+        return dt_fail(DT_ERR_INVALID_ARG, "DT_JOB_ID='%.100s': expected at most %zu letters, "
+                       "digits, '.', '_' or '-'", v, cap - 1);
+    memcpy(out, v, len + 1);
+    return DT_OK;
+}
+
+/* The knobs only the launch itself reads (not fields of dt_launch_opts). */
+static dt_result read_knobs(dt_resolved *k)
+{
+    long bind, arena_mb;
+    DT_TRY(dt_env_double("DT_SPIN_US", -1, 0, SPIN_MAX_US, &k->spin_us));
+    DT_TRY(dt_env_long("DT_BIND", 0, 0, 1, &bind));
+    DT_TRY(dt_env_long("DT_ARENA_MB", 0, 1, ARENA_MB_MAX, &arena_mb));
+    k->bind = (int)bind;
+    k->arena_mb = (size_t)arena_mb;
+    return read_job_id(k->job_id, sizeof k->job_id);
+}
+
+/* Fills the fields of o that are unset (net, trace_path and fault NULL,
+ * timeout_s 0, debug -1, algo AUTO) from the environment, checking each
+ * variable it reads; then reads the launch's own knobs into k. */
+static dt_result read_env(dt_launch_opts *o, dt_resolved *k)
+{
+    const char *net = dt_env_str("DT_NET", NULL), *algo = dt_env_str("DT_ALGO", NULL);
+    const char *fault = dt_env_str("DT_FAULT", NULL);
+    if (!o->net && net) {
+        if (dt_net_parse(net, NULL, NULL) != DT_OK)
+            return named("DT_NET", DT_ERR_INVALID_ARG);
+        o->net = net;
+    }
+    if (o->timeout_s == 0)
+        DT_TRY(dt_env_double("DT_TIMEOUT", TIMEOUT_DEFAULT_S, TIMEOUT_MIN_S, TIMEOUT_MAX_S,
+                             &o->timeout_s));
+    if (o->debug == -1) {
+        long debug;
+        DT_TRY(dt_env_long("DT_DEBUG", 0, 0, 1, &debug));
+        o->debug = (int)debug;
+    }
+    if (o->algo == DT_ALGO_AUTO && algo && dt_algo_parse(algo, &o->algo) != DT_OK)
+        return named("DT_ALGO", DT_ERR_INVALID_ARG);
+    if (!o->trace_path)
+        o->trace_path = dt_env_str("DT_TRACE", NULL);
+    if (!o->fault && fault) {
+        if (dt_fault_parse(fault, k->faults, DT_MAX_FAULTS, &k->nfaults) != DT_OK)
+            return named("DT_FAULT", DT_ERR_INVALID_ARG);
+        o->fault = fault;
+    }
+    return read_knobs(k);
+}
+
+dt_result dt_launch_opts_init(dt_launch_opts *o)
 {
     if (!o)
-        return;
+        return dt_fail(DT_ERR_INVALID_ARG, "dt_launch_opts_init: o is NULL");
     memset(o, 0, sizeof *o);
-    o->nranks = (int)dt_env_long("DT_NRANKS", 1);
-    const char *b = dt_env_str("DT_BACKEND", NULL);
     o->backend = DT_BACKEND_THREAD;
-    if (b && dt_backend_parse(b, &o->backend) != DT_OK)
-        o->backend = DT_NUM_BACKENDS; /* dt_launch reports it */
-    o->net = dt_env_str("DT_NET", NULL);
-    o->timeout_s = dt_env_double("DT_TIMEOUT", 30.0);
-    o->debug = (int)dt_env_long("DT_DEBUG", 0);
+    o->debug = -1;
     o->algo = DT_ALGO_AUTO;
-    const char *a = dt_env_str("DT_ALGO", NULL);
-    if (a && dt_algo_parse(a, &o->algo) != DT_OK)
-        o->algo = DT_NUM_ALGOS;
-    o->trace_path = dt_env_str("DT_TRACE", NULL);
-    o->fault = dt_env_str("DT_FAULT", NULL);
-    dt_clear_error();
+    long nranks = 1;
+    const char *b = dt_env_str("DT_BACKEND", NULL);
+    dt_resolved scratch;
+    memset(&scratch, 0, sizeof scratch);
+    dt_result r = dt_env_long("DT_NRANKS", 1, 1, DT_MAX_RANKS, &nranks);
+    if (r == DT_OK && b && dt_backend_parse(b, &o->backend) != DT_OK)
+        r = named("DT_BACKEND", DT_ERR_INVALID_ARG);
+    o->nranks = (int)nranks;
+    if (r == DT_OK)
+        r = read_env(o, &scratch);
+    if (r != DT_OK) /* kept for dt_launch, for a caller that does not look here */
+        snprintf(o->env_error, sizeof o->env_error, "%s", dt_last_error());
+    else
+        dt_clear_error();
+    return r;
+}
+
+dt_result dt_fault_spec_check(const char *spec)
+{
+    dt_fault faults[DT_MAX_FAULTS];
+    int n;
+    if (!spec)
+        return dt_fail(DT_ERR_INVALID_ARG, "dt_fault_spec_check: spec is NULL");
+    return dt_fault_parse(spec, faults, DT_MAX_FAULTS, &n);
 }
 
 dt_result dt_opts_resolve(const dt_launch_opts *in, dt_resolved *out)
 {
     dt_launch_opts d;
-    dt_launch_opts_init(&d);
-    if (!in)
+    if (!in) {
+        DT_TRY(dt_launch_opts_init(&d));
         in = &d;
+    }
+    if (in->env_error[0])
+        return dt_fail(DT_ERR_INVALID_ARG, "%s", in->env_error);
     memset(out, 0, sizeof *out);
     out->o = *in;
     dt_launch_opts *o = &out->o;
@@ -49,26 +141,20 @@ dt_result dt_opts_resolve(const dt_launch_opts *in, dt_resolved *out)
     if (o->backend != DT_BACKEND_THREAD && o->backend != DT_BACKEND_PROC)
         return dt_fail(DT_ERR_INVALID_ARG, "dt_launch: backend %d (%s) is not available; "
                        "use thread or proc", (int)o->backend, dt_backend_name(o->backend));
-    if (!o->net)
-        o->net = dt_env_str("DT_NET", NULL);
-    DT_TRY(dt_net_parse(o->net, &out->alpha, &out->beta));
-    if (!(o->timeout_s > 0))
-        o->timeout_s = dt_env_double("DT_TIMEOUT", 30.0);
-    if (!(o->timeout_s > 0) || isinf(o->timeout_s))
-        return dt_fail(DT_ERR_INVALID_ARG, "dt_launch: timeout %g s, expected > 0",
-                       o->timeout_s);
-    if (o->debug < 0)
-        o->debug = (int)dt_env_long("DT_DEBUG", 0);
+    if (!(o->timeout_s == 0 || (o->timeout_s >= TIMEOUT_MIN_S && o->timeout_s <= TIMEOUT_MAX_S)))
+        return dt_fail(DT_ERR_INVALID_ARG, "dt_launch: timeout_s = %g, expected %g to %g s "
+                       "(0: DT_TIMEOUT, else %g s)", o->timeout_s, TIMEOUT_MIN_S,
+                       TIMEOUT_MAX_S, TIMEOUT_DEFAULT_S);
+    if (o->debug < -1 || o->debug > 1)
+        return dt_fail(DT_ERR_INVALID_ARG, "dt_launch: debug = %d, expected 0, 1 or -1 "
+                       "(DT_DEBUG)", o->debug);
     if ((int)o->algo < 0 || o->algo >= DT_NUM_ALGOS)
-        return dt_fail(DT_ERR_INVALID_ARG, "dt_launch: unknown algorithm %d (check DT_ALGO)",
-                       (int)o->algo);
-    if (o->algo == DT_ALGO_AUTO && dt_env_str("DT_ALGO", NULL))
-        DT_TRY(dt_algo_parse(dt_env_str("DT_ALGO", NULL), &o->algo));
-    if (!o->trace_path)
-        o->trace_path = dt_env_str("DT_TRACE", NULL);
-    if (!o->fault)
-        o->fault = dt_env_str("DT_FAULT", NULL);
-    DT_TRY(dt_fault_parse(o->fault, out->faults, DT_MAX_FAULTS, &out->nfaults));
+        return dt_fail(DT_ERR_INVALID_ARG, "dt_launch: unknown algorithm %d", (int)o->algo);
+    DT_TRY(read_env(o, out)); /* what came from there is checked there, by name */
+    if (dt_net_parse(o->net, &out->alpha, &out->beta) != DT_OK)
+        return named("dt_launch: net", DT_ERR_INVALID_ARG);
+    if (dt_fault_parse(o->fault, out->faults, DT_MAX_FAULTS, &out->nfaults) != DT_OK)
+        return named("dt_launch: fault", DT_ERR_INVALID_ARG);
     return DT_OK;
 }
 
@@ -85,9 +171,9 @@ dt_result dt_job_init(dt_job *job, const dt_resolved *res, void *arena, size_t a
     job->timeout_s = res->o.timeout_s;
     /* spin while every rank can have a core of its own, else barely */
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    double spin_us = job->nranks <= cores ? 20 : 0;
-    job->spin_s = dt_env_double("DT_SPIN_US", spin_us) * 1e-6;
-    job->bind = dt_env_long("DT_BIND", 0) == 1;
+    double spin_us = job->nranks <= cores ? SPIN_DEFAULT_US : 0;
+    job->spin_s = (res->spin_us >= 0 ? res->spin_us : spin_us) * 1e-6;
+    job->bind = res->bind;
     job->debug = res->o.debug > 0;
     job->algo = res->o.algo;
     job->arena = arena;
@@ -191,11 +277,11 @@ dt_result dt_fault_check(dt_comm *comm, int kind)
     long n = ++rc->kind_calls[kind];
     for (int i = 0; i < rc->nfaults; i++) {
         dt_fault *f = &rc->faults[i];
-        if (f->type == 2 && (kind != DT_COLL_RECV)) {
+        if (f->type == DT_FAULT_DELAY && kind != DT_COLL_RECV) {
             dt_sleep(f->delay_s);
             rc->clock += f->delay_s;
         }
-        if (f->type != 1 || f->kind != kind || f->at != n)
+        if (f->type != DT_FAULT_KILL || f->kind != kind || f->at != n)
             continue;
         if (rc->job->backend == DT_BACKEND_PROC)
             raise(SIGKILL);
@@ -208,6 +294,13 @@ dt_result dt_fault_check(dt_comm *comm, int kind)
 }
 
 /* ---------------------------------------------------------------- thread backend */
+
+/* A rank thread's stack: the 8 MB of a process's main thread, or 1 MB when
+ * there are many ranks, so that a job of DT_MAX_RANKS threads fits in
+ * address space and in a laptop's memory. */
+#define STACK_BYTES ((size_t)8 << 20)
+#define SMALL_STACK_BYTES ((size_t)1 << 20)
+#define MANY_RANKS 64
 
 typedef struct {
     dt_rank_ctx rc;
@@ -279,7 +372,7 @@ static dt_result launch_threads(const dt_resolved *res, dt_rank_fn fn, void *arg
     for (int i = 0; r == DT_OK && i < n; i++) {
         pthread_attr_t at;
         pthread_attr_init(&at);
-        pthread_attr_setstacksize(&at, n > 64 ? 1 << 20 : 8 << 20);
+        pthread_attr_setstacksize(&at, n > MANY_RANKS ? SMALL_STACK_BYTES : STACK_BYTES);
         t[i].started = pthread_create(&t[i].thread, &at, rank_thread_main, &t[i]) == 0;
         pthread_attr_destroy(&at);
         if (!t[i].started) {

@@ -173,7 +173,7 @@ static dt_result parse_one_fault(const char *s, size_t len, dt_fault *f)
         if (k < 0 || at < 1 || rank < 0 || rank >= DT_MAX_RANKS)
             return dt_fail(DT_ERR_INVALID_ARG, "bad fault '%s': kind '%s', at >= 1, rank >= 0",
                            buf, kind);
-        f->type = 1;
+        f->type = DT_FAULT_KILL;
         f->kind = k;
         f->at = at;
         f->rank = (int)rank;
@@ -181,7 +181,7 @@ static dt_result parse_one_fault(const char *s, size_t len, dt_fault *f)
     }
     if (sscanf(buf, "delay:rank=%ld:ms=%lf", &rank, &ms) == 2 && rank >= 0 &&
         rank < DT_MAX_RANKS && ms >= 0) {
-        f->type = 2;
+        f->type = DT_FAULT_DELAY;
         f->rank = (int)rank;
         f->delay_s = ms * 1e-3;
         return DT_OK;

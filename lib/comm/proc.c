@@ -1,38 +1,33 @@
-/* proc.c - the proc backend: ranks are processes over one POSIX
- * shared-memory arena per job; and dt_init / dt_finalize / dt_launch_program
- * for programs started by tools/dtrun.
+/* proc.c - the proc backend's launcher: ranks are processes over one POSIX
+ * shared-memory arena per job (dt_launch with DT_BACKEND_PROC, and
+ * dt_launch_program for tools/dtrun).
  *
- * The arena (shm_open + mmap, mode 0600, named /dtlab.<uid>.<job>.<n>,
- * <job> = DT_JOB_ID or the launcher's pid) starts with a header (magic,
- * version, size, its own address, the job); the job's shared state is
- * allocated inside it. All shared structures hold plain pointers, so every
- * process maps the arena at the same address: forked ranks inherit the
- * mapping, and programs started by dt_launch_program map it at the address
- * the header records (MAP_FIXED_NOREPLACE).
+ * The arena (a segment made by segment.c, which says how it is named and
+ * cleaned) starts with a header (magic, version, size, its own address, the
+ * job); the job's shared state is allocated inside it. All shared
+ * structures hold plain pointers, so every process maps the arena at the
+ * same address: forked ranks inherit the mapping, and programs started by
+ * dt_launch_program map it at the address the header records (join.c).
  *
  * The launcher is the parent of every rank: when one dies (a signal, or an
  * exit before its function returned) it marks the rank dead and rings every
- * doorbell, so the others return DT_ERR_PEER_DIED at once. The segment's
- * name is unlinked as soon as no process needs to open it any more (at once
- * for forked ranks; when the last rank has attached for dtrun), so nothing
- * is left in /dev/shm even when the job fails or is killed.
+ * doorbell, so the others return DT_ERR_PEER_DIED at once. Each rank dies
+ * with the launcher (PR_SET_PDEATHSIG). The segment's name is unlinked as
+ * soon as no process needs to open it any more (at once for forked ranks;
+ * when the last program has attached for dtrun) and at the end of the job.
  */
 #include "launch.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
-#include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#define PROC_MAGIC 0x64746c6162617261ULL /* "dtlabara" */
-#define PROC_VERSION 1
 /* Where dtrun asks for its arena, so that the programs it starts can map it
  * at the same address: above where a position-independent program and its
  * heap are put (0x5555... plus at most 1 TB of randomization) and below the
@@ -42,93 +37,40 @@
  * exec'd rank may already have something mapped. */
 #define PROC_ADDR_HINT ((void *)0x566000000000ULL)
 
-typedef struct {
-    dt_trace_ev *ev;
-    size_t n;
-} proc_trace;
+/* After forwarding a signal to its ranks, how long the launcher lets them
+ * end on their own before it kills them; and how often it looks. */
+#define STOP_GRACE_S 5.0
+#define FORWARD_POLL_NS 100000000L
 
-typedef struct {
-    uint64_t magic;
-    uint32_t version;
-    int nranks;
-    size_t size;
-    void *base;          /* the address every process maps it at */
-    dt_job *job;
-    _Atomic int attached;
-    int tracing;
-    char name[64];
-    proc_trace *traces;  /* [nranks], in the arena */
-} proc_header;
+/* Exit statuses as the shell reports them: 128 + the signal of a process
+ * killed by one; 127 for a program that could not be run. */
+#define EXIT_BY_SIGNAL(sig) (128 + (sig))
+#define EXIT_CANNOT_RUN 127
 
 /* ---------------------------------------------------------------- the arena */
 
-static _Atomic int arena_counter;
-
-/* The arena's size: DT_ARENA_MB, by default 1 GB or all of /dev/shm where
- * that is smaller. The mapping is sparse (the arena reserves pages as it
- * uses them, see arena.c): the size is only a limit, but one larger than
- * /dev/shm itself is surely a mistake. */
-static dt_result arena_size(int fd, size_t *size)
+static dt_result arena_create(const dt_resolved *res, void *hint, dt_proc_header **out)
 {
-    const char *env = dt_env_str("DT_ARENA_MB", NULL);
-    *size = (size_t)dt_env_long("DT_ARENA_MB", 1024) << 20;
-    if (*size < (1u << 20))
-        *size = 1u << 20;
-    struct statvfs vfs;
-    if (fstatvfs(fd, &vfs) != 0)
-        return DT_OK;
-    size_t all = (size_t)((uint64_t)vfs.f_blocks * vfs.f_frsize);
-    if (all >= *size)
-        return DT_OK;
-    if (!env) {
-        *size = all;
-        return DT_OK;
-    }
-    return dt_fail(DT_ERR_NOMEM, "the job's arena (DT_ARENA_MB=%zu) is larger than all of "
-                   "/dev/shm (%zu MB): set DT_ARENA_MB smaller", *size >> 20, all >> 20);
-}
-
-static dt_result arena_create(const dt_resolved *res, void *hint, proc_header **out)
-{
-    char name[64];
-    const char *job = dt_env_str("DT_JOB_ID", NULL);
-    char pid[24];
-    snprintf(pid, sizeof pid, "%d", (int)getpid());
-    snprintf(name, sizeof name, "/dtlab.%u.%.20s.%d", (unsigned)getuid(), job ? job : pid,
-             atomic_fetch_add(&arena_counter, 1));
-    int fd = shm_open(name, O_CREAT | O_EXCL | O_RDWR, 0600);
-    if (fd < 0)
-        return dt_fail(DT_ERR_IO, "cannot create shared memory %s: %s", name, strerror(errno));
+    char name[DT_SEGMENT_NAME_MAX];
+    void *base;
     size_t size;
-    dt_result r = arena_size(fd, &size);
-    if (r == DT_OK && ftruncate(fd, (off_t)size) != 0)
-        r = dt_fail(DT_ERR_NOMEM, "cannot size shared memory %s to %zu bytes: %s", name, size,
-                    strerror(errno));
-    void *base = MAP_FAILED;
+    DT_TRY(dt_segment_create(res, hint, name, &base, &size));
+    dt_result r = dt_arena_init(base, size); /* reserves the headers' pages first */
+    dt_proc_header *h = base;
     if (r == DT_OK) {
-        base = mmap(hint, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-        if (base == MAP_FAILED)
-            r = dt_fail(DT_ERR_NOMEM, "cannot map shared memory %s: %s", name, strerror(errno));
-    }
-    close(fd);
-    if (r == DT_OK)
-        r = dt_arena_init(base, size); /* reserves the headers' pages first */
-    proc_header *h = base;
-    if (r == DT_OK) {
-        h->magic = PROC_MAGIC;
-        h->version = PROC_VERSION;
+        h->magic = DT_PROC_MAGIC;
+        h->version = DT_PROC_VERSION;
         h->nranks = res->o.nranks;
         h->size = size;
         h->base = base;
         h->tracing = res->o.trace_path && res->o.trace_path[0];
         snprintf(h->name, sizeof h->name, "%s", name);
         h->job = dt_arena_alloc(base, sizeof(dt_job));
-        h->traces = dt_arena_alloc(base, sizeof(proc_trace) * (size_t)res->o.nranks);
+        h->traces = dt_arena_alloc(base, sizeof(dt_proc_trace) * (size_t)res->o.nranks);
         r = h->job && h->traces ? dt_job_init(h->job, res, base, size) : DT_ERR_NOMEM;
     }
     if (r != DT_OK) { /* the message says why: /dev/shm or the arena is full */
-        if (base != MAP_FAILED)
-            munmap(base, size);
+        munmap(base, size);
         shm_unlink(name);
         return r;
     }
@@ -136,16 +78,15 @@ static dt_result arena_create(const dt_resolved *res, void *hint, proc_header **
     return DT_OK;
 }
 
-static void arena_destroy(proc_header *h)
+static void arena_destroy(dt_proc_header *h)
 {
-    char name[64];
+    char name[DT_SEGMENT_NAME_MAX];
     snprintf(name, sizeof name, "%s", h->name);
     munmap(h->base, h->size);
     shm_unlink(name); /* ENOENT when already unlinked: fine */
 }
 
-/* A rank copies its trace events into the arena before it ends. */
-static void export_trace(proc_header *h, dt_rank_ctx *rc)
+void dt_proc_export_trace(dt_proc_header *h, dt_rank_ctx *rc)
 {
     if (!h->tracing || rc->ntrace == 0)
         return;
@@ -157,7 +98,7 @@ static void export_trace(proc_header *h, dt_rank_ctx *rc)
     h->traces[rc->world_rank].n = rc->ntrace;
 }
 
-static dt_result write_trace(proc_header *h, const char *path, double wall0)
+static dt_result write_trace(dt_proc_header *h, const char *path, double wall0)
 {
     int n = h->nranks;
     dt_rank_ctx *rcs = calloc((size_t)n, sizeof *rcs);
@@ -177,23 +118,34 @@ static dt_result write_trace(proc_header *h, const char *path, double wall0)
     return r;
 }
 
-/* ---------------------------------------------------------------- the launcher */
+/* ---------------------------------------------------------------- the ranks */
 
-/* The launcher saw rank r's process end. */
-static void rank_exited(dt_job *job, int r, int status, int *exit_code)
+typedef struct {
+    dt_rank_fn fn;
+    void *arg;
+    char *const *argv;     /* dt_launch_program */
+    const sigset_t *mask;  /* the caller's signal mask, for a program's rank */
+} proc_body;
+
+/* The launcher saw rank r's process end. A rank whose function had not
+ * returned (its state still running) failed, whatever its status: exit(0)
+ * in the middle of a rank's work is no success. A program that exits 0
+ * without dt_finalize is done (it may never have joined the job). */
+static void rank_exited(dt_job *job, int r, int status, const proc_body *body, int *exit_code)
 {
-    dt_board *b = &job->board[r];
-    int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    int code = WIFEXITED(status) ? WEXITSTATUS(status) : EXIT_BY_SIGNAL(WTERMSIG(status));
     if (exit_code && *exit_code == 0 && code != 0)
         *exit_code = code;
-    int st = atomic_load(&b->state);
+    int st = atomic_load(&job->board[r].state);
     char msg[160];
     if (WIFSIGNALED(status)) {
         snprintf(msg, sizeof msg, "killed by signal %d (%s)", WTERMSIG(status),
                  strsignal(WTERMSIG(status)));
-    } else if (st == DT_RANK_RUNNING && code == 0) {
-        dt_rank_end(job, r, DT_OK, ""); /* a program that skipped dt_finalize */
+    } else if (st == DT_RANK_RUNNING && body->argv && code == 0) {
+        dt_rank_end(job, r, DT_OK, "");
         return;
+    } else if (st == DT_RANK_RUNNING && !body->argv) {
+        snprintf(msg, sizeof msg, "exited with status %d before its function returned", code);
     } else if (st == DT_RANK_RUNNING || (st == DT_RANK_DONE && code != 0)) {
         snprintf(msg, sizeof msg, "exited with status %d", code);
     } else {
@@ -202,26 +154,23 @@ static void rank_exited(dt_job *job, int r, int status, int *exit_code)
     dt_rank_died(job, r, msg);
 }
 
-typedef struct {
-    dt_rank_fn fn;
-    void *arg;
-    char *const *argv; /* dt_launch_program */
-} proc_body;
-
-static void child_main(proc_header *h, const dt_resolved *res, int r, pid_t parent,
+static void child_main(dt_proc_header *h, const dt_resolved *res, int r, pid_t parent,
                        const proc_body *body)
 {
-    /* die with the launcher; let siblings read and write our memory
-     * (process_vm_*) even where Yama restricts ptrace to descendants */
+    /* die with the launcher, even if it is killed with SIGKILL; a launcher
+     * that died before this line would not be noticed, hence the check */
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (getppid() != parent)
         _exit(1);
+    /* let siblings read and write our memory (process_vm_*) even where
+     * Yama restricts ptrace to descendants */
 #ifdef PR_SET_PTRACER
     prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0);
 #endif
     dt_job *job = h->job;
     atomic_store(&job->board[r].pid, (int)getpid());
     if (body->argv) {
+        pthread_sigmask(SIG_SETMASK, body->mask, NULL); /* the launcher's waits blocked them */
         char v[32];
         snprintf(v, sizeof v, "%d", r);
         setenv("RANK", v, 1);
@@ -235,21 +184,123 @@ static void child_main(proc_header *h, const dt_resolved *res, int r, pid_t pare
         char msg[200];
         snprintf(msg, sizeof msg, "cannot run '%s': %s", body->argv[0], strerror(errno));
         dt_rank_end(job, r, DT_ERR_IO, msg);
-        _exit(127);
+        _exit(EXIT_CANNOT_RUN);
     }
     dt_rank_ctx rc;
     dt_rank_ctx_init(&rc, job, r, res);
     rc.mem = dt_mem_ctx_create();
     dt_result res_r = dt_rank_run(&rc, body->fn, body->arg);
-    export_trace(h, &rc);
+    dt_proc_export_trace(h, &rc);
     fflush(NULL); /* _exit does not: the rank's printf output would be lost */
     _exit(res_r == DT_OK ? 0 : 1);
+}
+
+/* ---------------------------------------------------------------- signals */
+
+/* dt_launch_program forwards the signals that stop a job from a terminal or
+ * a scheduler (SIGINT, SIGTERM, SIGHUP) to its ranks: while the ranks run
+ * they are blocked and taken with sigtimedwait, together with SIGCHLD. The
+ * ranks that are still there STOP_GRACE_S after the first one, or when a
+ * second one comes, get SIGKILL. Signals the caller ignores (SIG_IGN, as a
+ * shell sets SIGINT for a background job) stay ignored. */
+typedef struct {
+    sigset_t set;   /* what the wait takes */
+    sigset_t old;   /* the caller's mask, restored at the end */
+    int sig;        /* the first signal forwarded; 0 when none */
+    int killed;     /* SIGKILL was sent */
+    double kill_at;
+} forwarding;
+
+static void forward_begin(forwarding *f)
+{
+    static const int stops[] = {SIGINT, SIGTERM, SIGHUP};
+    memset(f, 0, sizeof *f);
+    sigemptyset(&f->set);
+    sigaddset(&f->set, SIGCHLD);
+    for (size_t i = 0; i < sizeof stops / sizeof stops[0]; i++) {
+        struct sigaction sa;
+        if (sigaction(stops[i], NULL, &sa) == 0 && sa.sa_handler != SIG_IGN)
+            sigaddset(&f->set, stops[i]);
+    }
+    pthread_sigmask(SIG_BLOCK, &f->set, &f->old);
+}
+
+static void signal_ranks(const pid_t *pids, int n, int sig)
+{
+    for (int r = 0; r < n; r++)
+        if (pids[r] > 0) /* not yet reaped: the pid is still the rank's */
+            kill(pids[r], sig);
+}
+
+/* Waits up to FORWARD_POLL_NS for a signal; forwards a stop signal. */
+static void forward_wait(forwarding *f, const pid_t *pids, int n)
+{
+    struct timespec poll = {0, FORWARD_POLL_NS};
+    siginfo_t si;
+    int s = sigtimedwait(&f->set, &si, &poll);
+    if (s > 0 && s != SIGCHLD) {
+        if (!f->sig) {
+            f->sig = s;
+            f->kill_at = dt_now() + STOP_GRACE_S;
+            signal_ranks(pids, n, s);
+        } else {
+            f->kill_at = 0; /* a second signal: no more patience */
+        }
+    }
+    if (f->sig && !f->killed && dt_now() >= f->kill_at) {
+        signal_ranks(pids, n, SIGKILL);
+        f->killed = 1;
+    }
+}
+
+/* Takes what came after the last rank ended, then restores the mask. */
+static void forward_end(forwarding *f)
+{
+    struct timespec zero = {0, 0};
+    siginfo_t si;
+    int s;
+    while ((s = sigtimedwait(&f->set, &si, &zero)) > 0)
+        if (s != SIGCHLD && !f->sig)
+            f->sig = s;
+    pthread_sigmask(SIG_SETMASK, &f->old, NULL);
+}
+
+/* ---------------------------------------------------------------- the launcher */
+
+/* Waits until every started rank has ended (pids[r] <= 0 for those that
+ * were not started), recording how each ended; with fw, forwarding stop
+ * signals meanwhile. */
+static void wait_ranks(dt_job *job, pid_t *pids, int n, const proc_body *body, forwarding *fw,
+                       int *exit_code)
+{
+    int alive = 0;
+    for (int r = 0; r < n; r++)
+        alive += pids[r] > 0;
+    while (alive > 0) {
+        int status;
+        pid_t p = waitpid(-1, &status, fw ? WNOHANG : 0);
+        if (p == 0) {
+            forward_wait(fw, pids, n);
+            continue;
+        }
+        if (p < 0 && errno == EINTR)
+            continue;
+        if (p < 0)
+            break; /* ECHILD: SIGCHLD is ignored, the ranks were reaped for us */
+        for (int r = 0; r < n; r++) {
+            if (pids[r] == p) {
+                rank_exited(job, r, status, body, exit_code);
+                pids[r] = -1;
+                alive--;
+            }
+        }
+    }
 }
 
 static dt_result run_job(const dt_resolved *res, const proc_body *body, void *hint,
                          int *exit_code)
 {
-    proc_header *h = NULL;
+    dt_proc_header *h = NULL;
     DT_TRY(arena_create(res, hint, &h));
     dt_job *job = h->job;
     int n = res->o.nranks;
@@ -260,13 +311,19 @@ static dt_result run_job(const dt_resolved *res, const proc_body *body, void *hi
         arena_destroy(h);
         return dt_fail(DT_ERR_NOMEM, "out of memory");
     }
+    forwarding fw;
+    proc_body b = *body;
+    if (body->argv) {
+        forward_begin(&fw);
+        b.mask = &fw.old;
+    }
     double wall0 = dt_now();
     pid_t parent = getpid();
     fflush(NULL); /* or buffered output would be written once per rank */
     for (int r = 0; r < n; r++) {
         pids[r] = fork();
         if (pids[r] == 0)
-            child_main(h, res, r, parent, body);
+            child_main(h, res, r, parent, &b);
         if (pids[r] < 0) {
             char msg[120];
             snprintf(msg, sizeof msg, "cannot fork rank %d: %s", r, strerror(errno));
@@ -275,25 +332,10 @@ static dt_result run_job(const dt_resolved *res, const proc_body *body, void *hi
             atomic_store(&job->board[r].pid, (int)pids[r]);
         }
     }
-    int alive = 0;
-    for (int r = 0; r < n; r++)
-        alive += pids[r] > 0;
-    while (alive > 0) {
-        int status;
-        pid_t p = waitpid(-1, &status, 0);
-        if (p < 0 && errno == EINTR)
-            continue;
-        if (p < 0)
-            break;
-        for (int r = 0; r < n; r++) {
-            if (pids[r] == p) {
-                rank_exited(job, r, status, exit_code);
-                pids[r] = -1;
-                alive--;
-            }
-        }
-    }
+    wait_ranks(job, pids, n, &b, body->argv ? &fw : NULL, exit_code);
     free(pids);
+    if (body->argv)
+        forward_end(&fw);
     dt_result r = dt_job_result(job);
     char keep[512];
     snprintf(keep, sizeof keep, "%s", dt_last_error());
@@ -305,12 +347,19 @@ static dt_result run_job(const dt_resolved *res, const proc_body *body, void *hi
             dt_fail(r, "%s", keep);
     }
     arena_destroy(h);
+    if (body->argv && fw.sig) {
+        if (exit_code)
+            *exit_code = EXIT_BY_SIGNAL(fw.sig);
+        r = dt_fail(DT_ERR_INTERRUPTED, "interrupted by signal %d (%s): passed on to the %d "
+                    "ranks, which have ended; the job's shared memory is removed", fw.sig,
+                    strsignal(fw.sig), n);
+    }
     return r;
 }
 
 dt_result dt_launch_proc(const dt_resolved *res, dt_rank_fn fn, void *arg)
 {
-    proc_body body = {fn, arg, NULL};
+    proc_body body = {fn, arg, NULL, NULL};
     return run_job(res, &body, NULL, NULL);
 }
 
@@ -323,136 +372,10 @@ dt_result dt_launch_program(const dt_launch_opts *opts, char *const argv[], int 
     dt_resolved res;
     DT_TRY(dt_opts_resolve(opts, &res));
     res.o.backend = DT_BACKEND_PROC;
-    proc_body body = {NULL, NULL, argv};
+    proc_body body = {NULL, NULL, argv, NULL};
     int code = 0;
     dt_result r = run_job(&res, &body, PROC_ADDR_HINT, &code);
     if (exit_code)
         *exit_code = code;
     return r;
-}
-
-/* ---------------------------------------------------------------- dt_init */
-
-/* One job per process: what dt_init joined. */
-typedef struct {
-    proc_header *h;     /* NULL for a job of one rank run alone */
-    dt_job solo_job;
-    dt_rank_ctx rc;
-    dt_comm *world;
-} joined_job;
-
-static joined_job *joined;
-
-static dt_result attach(const char *name, int rank, int size, proc_header **out)
-{
-    int fd = shm_open(name, O_RDWR, 0);
-    if (fd < 0)
-        return dt_fail(DT_ERR_IO, "dt_init: cannot open the job's shared memory %s: %s", name,
-                       strerror(errno));
-    proc_header *peek = mmap(NULL, sizeof *peek, PROT_READ, MAP_SHARED, fd, 0);
-    if (peek == MAP_FAILED) {
-        close(fd);
-        return dt_fail(DT_ERR_IO, "dt_init: cannot map %s: %s", name, strerror(errno));
-    }
-    int ok = peek->magic == PROC_MAGIC && peek->version == PROC_VERSION;
-    void *base = peek->base;
-    size_t bytes = peek->size;
-    int nranks = peek->nranks;
-    munmap(peek, sizeof *peek);
-    if (!ok) {
-        close(fd);
-        return dt_fail(DT_ERR_STATE, "dt_init: %s is not a dtlab job of this version", name);
-    }
-    if (size != nranks || rank < 0 || rank >= nranks) {
-        close(fd);
-        return dt_fail(DT_ERR_INVALID_ARG, "dt_init: RANK %d / WORLD_SIZE %d do not match the "
-                       "job's %d ranks", rank, size, nranks);
-    }
-    void *p = mmap(base, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED_NOREPLACE, fd, 0);
-    close(fd);
-    if (p != base) {
-        if (p != MAP_FAILED)
-            munmap(p, bytes);
-        return dt_fail(DT_ERR_NOMEM, "dt_init: cannot map the job's arena at %p", base);
-    }
-    proc_header *h = base;
-    if (atomic_fetch_add(&h->attached, 1) + 1 == h->nranks)
-        shm_unlink(name); /* everyone is in: the name is no longer needed */
-    *out = h;
-    return DT_OK;
-}
-
-dt_result dt_init(dt_comm **world)
-{
-    if (!world)
-        return dt_fail(DT_ERR_INVALID_ARG, "dt_init: world is NULL");
-    *world = NULL;
-    if (joined)
-        return dt_fail(DT_ERR_STATE, "dt_init: already initialized");
-    const char *name = dt_env_str("DT_SHM", NULL);
-    int rank = (int)dt_env_long("RANK", 0), size = (int)dt_env_long("WORLD_SIZE", 1);
-    if (!name && size > 1)
-        return dt_fail(DT_ERR_UNSUPPORTED, "dt_init: WORLD_SIZE is %d but DT_SHM is not set: "
-                       "start the program with dtrun", size);
-    dt_launch_opts o;
-    dt_launch_opts_init(&o);
-    o.nranks = size;
-    o.backend = name ? DT_BACKEND_PROC : DT_BACKEND_THREAD;
-    dt_resolved res;
-    DT_TRY(dt_opts_resolve(&o, &res));
-    joined_job *j = calloc(1, sizeof *j);
-    if (!j)
-        return dt_fail(DT_ERR_NOMEM, "dt_init: out of memory");
-    dt_job *job = &j->solo_job;
-    dt_result r = DT_OK;
-    if (name) {
-        r = attach(name, rank, size, &j->h);
-        if (r == DT_OK)
-            job = j->h->job;
-    } else {
-        res.o.nranks = 1;
-        r = dt_job_init(job, &res, NULL, 0);
-    }
-    if (r == DT_OK) {
-        dt_rank_ctx_init(&j->rc, job, rank, &res);
-        if (j->h)
-            j->rc.tracing = j->h->tracing; /* the launcher writes the file */
-        j->rc.mem = dt_mem_ctx_create();
-        dt_mem_bind(j->rc.mem);
-        dt_rank_bind(job, rank);
-        r = dt_comm_make(&j->rc, job->world, rank, &j->world);
-    }
-    if (r != DT_OK) {
-        free(j);
-        return r;
-    }
-    dt_log_set_rank(rank);
-    joined = j;
-    *world = j->world;
-    return DT_OK;
-}
-
-dt_result dt_finalize(dt_comm *world)
-{
-    DT_TRY(dt_comm_check(world, "dt_finalize"));
-    joined_job *j = joined;
-    if (!j || j->world != world)
-        return dt_fail(DT_ERR_INVALID_ARG, "dt_finalize: not the communicator of dt_init");
-    dt_rank_free_comms(&j->rc);
-    if (j->h) {
-        export_trace(j->h, &j->rc);
-        dt_rank_end(j->h->job, j->rc.world_rank, DT_OK, "");
-    }
-    free(j->rc.trace);
-    pthread_mutex_destroy(&j->rc.trace_lock);
-    dt_mem_bind(NULL);
-    if (j->h)
-        munmap(j->h->base, j->h->size);
-    else
-        dt_shm_free(&j->solo_job, j->solo_job.board);
-    dt_mem_ctx_release(j->rc.mem);
-    free(j);
-    joined = NULL;
-    dt_log_set_rank(-1);
-    return DT_OK;
 }

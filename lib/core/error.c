@@ -23,6 +23,7 @@ static const char *const result_names[DT_NUM_RESULTS] = {
     [DT_ERR_UNSUPPORTED] = "DT_ERR_UNSUPPORTED",
     [DT_ERR_INTERNAL] = "DT_ERR_INTERNAL",
     [DT_ERR_FAULT] = "DT_ERR_FAULT",
+    [DT_ERR_INTERRUPTED] = "DT_ERR_INTERRUPTED",
 };
 
 const char *dt_strerror(dt_result r)

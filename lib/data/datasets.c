@@ -169,11 +169,13 @@ dt_result dt_data_load_digits(dt_dataset *d, const char *path)
     if (!d)
         return dt_fail(DT_ERR_INVALID_ARG, "dt_data_load_digits: NULL data set");
     memset(d, 0, sizeof *d);
+    const char *from = path ? "" : dt_env_str("DT_DIGITS", NULL) ? " (DT_DIGITS)" : "";
     if (!path)
         path = dt_env_str("DT_DIGITS", "data/digits.csv");
     FILE *f = fopen(path, "r");
     if (!f)
-        return dt_fail(DT_ERR_IO, "cannot open digits file '%s': %s", path, strerror(errno));
+        return dt_fail(DT_ERR_IO, "cannot open digits file '%s'%s: %s", path, from,
+                       strerror(errno));
     char *line = NULL;
     size_t cap = 0, n = 0;
     while (getline(&line, &cap, f) >= 0) /* first pass: count the samples */

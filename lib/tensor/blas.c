@@ -23,17 +23,26 @@
 /* OpenBLAS's thread count is process-wide, set once before the first use. */
 static pthread_once_t blas_once = PTHREAD_ONCE_INIT;
 static atomic_int blas_threads_now = 1; /* ranks may ask from several threads */
+static char blas_env_error[200];        /* a bad DT_BLAS_THREADS; written once */
 
 static void blas_init(void)
 {
-    long n = dt_env_long("DT_BLAS_THREADS", 1);
-    blas_threads_now = n < 1 ? 1 : (int)n;
+    long n = 1;
+    if (dt_env_long("DT_BLAS_THREADS", 1, 1, 1024, &n) != DT_OK)
+        snprintf(blas_env_error, sizeof blas_env_error, "%s", dt_last_error());
+    blas_threads_now = (int)n;
 #ifdef DT_HAVE_OPENBLAS
     openblas_set_num_threads(blas_threads_now);
 #endif
 }
 
-void dt_blas_init_once(void) { pthread_once(&blas_once, blas_init); }
+dt_result dt_blas_init_once(void)
+{
+    pthread_once(&blas_once, blas_init);
+    if (blas_env_error[0])
+        return dt_fail(DT_ERR_INVALID_ARG, "dt_sgemm: %s", blas_env_error);
+    return DT_OK;
+}
 
 dt_result dt_blas_set_threads(int n)
 {

@@ -15,7 +15,9 @@ typedef struct {
 
 const dt_blas_startup_state *dt_blas_startup(void);
 
-/* Sets OpenBLAS's thread count from DT_BLAS_THREADS, once per process. */
-void dt_blas_init_once(void);
+/* Sets OpenBLAS's thread count from DT_BLAS_THREADS, once per process.
+ * DT_ERR_INVALID_ARG, naming the variable and its value, when it is not a
+ * whole number from 1 to 1024 (the count then stays 1). */
+dt_result dt_blas_init_once(void);
 
 #endif

@@ -176,9 +176,11 @@ dt_result dt_sgemm(dt_trans ta, dt_trans tb, size_t M, size_t N, size_t K, float
                    const float *A, size_t lda, const float *B, size_t ldb, float beta, float *C,
                    size_t ldc)
 {
+    dt_result r = dt_blas_init_once(); /* a bad DT_BLAS_THREADS fails every build */
+    if (r != DT_OK)
+        return r;
 #ifdef DT_HAVE_OPENBLAS
     DT_CHECK(check_args("dt_sgemm", ta, tb, M, N, K, A, lda, B, ldb, C, ldc));
-    dt_blas_init_once();
     cblas_sgemm(CblasRowMajor, ta == DT_TRANS ? CblasTrans : CblasNoTrans,
                 tb == DT_TRANS ? CblasTrans : CblasNoTrans, (int)M, (int)N, (int)K, alpha, A,
                 (int)lda, B, (int)ldb, beta, C, (int)ldc);

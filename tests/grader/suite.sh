@@ -6,7 +6,8 @@
 #   selftest   the grader's own test (tests/grader/selftest.sh)
 #   unit       libdt's unit tests, graded by dtgrade: full marks
 #   convention the lab convention (tests/grader/check-convention.sh)
-#   tools      the tools' own checks (tests/tools/check-*.sh)
+#   tools      the tools' own checks (tests/tools/check-*.sh) and their refusal of
+#              bad input (tests/tools/bad-input.sh)
 #   solutions  every lab graded with IMPL=solutions: full marks
 #   skeleton   every lab graded with IMPL=labs: builds, scores 0, no timeout
 #   mutants    every tests/NN-topic/mutants/*.patch applied to a copy of the
@@ -121,7 +122,7 @@ do_convention() {
 
 do_tools() {
     local t
-    for t in tests/tools/check-*.sh; do
+    for t in tests/tools/check-*.sh tests/tools/bad-input.sh; do
         [ -f "$t" ] || continue
         # a check that dies before its count line counts as one failure
         "$t" "$BUILD" >"$out/tool.out" 2>&1

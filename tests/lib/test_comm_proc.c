@@ -1,16 +1,19 @@
 /* test_comm_proc.c - the proc backend: ranks as processes over one shared
- * arena; dead ranks; no leftovers in /dev/shm; programs started like
+ * arena; dead ranks and ranks that exit early; no leftovers in /dev/shm,
+ * and stale ones removed; programs started like
  * dtrun's (dt_launch_program + dt_init); the same bits as the thread
  * backend. */
 #include "test_comm_util.h"
 
 #include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <sys/mman.h>
 #include <sys/statvfs.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static dt_launch_opts proc_opts(int n)
@@ -36,6 +39,13 @@ static int leftovers(void)
     if (d)
         closedir(d);
     return n;
+}
+
+static dt_result nothing_rank(dt_comm *c, void *arg)
+{
+    (void)c;
+    (void)arg;
+    return DT_OK;
 }
 
 /* ---------------------------------------------------------------- dead ranks */
@@ -79,6 +89,97 @@ TEST_T(comm_proc_killed_rank_is_reported, 4, 30)
     EXPECT(strstr(dt_last_error(), "rank 1: exited with status 3"), "report: '%s'",
            dt_last_error());
     EXPECT(leftovers() == 0, "a shared-memory segment was left in /dev/shm");
+}
+
+/* A rank that ends its process before its function returned, with status
+ * 0, is a failure, whatever the other ranks did: mode 0 _exit(0) while the
+ * others wait in an allreduce, mode 1 _exit(0) while the others return at
+ * once. (exit(0) ends the process the same way, after the atexit handlers,
+ * which under AddressSanitizer report the rank's memory as leaked.) The
+ * others' results are written into memory shared with the test (the forked
+ * ranks' writes to arg are their own). */
+typedef struct {
+    int mode;
+    _Atomic int seen[4]; /* each rank's allreduce result, + 1 */
+} early_arg;
+
+static dt_result early_exit_rank(dt_comm *c, void *arg)
+{
+    early_arg *a = arg;
+    float x[4] = {0};
+    int r = dt_comm_rank(c);
+    if (r == 1)
+        _exit(0);
+    if (a->mode == 1)
+        return DT_OK;
+    dt_result res = dt_allreduce(x, x, 4, DT_F32, DT_SUM, c);
+    atomic_store(&a->seen[r], (int)res + 1);
+    return res;
+}
+
+TEST_T(comm_proc_early_exit_is_a_failure, 3, 30)
+{
+    early_arg *a = mmap(NULL, sizeof *a, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
+                        -1, 0);
+    EXPECT(a != MAP_FAILED, "mmap");
+    for (int mode = 0; mode < 2; mode++) {
+        memset(a, 0, sizeof *a);
+        a->mode = mode;
+        dt_launch_opts o = proc_opts(4);
+        o.debug = 0;
+        EXPECT_ERR(dt_launch(&o, early_exit_rank, a), DT_ERR_PEER_DIED);
+        EXPECT(strstr(dt_last_error(), "rank 1: exited with status 0 before its function "
+                      "returned"), "mode %d: report '%s'", mode, dt_last_error());
+        for (int r = 0; mode == 0 && r < 4; r++)
+            EXPECT(r == 1 || atomic_load(&a->seen[r]) == (int)DT_ERR_PEER_DIED + 1,
+                   "mode %d: rank %d's allreduce returned %s, expected DT_ERR_PEER_DIED", mode,
+                   r, dt_strerror((dt_result)(atomic_load(&a->seen[r]) - 1)));
+        EXPECT(leftovers() == 0, "a shared-memory segment was left in /dev/shm");
+    }
+    munmap(a, sizeof *a);
+}
+
+/* ---------------------------------------------------------------- stale segments */
+
+/* A segment of this user whose launcher is gone (the pid in its name is no
+ * process) is removed by the next proc launch; one whose launcher lives,
+ * and one of another shape, are left alone. */
+TEST_T(comm_proc_stale_segments_are_removed, 2, 30)
+{
+    pid_t gone = fork();
+    if (gone == 0)
+        _exit(0);
+    EXPECT(gone > 0 && waitpid(gone, NULL, 0) == gone, "fork");
+    const char *job = getenv("DT_JOB_ID") ? getenv("DT_JOB_ID") : "stale-test";
+    char stale[128], live[128], other[128];
+    snprintf(stale, sizeof stale, "/dtlab.%u.%s.%d.0123456789abcdef", (unsigned)getuid(), job,
+             (int)gone);
+    snprintf(live, sizeof live, "/dtlab.%u.%s.%d.0123456789abcdef", (unsigned)getuid(), job,
+             (int)getpid());
+    snprintf(other, sizeof other, "/dtlab.%u.%s.%d.1", (unsigned)getuid(), job, (int)gone);
+    const char *names[] = {stale, live, other};
+    for (int i = 0; i < 3; i++) {
+        int fd = shm_open(names[i], O_CREAT | O_RDWR, 0600);
+        EXPECT(fd >= 0, "shm_open(%s): %s", names[i], strerror(errno));
+        close(fd);
+    }
+    dt_launch_opts o = proc_opts(2);
+    EXPECT_OK(dt_launch(&o, nothing_rank, NULL));
+    int reused = kill(gone, 0) == 0; /* the system gave the pid away meanwhile */
+    int exists[3];
+    for (int i = 0; i < 3; i++) {
+        int fd = shm_open(names[i], O_RDONLY, 0);
+        exists[i] = fd >= 0;
+        if (fd >= 0)
+            close(fd);
+        shm_unlink(names[i]);
+    }
+    if (reused)
+        dt_log("pid %d was reused: the stale segment's removal is not exercised", (int)gone);
+    else
+        EXPECT(!exists[0], "%s (launcher %d is gone) was not removed", stale, (int)gone);
+    EXPECT(exists[1], "%s (launcher alive) was removed", live);
+    EXPECT(exists[2], "%s (not a segment's shape) was removed", other);
 }
 
 /* ---------------------------------------------------------------- sharing */
@@ -212,13 +313,16 @@ TEST(comm_dtrun_child_program, 1)
     dt_comm *world;
     EXPECT_OK(dt_init(&world));
     int r = dt_comm_rank(world), n = dt_comm_size(world);
-    EXPECT(r == (int)dt_env_long("RANK", 0), "rank %d, RANK %ld", r, dt_env_long("RANK", 0));
+    long rank_var, exit_rank;
+    EXPECT_OK(dt_env_long("RANK", 0, 0, DT_MAX_RANKS, &rank_var));
+    EXPECT_OK(dt_env_long("DT_TEST_EXIT", -1, -1, DT_MAX_RANKS, &exit_rank));
+    EXPECT(r == (int)rank_var, "rank %d, RANK %ld", r, rank_var);
     int32_t v = r + 1, sum = 0;
     EXPECT_OK(dt_allreduce(&v, &sum, 1, DT_I32, DT_SUM, world));
     EXPECT(sum == n * (n + 1) / 2, "sum %d on %d ranks", sum, n);
-    if (dt_env_long("DT_TEST_EXIT", -1) == r)
+    if (exit_rank == r)
         _exit(3);
-    if (dt_env_long("DT_TEST_EXIT", -1) < 0)
+    if (exit_rank < 0)
         EXPECT_OK(dt_barrier(world));
     EXPECT_OK(dt_finalize(world));
 }
@@ -245,13 +349,6 @@ TEST_T(comm_launch_program_like_dtrun, 3, 30)
     EXPECT(dt_launch_program(&o, missing, &code) != DT_OK, "a missing program fails");
     EXPECT(strstr(dt_last_error(), "cannot run"), "report: '%s'", dt_last_error());
     EXPECT(leftovers() == 0, "a shared-memory segment was left in /dev/shm");
-}
-
-static dt_result nothing_rank(dt_comm *c, void *arg)
-{
-    (void)c;
-    (void)arg;
-    return DT_OK;
 }
 
 /* An arena larger than all of /dev/shm is refused with a message, before

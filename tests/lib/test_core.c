@@ -3,6 +3,8 @@
 
 #include <math.h>
 #include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 TEST(core_strerror_and_last_error, 1)
@@ -129,4 +131,86 @@ TEST(core_mem_per_rank_threads, 1)
         EXPECT(ok, "rank %d saw its own figures", i);
         dt_mem_ctx_release(ctx[i]);
     }
+}
+
+/* ---------------------------------------------------------------- parsing and env */
+
+TEST(core_parse_numbers_names_what_was_wrong, 1)
+{
+    long n = 7;
+    EXPECT_OK(dt_parse_long("-n", "12", 1, 1024, &n));
+    EXPECT(n == 12, "-n 12 gave %ld", n);
+    static const char *const bad_longs[] = {"abc", "", "12x", "0", "1025", "-3", "1.5",
+                                            "99999999999999999999999"};
+    for (size_t i = 0; i < sizeof bad_longs / sizeof bad_longs[0]; i++) {
+        n = 7;
+        EXPECT_ERR(dt_parse_long("-n", bad_longs[i], 1, 1024, &n), DT_ERR_INVALID_ARG);
+        char want[64];
+        snprintf(want, sizeof want, "-n '%s'", bad_longs[i]);
+        EXPECT(strstr(dt_last_error(), want) && strstr(dt_last_error(), "from 1 to 1024"),
+               "message '%s' names -n, '%s' and the range", dt_last_error(), bad_longs[i]);
+        EXPECT(n == 7, "a bad value changed the output to %ld", n);
+    }
+    double d = 0;
+    EXPECT_OK(dt_parse_double("--comp", "2.5e-3", 0, 10, &d));
+    EXPECT(d == 2.5e-3, "--comp gave %g", d);
+    static const char *const bad_doubles[] = {"nan", "inf", "-1", "11", "1s", ""};
+    for (size_t i = 0; i < sizeof bad_doubles / sizeof bad_doubles[0]; i++) {
+        EXPECT_ERR(dt_parse_double("--comp", bad_doubles[i], 0, 10, &d), DT_ERR_INVALID_ARG);
+        EXPECT(strstr(dt_last_error(), "--comp '"), "message '%s'", dt_last_error());
+    }
+    EXPECT(d == 2.5e-3, "bad values changed the output to %g", d);
+}
+
+TEST(core_parse_bytes, 1)
+{
+    static const struct { const char *text; size_t bytes; } good[] = {
+        {"0", 0}, {"8", 8}, {"64K", 65536}, {"64k", 65536}, {"1.5K", 1536},
+        {"1M", 1 << 20}, {"2G", (size_t)2 << 30}};
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+        size_t b = 1;
+        EXPECT_OK(dt_parse_bytes("-b", good[i].text, 0, (size_t)1 << 40, &b));
+        EXPECT(b == good[i].bytes, "-b %s gave %zu, expected %zu", good[i].text, b,
+               good[i].bytes);
+    }
+    static const char *const bad[] = {"1T", "-8", "abc", "", "0.3", "1KB", "2G", "K"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        size_t b = 5;
+        EXPECT_ERR(dt_parse_bytes("-b", bad[i], 0, (size_t)1 << 30, &b), DT_ERR_INVALID_ARG);
+        char want[32];
+        snprintf(want, sizeof want, "-b '%s'", bad[i]);
+        EXPECT(strstr(dt_last_error(), want) && strstr(dt_last_error(), "K, M or G"),
+               "message '%s' names '%s' and the suffixes", dt_last_error(), bad[i]);
+        EXPECT(b == 5, "a bad size changed the output to %zu", b);
+    }
+}
+
+TEST(core_env_variables_are_checked, 1)
+{
+    long n = 0;
+    double d = 0;
+    unsetenv("DT_TEST_KNOB");
+    EXPECT_OK(dt_env_long("DT_TEST_KNOB", 42, 1, 100, &n));
+    EXPECT(n == 42, "unset: the default, got %ld", n);
+    setenv("DT_TEST_KNOB", "", 1);
+    EXPECT_OK(dt_env_double("DT_TEST_KNOB", 0.5, 0, 1, &d));
+    EXPECT(d == 0.5, "empty: the default, got %g", d);
+    setenv("DT_TEST_KNOB", "17", 1);
+    EXPECT_OK(dt_env_long("DT_TEST_KNOB", 42, 1, 100, &n));
+    EXPECT(n == 17, "17 read as %ld", n);
+    static const char *const bad[] = {"abc", "-5", "101", "17 ", "0x10"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        setenv("DT_TEST_KNOB", bad[i], 1);
+        n = 3;
+        EXPECT_ERR(dt_env_long("DT_TEST_KNOB", 42, 1, 100, &n), DT_ERR_INVALID_ARG);
+        char want[64];
+        snprintf(want, sizeof want, "DT_TEST_KNOB='%s'", bad[i]);
+        EXPECT(strstr(dt_last_error(), want), "message '%s' names the variable and '%s'",
+               dt_last_error(), bad[i]);
+        EXPECT(n == 3, "DT_TEST_KNOB=%s: no fallback may be written, got %ld", bad[i], n);
+    }
+    setenv("DT_TEST_KNOB", "abc", 1);
+    EXPECT_ERR(dt_env_double("DT_TEST_KNOB", 1, 0, 10, &d), DT_ERR_INVALID_ARG);
+    EXPECT(strstr(dt_last_error(), "DT_TEST_KNOB='abc'"), "message '%s'", dt_last_error());
+    unsetenv("DT_TEST_KNOB");
 }

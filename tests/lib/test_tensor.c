@@ -120,6 +120,17 @@ TEST(tensor_sgemm_bad_arguments, 1)
     EXPECT(dt_blas_threads() == 1, "threads %d", dt_blas_threads());
 }
 
+/* The variable is read once per process, at the first sgemm (each test
+ * runs in a process of its own): a bad value fails every sgemm, naming it. */
+TEST(tensor_blas_threads_variable_is_checked, 1)
+{
+    setenv("DT_BLAS_THREADS", "many", 1);
+    float A[4] = {1, 0, 0, 1}, B[4] = {1, 2, 3, 4}, C[4] = {0};
+    EXPECT_ERR(dt_sgemm(DT_NO_TRANS, DT_NO_TRANS, 2, 2, 2, 1, A, 2, B, 2, 0, C, 2),
+               DT_ERR_INVALID_ARG);
+    EXPECT(strstr(dt_last_error(), "DT_BLAS_THREADS='many'"), "message: %s", dt_last_error());
+}
+
 TEST(tensor_elementwise_and_reductions, 1)
 {
     float a[5] = {1, -2, 3, 7, -5}, b[5] = {2, 2, 2, 2, 2}, o[5];

@@ -107,8 +107,8 @@ typedef struct {
     const char *net;       /* network model: a preset name ("eth10") or
                               "alpha=2us,bw=10GB/s"; NULL: env DT_NET, else
                               "none" (a zero-cost network, see dt_net_parse) */
-    double timeout_s;      /* deadline of each blocking wait; 0: env
-                              DT_TIMEOUT, else 30 s */
+    double timeout_s;      /* deadline of each blocking wait, 0.001 .. 1e6 s;
+                              0: env DT_TIMEOUT, else 30 s */
     int debug;             /* 1: check that collectives match across ranks;
                               -1: env DT_DEBUG (default 0) */
     dt_algo algo;          /* default algorithm; AUTO: env DT_ALGO, else auto */
@@ -123,18 +123,33 @@ typedef struct {
                               each collective and send it starts is delayed
                               by 20 ms of wall time and of modeled time.
                               Several faults are separated by ';'. */
+    char env_error[240];   /* set by dt_launch_opts_init when a variable of
+                              the environment is bad; dt_launch returns it */
 } dt_launch_opts;
 
-/* Fills o with the defaults above, reading the environment now (DT_BACKEND,
- * DT_NET, DT_TIMEOUT, DT_DEBUG, DT_ALGO, DT_TRACE, DT_FAULT, DT_NRANKS).
- * Three more knobs are read at launch: DT_BIND=1 pins rank r to core
- * r mod cores (off by default; dtbench sets it, as mpirun binds);
- * DT_SPIN_US, how long a wait spins before it yields (default 20 when every
- * rank has a core, else 0); DT_ARENA_MB, the most the proc backend's shared
- * arena may grow to (default 1024, or all of /dev/shm where smaller; it
- * takes pages only as it uses them: messages' headers, small messages,
- * windows, dt_alloc_shared). */
-void dt_launch_opts_init(dt_launch_opts *o);
+/* Fills o with the defaults above, reading the environment now (DT_NRANKS,
+ * DT_BACKEND, DT_NET, DT_TIMEOUT, DT_DEBUG, DT_ALGO, DT_TRACE, DT_FAULT).
+ * Four more knobs are read at launch, and checked here too: DT_BIND=1 pins
+ * rank r to core r mod cores (0, the default, leaves ranks unbound; dtbench
+ * sets it, as mpirun binds); DT_SPIN_US, how long a wait spins before it
+ * yields (0 .. 1e6; default 20 when every rank has a core, else 0);
+ * DT_ARENA_MB, the most the proc backend's shared arena may grow to
+ * (default 1024, or all of /dev/shm where smaller; it takes pages only as it
+ * uses them: messages' headers, small messages, windows, dt_alloc_shared);
+ * DT_JOB_ID, a name for the job's shared memory (letters, digits, '.', '_',
+ * '-'; set by the grader, see docs/design.md).
+ * A variable that does not parse or is out of range (DT_TIMEOUT=abc,
+ * DT_NRANKS=0, DT_BACKEND=mpl) returns DT_ERR_INVALID_ARG with a message
+ * naming it and its value, e.g. "DT_TIMEOUT='abc': expected a number from
+ * 0.001 to 1e+06"; o is still filled (that field with its default) and
+ * keeps the message in env_error, so that dt_launch with o fails with it
+ * too. Variables are never ignored or replaced by a default silently. */
+dt_result dt_launch_opts_init(dt_launch_opts *o);
+
+/* Checks a fault string as dt_launch_opts.fault takes it, for a program
+ * that reads one from its command line: DT_OK, or DT_ERR_INVALID_ARG with
+ * a message that quotes it and shows the accepted forms. */
+dt_result dt_fault_spec_check(const char *spec);
 
 /* A rank's function: runs on every rank with its own world communicator. */
 typedef dt_result (*dt_rank_fn)(dt_comm *world, void *arg);
@@ -151,8 +166,13 @@ typedef dt_result (*dt_rank_fn)(dt_comm *world, void *arg);
  * Returns DT_OK when every rank returned DT_OK; else the first failure in
  * time (a rank that failed because another one did reports
  * DT_ERR_PEER_DIED, later), with the message "rank R: <its message>".
- * Bad options (nranks 0 or above DT_MAX_RANKS, an unknown net or fault
- * string, fn NULL) return DT_ERR_INVALID_ARG without starting any rank. */
+ * With the proc backend, a rank whose process ends before its function
+ * returned failed, whatever its exit status ("rank 1: exited with status 0
+ * before its function returned"), and the others get DT_ERR_PEER_DIED.
+ * Bad options (nranks 0 or above DT_MAX_RANKS, a timeout out of range, an
+ * unknown net or fault string, fn NULL, a bad variable of the environment)
+ * return DT_ERR_INVALID_ARG without starting any rank, with a message that
+ * names the option or variable and its value. */
 dt_result dt_launch(const dt_launch_opts *opts, dt_rank_fn fn, void *arg);
 
 /* Once per process, for a program started by tools/dtrun (or run alone):
@@ -160,7 +180,11 @@ dt_result dt_launch(const dt_launch_opts *opts, dt_rank_fn fn, void *arg);
  * DT_SHM set by dtrun; proc backend) and returns this rank's world
  * communicator. Without DT_SHM and with WORLD_SIZE unset or 1 the program is
  * a job of one rank; WORLD_SIZE > 1 without DT_SHM is DT_ERR_UNSUPPORTED.
- * Options come from the environment as in dt_launch_opts_init. */
+ * Options come from the environment as in dt_launch_opts_init; RANK and
+ * WORLD_SIZE that do not parse are DT_ERR_INVALID_ARG. The segment DT_SHM
+ * names is checked before it is read: a name of another shape, a segment
+ * of another user, one whose mode is not 0600 or one too short to be a
+ * job's are refused with a message naming it. */
 dt_result dt_init(dt_comm **world);
 
 /* Leaves the job joined by dt_init and frees world (and every communicator
@@ -174,7 +198,13 @@ dt_result dt_finalize(dt_comm *world);
  * 128 + the signal of a rank that was killed; 0 when all exited 0. Returns
  * DT_OK when every rank exited 0, else the first failure, e.g.
  * "rank 2: killed by signal 9 (Killed)" or "rank 1: exited with status 3";
- * the other ranks are told (DT_ERR_PEER_DIED) at once. */
+ * the other ranks are told (DT_ERR_PEER_DIED) at once.
+ * While it waits, SIGINT, SIGTERM and SIGHUP sent to the calling process
+ * (unless it ignores them) are passed on to every rank; ranks still running
+ * 5 s later, or at a second signal, get SIGKILL. It then returns
+ * DT_ERR_INTERRUPTED ("interrupted by signal 15 (Terminated): ...") with
+ * *exit_code = 128 + the signal, the job's shared memory removed. Each rank
+ * dies with the caller (a parent-death signal) if the caller is killed. */
 dt_result dt_launch_program(const dt_launch_opts *opts, char *const argv[], int *exit_code);
 
 /* ---------------------------------------------------------------- comms */

@@ -35,6 +35,7 @@ typedef enum {
     DT_ERR_UNSUPPORTED,     /* valid but not supported by this backend or build */
     DT_ERR_INTERNAL,        /* a bug in libdt */
     DT_ERR_FAULT,           /* a failure injected on purpose (DT_FAULT) */
+    DT_ERR_INTERRUPTED,     /* the launcher got SIGINT/SIGTERM/SIGHUP and stopped the job */
     DT_NUM_RESULTS
 } dt_result;
 
@@ -102,10 +103,26 @@ void dt_sleep(double seconds);
 
 /* ---------------------------------------------------------------- env */
 
-/* Reads a variable of the environment, with a default when unset or empty.
- * A value that does not parse gives the default. */
-double dt_env_double(const char *name, double dflt);
-long dt_env_long(const char *name, long dflt);
+/* Numbers from a command line, checked: the whole text must be a number
+ * within [min, max] (a whole number for dt_parse_long; for dt_parse_bytes a
+ * whole number of bytes, with an optional K, M or G for powers of 1024).
+ * Otherwise DT_ERR_INVALID_ARG with a message that names what (the option),
+ * the text and what was expected, e.g.
+ *     "-n 'abc': expected a whole number from 1 to 1024";
+ * *out is then left as it was. */
+dt_result dt_parse_long(const char *what, const char *text, long min, long max, long *out);
+dt_result dt_parse_double(const char *what, const char *text, double min, double max,
+                          double *out);
+dt_result dt_parse_bytes(const char *what, const char *text, size_t min, size_t max,
+                         size_t *out);
+
+/* Variables of the environment. Unset or empty: *out = dflt and DT_OK.
+ * Otherwise as dt_parse_long / dt_parse_double, the message naming the
+ * variable: "DT_TIMEOUT='abc': expected a number from 0.001 to 1e+06".
+ * There is no silent fallback: a value that does not parse is an error. */
+dt_result dt_env_long(const char *name, long dflt, long min, long max, long *out);
+dt_result dt_env_double(const char *name, double dflt, double min, double max, double *out);
+/* The value of a variable, or dflt when it is unset or empty. */
 const char *dt_env_str(const char *name, const char *dflt);
 
 /* ---------------------------------------------------------------- dtypes */
