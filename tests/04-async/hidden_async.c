@@ -21,7 +21,7 @@ TEST_HIDDEN(hidden_shard_range_sweep, 2)
         }
 }
 
-TEST_HIDDEN_T(hidden_ps_three_servers_bound_two, 2, 30)
+TEST_HIDDEN_T(hidden_ps_three_servers_bound_two, 2, 30, .race = 1)
 {
     ref_data();
     const int G = 48, K = 4, S = 3;
@@ -34,7 +34,7 @@ TEST_HIDDEN_T(hidden_ps_three_servers_bound_two, 2, 30)
     lab_ps_result_free(&res);
 }
 
-TEST_HIDDEN_T(hidden_ps_sync_one_server, 2, 20)
+TEST_HIDDEN_T(hidden_ps_sync_one_server, 2, 20, .race = 1)
 {
     ref_data();
     const int K = 2, rounds = 8;
@@ -77,7 +77,7 @@ static dt_result race_rank(dt_comm *world, void *arg)
     return dt_win_free(win);
 }
 
-TEST_HIDDEN(hidden_hogwild_concurrent_apply, 2)
+TEST_HIDDEN(hidden_hogwild_concurrent_apply, 2, .race = 1)
 {
     dt_launch_opts o = ref_opts(2);
     EXPECT_OK(dt_launch(&o, race_rank, NULL));
@@ -93,7 +93,7 @@ static double hidden_job_time(const double *clock, int n)
 }
 
 /* A straggler by compute: worker 2's gradients cost 20 ms, the others' 1 ms. */
-TEST_HIDDEN_T(hidden_ps_compute_straggler, 2, 30)
+TEST_HIDDEN_T(hidden_ps_compute_straggler, 2, 30, .race = 1)
 {
     ref_data();
     const int K = 3, G = 30;
@@ -120,7 +120,7 @@ TEST_HIDDEN_T(hidden_ps_compute_straggler, 2, 30)
 }
 
 /* Hogwild! workers claim gradients from one counter: a slow one claims few. */
-TEST_HIDDEN_T(hidden_hogwild_straggler_claims_less, 2, 30)
+TEST_HIDDEN_T(hidden_hogwild_straggler_claims_less, 2, 30, .race = 1)
 {
     ref_data();
     lab_hogwild_config cfg = {.updates = 60, .batch = 16, .lr = 0.1f, .compute_s = 1e-3,

@@ -122,7 +122,7 @@ TEST_T(ps_one_worker_equals_serial_sgd, 3, 20)
 
 /* 1200 updates of 3 workers reach 93.5% to 96% here (30 runs, with both
  * cores busy besides; 400 gave 90% and less on a busy machine). */
-TEST_T(ps_async_trains_digits, 3, 30)
+TEST_T(ps_async_trains_digits, 3, 30, .race = 1)
 {
     ref_data();
     const int G = 1200, K = 3, S = 2;
@@ -146,7 +146,7 @@ TEST_T(ps_async_trains_digits, 3, 30)
 
 /* Three workers that each take 2 ms of modeled (and slept) compute overlap:
  * a gradient usually lands after the other two workers' ones. */
-TEST_T(ps_staleness_recorded, 2, 30)
+TEST_T(ps_staleness_recorded, 2, 30, .race = 1)
 {
     ref_data();
     const int G = 60, K = 3;
@@ -161,7 +161,7 @@ TEST_T(ps_staleness_recorded, 2, 30)
     lab_ps_result_free(&res);
 }
 
-TEST_T(ps_bounded_staleness, 3, 30)
+TEST_T(ps_bounded_staleness, 3, 30, .race = 1)
 {
     ref_data();
     const int G = 60, K = 3, S = 2;
@@ -179,7 +179,7 @@ TEST_T(ps_bounded_staleness, 3, 30)
     }
 }
 
-TEST_T(ps_sync_equals_large_batch, 3, 20)
+TEST_T(ps_sync_equals_large_batch, 3, 20, .race = 1)
 {
     ref_data();
     const int K = 3, S = 2, rounds = 10;
@@ -213,7 +213,7 @@ static double job_time(const lab_ps_result *res)
 /* Worker 0 (rank 1) is a straggler: each message it sends is 20 ms late.
  * The synchronous run waits for it every round; the asynchronous one goes
  * on with the others. */
-TEST_T(ps_async_beats_sync_with_straggler, 3, 30)
+TEST_T(ps_async_beats_sync_with_straggler, 3, 30, .race = 1)
 {
     ref_data();
     const int K = 3, G = 30;

@@ -9,8 +9,11 @@
  * The completion channel. dtgrade passes DT_GRADE_DONE=FD:TOKEN, a pipe and
  * a token that is new for every run. Before anything else runs (a
  * constructor of the highest priority, ahead of any lab file's), the
- * harness takes both and removes the variable, so that programs the test
- * starts do not inherit it. It then writes, as single lines:
+ * harness takes both; main() then removes the variable and closes the
+ * pipe on exec, so that programs the test starts do not inherit them (not
+ * the constructor: a constructor of libdt may execute the program again
+ * before main, and the new image needs both). It then writes, as single
+ * lines:
  *   done TOKEN PID          after the test function returned on the main
  *                           thread (or the list was printed)
  *   fail TOKEN PID          when an EXPECT failed, in any process
@@ -84,9 +87,16 @@ __attribute__((constructor(101))) static void chan_open(void)
     chan_fd = fd;
     memcpy(chan_token, token, sizeof chan_token);
     main_pid = getpid();
-    fcntl(fd, F_SETFD, FD_CLOEXEC);
-    unsetenv("DT_GRADE_DONE");
     on_exit(on_early_exit, NULL);
+}
+
+/* Before any test runs: nothing the test starts inherits the channel. */
+static void chan_keep_private(void)
+{
+    if (chan_fd < 0)
+        return;
+    fcntl(chan_fd, F_SETFD, FD_CLOEXEC);
+    unsetenv("DT_GRADE_DONE");
 }
 
 void dt_test_fail(const char *file, int line, const char *fmt, ...)
@@ -118,6 +128,7 @@ static void finish(void)
 
 int main(int argc, char **argv)
 {
+    chan_keep_private();
     if (argc == 2 && strcmp(argv[1], "--list") == 0) {
         for (dt_test *t = first; t; t = t->next)
             printf("test\t%s\t%d\t%g\t%s\t%d\t%g\t%g\t%g\t%d\n", t->name, t->points,

@@ -158,6 +158,7 @@ void append(char **s, size_t *len, size_t *cap, const char *data, size_t n);
 test_row *add_row(lab_t *lab, const char *name, int points, int hidden);
 int parse_list(lab_t *lab, const char *text, size_t len);
 void scan_sources(lab_t *lab);
+int points_main(int argc, char **argv);
 
 /* supervise.c */
 void run_start(run_t *r, const run_spec *sp);

@@ -106,3 +106,31 @@ void scan_sources(lab_t *lab)
     for (int i = 0; i < lab->nrows; i++)
         lab->rows[i].st = ST_BUILD;
 }
+
+/* `dtgrade --points TESTS_ROOT LAB...`: the points each lab's sources
+ * register, visible and hidden, one line per lab (tab-separated):
+ *   LAB VISIBLE_TESTS VISIBLE_POINTS HIDDEN_TESTS HIDDEN_POINTS
+ * (what the student tree's README tells about hidden tests). */
+int points_main(int argc, char **argv)
+{
+    if (argc < 1) {
+        fprintf(stderr, "usage: dtgrade --points TESTS_ROOT LAB...\n");
+        return 2;
+    }
+    opt.tests_root = argv[0];
+    opt.hidden = 1;
+    for (int i = 1; i < argc; i++) {
+        lab_t lab = {0};
+        lab.name = argv[i];
+        scan_sources(&lab);
+        int n[2] = {0, 0}, pts[2] = {0, 0};
+        for (int k = 0; k < lab.nrows; k++) {
+            if (lab.nrows == 1 && !strcmp(lab.rows[0].name, "build"))
+                break; /* no sources: scan_sources' placeholder */
+            n[lab.rows[k].hidden]++;
+            pts[lab.rows[k].hidden] += lab.rows[k].points;
+        }
+        printf("%s\t%d\t%d\t%d\t%d\n", lab.name, n[0], pts[0], n[1], pts[1]);
+    }
+    return 0;
+}

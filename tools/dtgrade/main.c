@@ -3,6 +3,7 @@
  *
  *   dtgrade [options] [NAME=]GRADE_BINARY ...
  *   dtgrade --splice OFFICIAL_DIR STUDENT_DIR OUT_DIR [SHOWN_AS]
+ *   dtgrade --points TESTS_ROOT LAB...
  *
  * For each binary it asks `grade --list` for the tests (name, points,
  * timeout, visibility, race sensitivity, limits), then runs each as
@@ -45,6 +46,7 @@ static void usage(FILE *f)
     fprintf(f,
         "usage: dtgrade [options] [NAME=]GRADE_BINARY ...\n"
         "       dtgrade --splice OFFICIAL_DIR STUDENT_DIR OUT_DIR [SHOWN_AS]\n"
+        "       dtgrade --points TESTS_ROOT LAB...   (visible and hidden points)\n"
         "  NAME defaults to the binary's folder name (e.g. 02-collectives).\n"
         "  --race NAME=BINARY  the lab's ThreadSanitizer build: its race-sensitive tests\n"
         "                      that pass are run again from it\n"
@@ -199,6 +201,8 @@ int main(int argc, char **argv)
 {
     if (argc > 1 && !strcmp(argv[1], "--splice"))
         return splice_main(argc - 2, argv + 2);
+    if (argc > 1 && !strcmp(argv[1], "--points"))
+        return points_main(argc - 2, argv + 2);
     const char *env = getenv("DT_TIMEOUT_SCALE");
     if (env && *env)
         opt.timeout_scale =

@@ -7,7 +7,7 @@
  * lab's headers), is the official text, so a student's copy can change
  * nothing but the code the lab asks for.
  *
- * A spliced file starts with `#line 1 "SHOWN_AS/FILE"` (and resynchronises
+ * A .c file starts with `#line 1 "SHOWN_AS/FILE"` (and resynchronises
  * after each fence), so that compiler messages, __FILE__ and sanitizer
  * reports name the student's file and lines. Files are rewritten only
  * when their text changes (make then rebuilds only what changed).
@@ -103,6 +103,16 @@ static int find_fences(source *s, const char *shown)
         return -1;
     }
     return 0;
+}
+
+static int same_lines(const source *a, const source *b)
+{
+    if (a->n != b->n)
+        return 0;
+    for (int i = 0; i < a->n; i++)
+        if (strcmp(a->line[i], b->line[i]) != 0)
+            return 0;
+    return 1;
 }
 
 /* The last non-blank line before official fence k: how a student finds it. */
@@ -217,11 +227,19 @@ static int splice_file(const char *official, const char *student, const char *sh
             note_outside_changes(&o, &s, shown);
             *text = splice_text(&o, &s, shown, len);
         }
-    } else if (rc == 0 && have && (o.n != s.n || strcmp(o.text, s.text) != 0)) {
+    } else if (rc == 0 && have && !same_lines(&o, &s)) {
         printf("note: %s: has no student fence: your changes to it are not graded\n", shown);
     }
     if (rc == 0 && !*text) { /* no fence: the official file as it is */
-        *text = read_file(official, (size_t)16 << 20, len);
+        size_t n = strlen(official);
+        char *body = read_file(official, (size_t)16 << 20, len);
+        if (n > 2 && !strcmp(official + n - 2, ".c")) { /* named as the student knows it */
+            *text = xprintf("#line 1 \"%s\"\n%s", shown, body);
+            *len = strlen(*text);
+            free(body);
+        } else {
+            *text = body;
+        }
     }
     if (have)
         unload(&s);
