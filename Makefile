@@ -5,6 +5,7 @@
 #   make run-lab LAB=NN [IMPL=labs|solutions] [ARGS=...]   a lab's own program
 #   make check [LAB=NN] [IMPL=labs|solutions] [TEST=text]  grade the labs
 #   make test            the project's own suite (what CI runs)
+#   make stress [ROUNDS=N]   every solution graded N times with both cores busy
 #   make SAN=address|thread ...   the same with sanitizers, in build/SAN/
 #   make bench           every bench/*.sh, in order
 #   make dist-student    the student tree, in build/dist/
@@ -216,6 +217,14 @@ check:
 	  DTGRADE_FLAGS="$(DTGRADE_FLAGS)" DT_RESULTS=$(or $(DT_RESULTS),$(BUILD)/results.json) \
 	  tests/grader/check.sh
 
+# The flake hunt: every lab's solution (LAB=NN: some) graded ROUNDS times
+# with both cores kept busy; fails on any test that ever fails. See
+# tests/grader/stress.sh.
+ROUNDS ?= 5
+stress:
+	@env -u MAKEFLAGS -u MAKELEVEL -u MFLAGS MAKE="$(MAKE)" BUILD=$(BUILD) SAN=$(SAN) CC="$(CC)" \
+	  WERROR="$(WERROR)" ROUNDS="$(ROUNDS)" LABS="$(if $(LAB),$(SEL_LABS))" tests/grader/stress.sh
+
 # The unit tests of libdt, run in-process (dtgrade runs them isolated).
 unit: $(UNIT_GRADE)
 	$(UNIT_GRADE)
@@ -278,7 +287,7 @@ deps:
 clean:
 	rm -rf $(BUILD)
 
-.PHONY: all lab-bins run run-lab check unit test bench bench-mpi dist-student gradescope gpu deps clean
+.PHONY: all lab-bins run run-lab check stress unit test bench bench-mpi dist-student gradescope gpu deps clean
 .DELETE_ON_ERROR:
 
 -include $(wildcard $(BUILD)/obj/*/*.d $(BUILD)/obj/*/*/*.d $(BUILD)/obj/tools/*/*.d $(BUILD)/obj/tests/*/*/*.d $(IMPL_DIR)/obj/*/*.d \

@@ -40,6 +40,12 @@ dtgrade=$BUILD/bin/dtgrade
 # beside the plain or address build (shared with `make SAN=thread`).
 if [ "$SAN" = thread ]; then TBUILD=$BUILD; else TBUILD=${BUILD%/address}/thread; fi
 
+case "$RACE" in
+    0 | 1) ;;
+    *) echo "check: RACE='$RACE' is not 0 or 1 (1: race-sensitive tests also under ThreadSanitizer)"
+       exit 2 ;;
+esac
+
 m() { "$MAKE" --no-print-directory -j"$JOBS" CC="${CC:-cc}" WERROR="${WERROR:-}" "$@"; }
 
 # The binary make builds for a lab of implementation $1 under build $2

@@ -118,10 +118,12 @@ static char *sanitizer_reason(const char *m, const char *end, char **excerpt)
     size_t len = 0, cap = 0;
     *excerpt = NULL;
     const char *p = m;
-    for (int k = 0; p < end && k < 24; k++) {
+    for (int k = 0; p < end && k < 40; k++) {
         const char *nl = memchr(p, '\n', (size_t)(end - p));
         const char *next = nl ? nl + 1 : end;
         append(excerpt, &len, &cap, p, (size_t)(next - p));
+        if (end - p > 8 && !memcmp(p, "SUMMARY:", 8))
+            break;
         p = next;
     }
     if (*b)
@@ -231,7 +233,9 @@ void verdict(test_row *row, const run_t *r, const run_spec *sp, int race_run)
     if (st == ST_PASS) {
         row->output = make_details(NULL, NULL, buf, r->out.len);
     } else {
-        row->details = make_details(reason, excerpt, buf, r->out.len);
+        /* A sanitizer's report is its excerpt: the tail is what came before. */
+        size_t tail = san && st == ST_SANITIZER ? (size_t)(san - buf) : r->out.len;
+        row->details = make_details(reason, excerpt, buf, tail);
         if (rep->leftovers > 0) {
             char *d = xprintf("%s[the grader could not kill %d of the test's processes]\n",
                               row->details, rep->leftovers);
