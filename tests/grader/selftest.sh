@@ -43,7 +43,7 @@ expect_row() { # name status reason-substring
 }
 
 # Every pid the fixtures recorded belongs to a process that must be gone.
-expect_no_process() { # count-expected
+expect_no_process() { # least-count-expected
     sleep 0.2
     local n=0 pid
     [ -f "$DT_FIXTURE_PIDS" ] || { fail "the fixtures recorded no pid"; return; }
@@ -54,7 +54,7 @@ expect_no_process() { # count-expected
             kill -9 "$pid" 2>/dev/null || true
         fi
     done <"$DT_FIXTURE_PIDS"
-    [ "$n" -eq "$1" ] || fail "expected $1 recorded pids, got $n"
+    [ "$n" -ge "$1" ] || fail "expected at least $1 recorded pids, got $n"
     rm -f "$DT_FIXTURE_PIDS"
 }
 
@@ -86,7 +86,11 @@ expect_row fx_hidden_pass pass "(hidden)"
 # early exits, however they happen, never pass
 expect_row fx_exit_zero EXIT "EXIT: exit(0) was called before the test finished"
 expect_row fx_underscore_exit_zero EXIT "exited with status 0 before the test finished"
-expect_row fx_main_pthread_exit EXIT "before the test finished"
+if [ -z "${SAN:-}" ]; then
+    expect_row fx_main_pthread_exit EXIT "before the test finished"
+else # a sanitizer's threads keep the process alive
+    expect_row fx_main_pthread_exit TIMEOUT "TIMEOUT after 2 s"
+fi
 expect_row fx_fake_done EXIT "exited with status 0 before the test finished"
 expect_row fx_child_finishes EXIT "exited with status 0 before the test finished"
 expect_row fx_thread_rank_exit EXIT "EXIT: rank 1 called exit(0) before the test finished"
@@ -131,8 +135,9 @@ fi
 
 # Nothing left behind: every process the fixtures recorded (the looping and
 # waiting tests, their children, those that left the group) is gone; no
-# segment of these jobs remains.
-expect_no_process 18
+# segment of these jobs remains. (fx_too_many_tasks is stopped once it
+# passes 8 tasks: it may not have started all 12 of its children.)
+expect_no_process 14
 expect_no_segment "$prefix"
 grep -q "created /dtlab.$uid.$prefix" "$json" || fail "fx_shm_leak did not create its segment"
 

@@ -198,10 +198,13 @@ void verdict(test_row *row, const run_t *r, const run_spec *sp, int race_run)
         st = ST_LIMIT;
         reason = xprintf("LIMIT: processes and threads: more than %d at once "
                          "(the test's limit)", sp->lim.tasks);
+    } else if (c.early) { /* first: a leak report at an early exit is its consequence */
+        st = ST_EXIT;
+        reason = exit_reason(r, &c);
     } else if (san) {
         st = ST_SANITIZER;
         reason = sanitizer_reason(san, end, &excerpt);
-    } else if (exited && code == 0 && c.done && !c.fail && !c.early) {
+    } else if (exited && code == 0 && c.done && !c.fail) {
         st = ST_PASS;
     } else if ((reason = limit_reason(r, sp, buf, end)) != NULL) {
         st = ST_LIMIT;
@@ -214,7 +217,7 @@ void verdict(test_row *row, const run_t *r, const run_spec *sp, int race_run)
         if (!r->out.first_fail[0])
             copy_line(line, sizeof line, find_line(buf, end, "FAIL: "), end);
         reason = xstrdup(r->out.first_fail[0] ? r->out.first_fail : line);
-    } else if (c.early || !c.done) {
+    } else if (!c.done) {
         st = ST_EXIT;
         reason = exit_reason(r, &c);
     } else {
