@@ -11,6 +11,8 @@
 #   gradescope    run_autograder on a perfect submission (full marks), a
 #                 broken one (a visible message with the compiler's errors,
 #                 no hidden test named) and an empty one ("no lab found")
+#   convention    a mutant that changes code outside the fences (which make
+#                 check would never grade) is refused
 #
 # One line per check; ends with "N passed, N failed". Run by `make test`.
 set -uo pipefail
@@ -154,6 +156,22 @@ check "Gradescope: an empty submission does not say that no lab was found" \
     grep -q "No lab was found in your submission" <<<"$top"
 read -r got max < <(score_of "$WORK/ag/empty.json")
 check "Gradescope: an empty submission scores $got/$max" test "$got" = 0 -a "$max" -gt 0
+
+# ------------------------------------------------------------ the convention
+# A copy of one lab's sources with a mutant that edits outside a fence.
+conv=$WORK/convention
+mkdir -p "$conv/chapters" "$conv/labs" "$conv/solutions" "$conv/tests/$lab"
+cp "chapters/$lab.md" "$conv/chapters/"
+cp -R "labs/$lab" "$conv/labs/"
+cp -R "solutions/$lab" "$conv/solutions/"
+cp "tests/$lab"/*.c "tests/$lab"/*.h "$conv/tests/$lab/" 2>/dev/null
+mkdir -p "$conv/tests/$lab/mutants"
+sed '1s|^|/* outside the fences */\n|' "solutions/$lab/ring.c" >"$WORK/ring.c"
+diff -u --label "a/solutions/$lab/ring.c" --label "b/solutions/$lab/ring.c" \
+    "solutions/$lab/ring.c" "$WORK/ring.c" >"$conv/tests/$lab/mutants/outside.patch"
+tests/grader/check-convention.sh "$conv" >"$WORK/convention.log" 2>&1
+check "the convention check took a mutant that edits outside the fences" \
+    grep -q "mutants/outside.patch: patched ring.c:1 outside the student fences" "$WORK/convention.log"
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -20,7 +20,7 @@ rm -rf "${work:?}"/*
 prefix="selftest$$."
 uid=$(id -u)
 export DT_FIXTURE_PIDS="$work/pids" DT_FIXTURE_DIR="$work"
-unset DT_FIXTURE_SLOW DT_FIXTURE_CTOR_EXIT DT_FIXTURE_HOLD
+unset DT_FIXTURE_SLOW DT_FIXTURE_CTOR_EXIT DT_FIXTURE_HOLD DT_FIXTURE_STARVE
 failures=0
 
 fail() {
@@ -104,6 +104,7 @@ if [ -z "${SAN:-}" ]; then
 else # no address-space limit under a sanitizer: the fixture stops itself
     expect_row fx_memory_hog FAIL "without reaching a limit"
 fi
+expect_row fx_starved pass ""
 expect_row fx_cpu_hog LIMIT "LIMIT: CPU time: a process of the test used its 1 s of CPU"
 expect_row fx_file_hog LIMIT "LIMIT: file size: the test wrote a file past 1 MiB"
 expect_row fx_too_many_tasks LIMIT "LIMIT: processes and threads: more than 8 at once"
@@ -114,13 +115,13 @@ for r in 0 1 2; do
 done
 # A long reason: cut in its row, whole under it.
 grep -qE '^      \| FAIL: .*xxxxEND-OF-REASON$' "$out" || fail "the long reason is not shown whole"
-grep -q '^Score: 10/31 ' "$out" || fail "total score line wrong: $(grep '^Score' "$out")"
-[ "$(tail -n 1 "$out")" = "9 passed, 20 failed" ] || fail "closing line: '$(tail -n 1 "$out")'"
+grep -q '^Score: 11/32 ' "$out" || fail "total score line wrong: $(grep '^Score' "$out")"
+[ "$(tail -n 1 "$out")" = "10 passed, 20 failed" ] || fail "closing line: '$(tail -n 1 "$out")'"
 
 # results.json: Gradescope's fields, the failure text once, rank output.
 json="$work/results.json"
-grep -q '"score": 10,' "$json" || fail "results.json score"
-grep -q '"max_score": 31,' "$json" || fail "results.json max_score"
+grep -q '"score": 11,' "$json" || fail "results.json score"
+grep -q '"max_score": 32,' "$json" || fail "results.json max_score"
 grep -q '"name": "fixtures/fx_segfault", "score": 0, "max_score": 1' "$json" ||
     fail "results.json row of fx_segfault"
 grep -q '"visibility": "hidden"' "$json" || fail "results.json hidden visibility"
@@ -128,9 +129,9 @@ grep -q '\[rank 1\] step 9' "$json" || fail "results.json lacks rank 1's output"
 [ "$(grep -o 'disagrees' "$json" | wc -l)" -eq 1 ] || fail "results.json repeats a FAIL line"
 [ "$(grep -o 'END-OF-REASON' "$json" | wc -l)" -eq 1 ] || fail "results.json: the long reason not once"
 if command -v python3 >/dev/null; then
-    python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert len(d["tests"]) == 29
-assert d["output"].startswith("Score: 10/31")' "$json" ||
-        fail "results.json is not valid JSON with 29 tests and the score on top"
+    python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert len(d["tests"]) == 30
+assert d["output"].startswith("Score: 11/32")' "$json" ||
+        fail "results.json is not valid JSON with 30 tests and the score on top"
 fi
 
 # Nothing left behind: every process the fixtures recorded (the looping and
@@ -140,6 +141,23 @@ fi
 expect_no_process 14
 expect_no_segment "$prefix"
 grep -q "created /dtlab.$uid.$prefix" "$json" || fail "fx_shm_leak did not create its segment"
+
+# ------------------------------------------------------------ starved
+# A test that gets a third of a CPU (two spin loops beside it on the same
+# CPU) is slow, not hung: its deadline counts the time it could run.
+if command -v taskset >/dev/null; then
+    spin=()
+    for _ in 1 2; do
+        taskset -c 0 sh -c 'while :; do :; done' &
+        spin+=($!)
+    done
+    out=$work/starved.txt
+    DT_FIXTURE_STARVE=1 taskset -c 0 "$dtgrade" --only fx_starved --results "$work/st.json" \
+        "fixtures=$fixture" >"$out" 2>&1 || fail "grading a starved test failed"
+    kill "${spin[@]}"
+    wait "${spin[@]}" 2>/dev/null
+    expect_row fx_starved pass ""
+fi
 
 # ------------------------------------------------------------ interrupted
 # A run interrupted in its first test: that test is INTERRUPTED, the next
@@ -173,7 +191,7 @@ expect_row fx_pass EXIT "EXIT: exit(0) was called before the test finished"
 DT_FIXTURE_CTOR_EXIT=list "$dtgrade" --tests-root tests/grader --results "$work/c.json" \
     "fixtures=$fixture" >"$out" 2>&1 || fail "grading with an exiting list failed"
 expect_row fx_pass BUILD "--list' failed: EXIT"
-grep -q '^  Score: 0/31  (BUILD FAILED)' "$out" || fail "an exiting list: not 0/31"
+grep -q '^  Score: 0/32  (BUILD FAILED)' "$out" || fail "an exiting list: not 0/32"
 
 # ------------------------------------------------------------ stale segments
 # One of this user's segments that no process maps (older than 10 s) is
@@ -209,13 +227,13 @@ grep -q '^1 passed, 0 failed$' "$work/out2.txt" || fail "--only fx_pass ran more
 [ "$(run_rc --no-hidden --only fx_hidden "fixtures=$fixture")" = 0 ] || fail "--no-hidden"
 grep -q '^0 passed, 0 failed$' "$work/out2.txt" || fail "--no-hidden still ran the hidden test"
 [ "$(run_rc --stop-on-fail "fixtures=$fixture")" = 0 ] || fail "--stop-on-fail"
-grep -q '^1 passed, 1 failed, 27 not run$' "$work/out2.txt" || fail "--stop-on-fail went on after a failure"
+grep -q '^1 passed, 1 failed, 28 not run$' "$work/out2.txt" || fail "--stop-on-fail went on after a failure"
 
 # A lab that did not build: its tests come from its sources, all BUILD FAILED.
 [ "$(run_rc --tests-root tests/grader "fixtures=$work/no-such-binary")" = 0 ] ||
     fail "a missing binary is a grader error"
 grep -q '^  fx_wrong_answer .* 0/2 .*BUILD' "$work/out2.txt" || fail "missing binary: rows from sources"
-grep -q '^  Score: 0/31  (BUILD FAILED)' "$work/out2.txt" || fail "missing binary: 0/31"
+grep -q '^  Score: 0/32  (BUILD FAILED)' "$work/out2.txt" || fail "missing binary: 0/32"
 [ "$(run_rc --tests-root tests/grader --expect-zero "fixtures=$work/no-such-binary")" = 1 ] ||
     fail "--expect-zero must reject a build failure"
 

@@ -87,8 +87,28 @@ step() { # name command...
     echo
 }
 
+# A line every 10 s while a long command runs: how long, and how many
+# objects are newer than its start (the build's progress, whatever its output).
+with_progress() { # label log command...
+    local label=$1 log=$2 t0=$SECONDS pid rc
+    shift 2
+    touch "$out/$label.start"
+    "$@" >"$log" 2>&1 &
+    pid=$!
+    while kill -0 "$pid" 2>/dev/null; do
+        sleep 1
+        if [ $(((SECONDS - t0) % 10)) -eq 0 ] && kill -0 "$pid" 2>/dev/null; then
+            echo "$label: $((SECONDS - t0)) s, $(find "$BUILD" -name '*.o' -newer "$out/$label.start" 2>/dev/null | wc -l) object(s) compiled so far"
+        fi
+    done
+    wait "$pid"
+    rc=$?
+    rm -f "$out/$label.start"
+    return $rc
+}
+
 do_build() {
-    m -k all >"$out/build.log" 2>&1
+    with_progress build "$out/build.log" m -k all
     local rc=$?
     grep -E 'warning:|error:' "$out/build.log" | head -n 40
     if [ $rc -ne 0 ]; then

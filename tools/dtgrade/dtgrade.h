@@ -26,6 +26,7 @@
 #define DETAILS_CAP 4096     /* bytes of failure text kept per test */
 #define LINE_CAP 1024        /* bytes of one output line kept */
 #define REASON_SHOWN 100     /* characters of a reason shown in the table */
+#define STARVE_CAP 3         /* a deadline moves by at most 3 timeouts (below) */
 
 enum status {
     ST_RUNNING = -2,
@@ -58,6 +59,7 @@ typedef struct {
     int reaped;        /* status is known */
     int timed_out, interrupted, over_tasks;
     int tasks_peak;    /* most processes + threads seen at once */
+    long starved_ms;   /* how much the deadline moved while the test waited for CPUs */
     long vm_peak_kib;  /* largest VmPeak seen of any of its processes, or the
                           largest resident size when that is larger */
     long cpu_ms;       /* CPU time of the test and what it waited for */
@@ -168,8 +170,18 @@ void run_finish(run_t *r);
 void limits_resolve(limits *out, const limits *test, int sanitized, double timeout_s);
 
 /* proctree.c */
-int proctree_list(pid_t root, pid_t *out, int max);
-void proctree_measure(pid_t root, int *tasks, long *vm_peak_kib);
+typedef struct {
+    pid_t tid;
+    unsigned long long delay_ns; /* time runnable, waiting for a CPU */
+} thread_delay;
+typedef struct {
+    int tasks;           /* processes' threads, all together */
+    long vm_peak_kib;    /* the largest VmPeak among them */
+    double waited_s;     /* the most one thread waited for a CPU since the last sample */
+    thread_delay *seen;  /* the threads of the last sample */
+    int nseen;
+} tree_sample;
+void proctree_sample(pid_t root, tree_sample *s);
 int proctree_kill(pid_t pgid, double seconds, pid_t watch, int *status, int *reaped);
 
 /* verdict.c */

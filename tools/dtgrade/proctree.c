@@ -104,11 +104,6 @@ static int descendants(pid_t root, pid_t *out, int *threads, int max)
     return found;
 }
 
-int proctree_list(pid_t root, pid_t *out, int max)
-{
-    return descendants(root, out, NULL, max);
-}
-
 /* Peak virtual size of one process (VmPeak), in KiB; 0 when unknown. */
 static long vm_peak_kib(pid_t pid)
 {
@@ -125,22 +120,73 @@ static long vm_peak_kib(pid_t pid)
     return kib;
 }
 
-/* The processes and threads below root, all together, and the largest
- * VmPeak among them. */
-void proctree_measure(pid_t root, int *tasks, long *vm_peak)
+/* Nanoseconds thread tid of pid spent runnable but waiting for a CPU
+ * (field 2 of its schedstat); 0 when unknown. */
+static unsigned long long run_delay_ns(pid_t pid, const char *tid)
+{
+    char path[300];
+    unsigned long long on_cpu, delay = 0;
+    snprintf(path, sizeof path, "/proc/%d/task/%s/schedstat", (int)pid, tid);
+    FILE *f = fopen(path, "re");
+    if (f) {
+        if (fscanf(f, "%llu %llu", &on_cpu, &delay) != 2)
+            delay = 0;
+        fclose(f);
+    }
+    return delay;
+}
+
+/* Adds pid's threads to the sample: the most any of them waited for a CPU
+ * since the previous sample (a thread not seen before: since it started). */
+static void sample_threads(pid_t pid, tree_sample *s, thread_delay *now, int *n, int max)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/task", (int)pid);
+    DIR *d = opendir(path);
+    if (!d)
+        return;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL && *n < max) {
+        if (!isdigit((unsigned char)e->d_name[0]))
+            continue;
+        thread_delay t = {(pid_t)atoi(e->d_name), run_delay_ns(pid, e->d_name)};
+        unsigned long long before = 0;
+        for (int i = 0; i < s->nseen; i++)
+            if (s->seen[i].tid == t.tid)
+                before = s->seen[i].delay_ns;
+        double waited = t.delay_ns > before ? 1e-9 * (double)(t.delay_ns - before) : 0;
+        if (waited > s->waited_s)
+            s->waited_s = waited;
+        now[(*n)++] = t;
+    }
+    closedir(d);
+}
+
+/* The processes and threads below root, all together; the largest VmPeak
+ * among them; and how long the most delayed of their threads waited for a
+ * CPU since the previous sample (a test starved by other load is not a
+ * test that hangs: the supervisor moves its deadline by that much). */
+void proctree_sample(pid_t root, tree_sample *s)
 {
     enum { MAXP = 4096 };
     static pid_t pids[MAXP];
     static int threads[MAXP];
-    int n = descendants(root, pids, threads, MAXP);
-    *tasks = 0;
-    *vm_peak = 0;
+    static thread_delay now[MAXP];
+    int n = descendants(root, pids, threads, MAXP), nthreads = 0;
+    s->tasks = 0;
+    s->vm_peak_kib = 0;
+    s->waited_s = 0;
     for (int i = 0; i < n; i++) {
-        *tasks += threads[i] > 0 ? threads[i] : 0;
+        s->tasks += threads[i] > 0 ? threads[i] : 0;
         long v = vm_peak_kib(pids[i]);
-        if (v > *vm_peak)
-            *vm_peak = v;
+        if (v > s->vm_peak_kib)
+            s->vm_peak_kib = v;
+        if (threads[i] > 0)
+            sample_threads(pids[i], s, now, &nthreads, MAXP);
     }
+    s->seen = xrealloc(s->seen, sizeof *now * (size_t)(nthreads ? nthreads : 1));
+    memcpy(s->seen, now, sizeof *now * (size_t)nthreads);
+    s->nseen = nthreads;
 }
 
 /* Kills the process group pgid and then every descendant of this process,

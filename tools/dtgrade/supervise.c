@@ -9,7 +9,14 @@
  * the test's process group (setsid) or lost its parent is still its
  * descendant (proctree.c). It reports one line to dtgrade:
  *   pid P                    when the test started
- *   end STATUS REAPED TIMEOUT INTERRUPTED OVER_TASKS TASKS VM_KIB CPU_MS LEFT
+ *   end STATUS REAPED TIMEOUT INTERRUPTED OVER_TASKS TASKS VM_KIB CPU_MS LEFT STARVED_MS
+ *
+ * The deadline is the test's timeout of time it could run: while its most
+ * delayed thread waited for a CPU (its schedstat's run delay: other load,
+ * or more threads than cores), the deadline moves on by as much, up to
+ * STARVE_CAP timeouts in all. A test that sleeps or waits for a message
+ * forever is not delayed by the load, and times out on time; one that
+ * spins forever runs into its CPU limit.
  * dtgrade reads the test's output (stdout and stderr, one pipe) and its
  * completion channel (another pipe, tests/grader/test_main.c) itself.
  *
@@ -139,12 +146,14 @@ static void supervise(const run_spec *sp, pid_t grader, int out_w, int chan_w, i
     close(out_w);
     close(chan_w);
     if (t < 0) {
-        say(rep_w, "end 0 0 0 1 0 0 0 0 0\n");
+        say(rep_w, "end 0 0 0 1 0 0 0 0 0 0\n");
         _exit(0);
     }
     setpgid(t, t); /* also here: no race with the child's own call */
     say(rep_w, "pid %d\n", (int)t);
     double start = now_s(), deadline = start + sp->timeout_s, next_sample = start + 0.01;
+    double starved = 0, starve_cap = STARVE_CAP * sp->timeout_s;
+    tree_sample ts = {0};
     while (!rep.reaped) {
         double now = now_s(), wake = next_sample < deadline ? next_sample : deadline;
         if (now >= deadline) {
@@ -152,15 +161,16 @@ static void supervise(const run_spec *sp, pid_t grader, int out_w, int chan_w, i
             break;
         }
         if (now >= next_sample) {
-            int tasks;
-            long vm;
-            proctree_measure(getpid(), &tasks, &vm);
-            rep.tasks_peak = tasks > rep.tasks_peak ? tasks : rep.tasks_peak;
-            rep.vm_peak_kib = vm > rep.vm_peak_kib ? vm : rep.vm_peak_kib;
-            if (tasks > sp->lim.tasks) {
+            proctree_sample(getpid(), &ts);
+            rep.tasks_peak = ts.tasks > rep.tasks_peak ? ts.tasks : rep.tasks_peak;
+            rep.vm_peak_kib = ts.vm_peak_kib > rep.vm_peak_kib ? ts.vm_peak_kib : rep.vm_peak_kib;
+            if (ts.tasks > sp->lim.tasks) {
                 rep.over_tasks = 1;
                 break;
             }
+            double more = ts.waited_s < starve_cap - starved ? ts.waited_s : starve_cap - starved;
+            starved += more;
+            deadline += more;
             next_sample = now + SAMPLE_S;
             continue;
         }
@@ -192,9 +202,10 @@ static void supervise(const run_spec *sp, pid_t grader, int out_w, int chan_w, i
         if (ru.ru_maxrss > rep.vm_peak_kib)
             rep.vm_peak_kib = ru.ru_maxrss;
     }
-    say(rep_w, "end %d %d %d %d %d %d %ld %ld %d\n", rep.status, rep.reaped, rep.timed_out,
+    rep.starved_ms = (long)(starved * 1000);
+    say(rep_w, "end %d %d %d %d %d %d %ld %ld %d %ld\n", rep.status, rep.reaped, rep.timed_out,
         rep.interrupted, rep.over_tasks, rep.tasks_peak, rep.vm_peak_kib, rep.cpu_ms,
-        rep.leftovers);
+        rep.leftovers, rep.starved_ms);
     _exit(0);
 }
 
@@ -237,7 +248,7 @@ void run_start(run_t *r, const run_spec *sp)
         fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
     }
     r->started = now_s();
-    r->deadline = r->started + sp->timeout_s;
+    r->deadline = r->started + sp->timeout_s * (1 + STARVE_CAP); /* the supervisor's latest */
 }
 
 /* ------------------------------------------------------------ reading */
@@ -274,9 +285,10 @@ static void parse_report(run_t *r)
         int pid;
         if (sscanf(r->rep_line, "pid %d", &pid) == 1)
             r->test = pid;
-        else if (sscanf(r->rep_line, "end %d %d %d %d %d %d %ld %ld %d", &p->status, &p->reaped,
-                        &p->timed_out, &p->interrupted, &p->over_tasks, &p->tasks_peak,
-                        &p->vm_peak_kib, &p->cpu_ms, &p->leftovers) == 9)
+        else if (sscanf(r->rep_line, "end %d %d %d %d %d %d %ld %ld %d %ld", &p->status,
+                        &p->reaped, &p->timed_out, &p->interrupted, &p->over_tasks,
+                        &p->tasks_peak, &p->vm_peak_kib, &p->cpu_ms, &p->leftovers,
+                        &p->starved_ms) == 10)
             r->ended = 1;
         size_t used = (size_t)(nl + 1 - r->rep_line);
         memmove(r->rep_line, nl + 1, r->rep_len - used);

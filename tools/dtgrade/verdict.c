@@ -193,7 +193,10 @@ void verdict(test_row *row, const run_t *r, const run_spec *sp, int race_run)
         reason = xprintf("INTERRUPTED: the grader was stopped while the test ran");
     } else if (rep->timed_out) {
         st = ST_TIMEOUT;
-        reason = xprintf("TIMEOUT after %g s", sp->timeout_s);
+        reason = rep->starved_ms >= 100
+                     ? xprintf("TIMEOUT after %g s (and %.1f s more while its threads waited for "
+                               "a CPU)", sp->timeout_s, (double)rep->starved_ms / 1000.0)
+                     : xprintf("TIMEOUT after %g s", sp->timeout_s);
     } else if (rep->over_tasks) {
         st = ST_LIMIT;
         reason = xprintf("LIMIT: processes and threads: more than %d at once "
