@@ -35,6 +35,9 @@
 #include <unistd.h>
 
 static dt_test *first, **last = &first;
+/* Set by the running test (dt_test_see) before it starts any rank; read
+ * only when it fails. One test runs per process (or one after another). */
+static const char *see_where;
 
 /* The channel: set once, before main, by the main thread; read-only after
  * (forked ranks inherit copies, which is what they need to report). */
@@ -111,6 +114,10 @@ void dt_test_fail(const char *file, int line, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(msg + n, sizeof msg - (size_t)n - 1, fmt, ap);
     va_end(ap);
+    if (see_where) {
+        size_t used = strlen(msg);
+        snprintf(msg + used, sizeof msg - used - 1, " (see %s)", see_where);
+    }
     strcat(msg, "\n");
     fflush(stdout);
     ssize_t w = write(STDERR_FILENO, msg, strlen(msg));
@@ -118,6 +125,8 @@ void dt_test_fail(const char *file, int line, const char *fmt, ...)
     chan_say("fail", -2, 0);
     _exit(1);
 }
+
+void dt_test_see(const char *where) { see_where = where; }
 
 static void finish(void)
 {
@@ -152,6 +161,7 @@ int main(int argc, char **argv)
         int n = 0;
         for (dt_test *t = first; t; t = t->next, n++) {
             fprintf(stderr, "-- %s\n", t->name);
+            see_where = NULL;
             t->fn();
         }
         fprintf(stderr, "%d passed, 0 failed\n", n);
