@@ -111,7 +111,7 @@ IDENTITY      := $(BUILD)/identity
 CC_VERSION    := $(shell $(CC) --version 2>/dev/null | head -n 1)
 IDENTITY_TEXT := cc=$(CC) ($(CC_VERSION)); cflags=$(filter-out $(WERROR),$(CFLAGS)); \
                  ldflags=$(LDFLAGS); ldlibs=$(LDLIBS)
-NO_BUILD_GOALS := help clean deps dist-student gradescope
+NO_BUILD_GOALS := help clean deps
 ifneq ($(filter-out $(NO_BUILD_GOALS),$(or $(MAKECMDGOALS),all)),)
   ifneq ($(IDENTITY_TEXT),$(shell cat $(IDENTITY) 2>/dev/null))
     $(shell mkdir -p $(BUILD))
@@ -161,8 +161,12 @@ GRADE_JOBS ?= 1
 DTGRADE_FLAGS ?=
 # Sanitizers slow tests down: their timeouts stretch (unless DT_TIMEOUT_SCALE says).
 SAN_SCALE := $(if $(DT_TIMEOUT_SCALE),,$(if $(filter address,$(SAN)),3,$(if $(filter thread,$(SAN)),5)))
-GRADE_FLAGS = -j $(GRADE_JOBS) $(if $(TEST),--only $(TEST)) $(if $(SAN_SCALE),--timeout-scale $(SAN_SCALE)) \
-              --results $(or $(DT_RESULTS),$(BUILD)/results.json) $(DTGRADE_FLAGS)
+# `make check` builds each lab from the official files with only the
+# student's fenced code spliced in: the official copy is tests/official/ in
+# a student tree (and the autograder), labs/ here. RACE=0 leaves out the
+# ThreadSanitizer runs of race-sensitive tests.
+OFFICIAL ?= $(if $(wildcard tests/official/.),tests/official,labs)
+RACE    ?= 1
 
 all: $(LIBDT) $(TOOLS) $(UNIT_GRADE) $(FIXTURE) lab-bins headers $(BENCH_PROGS)
 
@@ -279,14 +283,25 @@ run-lab:
 
 # ------------------------------------------------------------ grading
 
-# Builds each selected lab (a lab that does not build is graded 0: its stale
-# binary, if any, is removed) and grades them all. Exits 0 whatever the score.
-check: $(DTGRADE)
+# Builds each selected lab from OFFICIAL with the fences of IMPL spliced in
+# (a lab that does not build is graded 0, never from a stale binary) and
+# grades them all: see tests/grader/check.sh. Exits 0 whatever the score.
+check:
 	@test -n "$(SEL_LABS)" || { echo "check: LAB=$(LAB) names no lab (labs: $(LABS))"; exit 2; }
-	@$(MAKE) --no-print-directory -k $(SEL_GRADES) || true
-	@for g in $(SEL_GRADES); do \
-	  $(MAKE) --no-print-directory -q $$g 2>/dev/null || rm -f $$g; done
-	@DT_QUIET=1 $(DTGRADE) $(GRADE_FLAGS) $(foreach l,$(SEL_LABS),$(l)=$(IMPL_DIR)/$(l)/grade)
+	@env -u MAKEFLAGS -u MAKELEVEL -u MFLAGS DT_QUIET=1 MAKE="$(MAKE)" BUILD=$(BUILD) SAN=$(SAN) CC="$(CC)" \
+	  WERROR="$(WERROR)" IMPL=$(IMPL) OFFICIAL=$(OFFICIAL) LABS="$(SEL_LABS)" RACE=$(RACE) \
+	  SHOWN="$(or $(SHOWN),$(IMPL))" \
+	  TEST="$(TEST)" GRADE_JOBS=$(GRADE_JOBS) TIMEOUT_SCALE=$(SAN_SCALE) \
+	  DTGRADE_FLAGS="$(DTGRADE_FLAGS)" DT_RESULTS=$(or $(DT_RESULTS),$(BUILD)/results.json) \
+	  tests/grader/check.sh
+
+# The flake hunt: every lab's solution (LAB=NN: some) graded ROUNDS times
+# (default 5) with both cores kept busy; fails on any test that ever fails.
+# See tests/grader/stress.sh.
+stress:
+	@env -u MAKEFLAGS -u MAKELEVEL -u MFLAGS DT_QUIET=1 MAKE="$(MAKE)" BUILD=$(BUILD) SAN=$(SAN) \
+	  CC="$(CC)" WERROR="$(WERROR)" ROUNDS="$(or $(ROUNDS),5)" LABS="$(if $(LAB),$(SEL_LABS))" \
+	  tests/grader/stress.sh
 
 # The unit tests of libdt, run in-process (dtgrade runs them isolated).
 unit: $(UNIT_GRADE)
@@ -327,21 +342,20 @@ bench-%: bench-progs
 # ------------------------------------------------------------ packaging
 
 # The student tree: no solutions, no hidden tests, no mutants, no CI or staff
-# notes. It builds, and its `make check` grades the untouched labs at 0.
+# notes; the official labs in tests/official/ and a README for students
+# (tests/grader/package.sh). It builds, and its `make check` grades the
+# untouched labs at 0.
 DIST := $(BUILD)/dist
-dist-student:
-	@rm -rf $(DIST) && mkdir -p $(DIST)
-	@tests/grader/list-files.sh student | tar -cf - -T - | tar -xf - -C $(DIST)
+dist-student: $(DTGRADE)
+	@tests/grader/package.sh student $(DIST) $(DTGRADE)
 	@echo "dist-student: $(DIST) ($$(find $(DIST) -type f | wc -l) files)"
 
 # The Gradescope autograder: the tree without solutions and mutants, but
 # with the hidden tests, and the two scripts Gradescope runs.
 GS := $(BUILD)/gradescope
 gradescope:
-	@rm -rf $(GS) $(GS).zip && mkdir -p $(GS)
-	@tests/grader/list-files.sh autograder | tar -cf - -T - | tar -xf - -C $(GS)
-	@cp tests/grader/gradescope/setup.sh tests/grader/gradescope/run_autograder $(GS)/
-	@chmod +x $(GS)/setup.sh $(GS)/run_autograder
+	@rm -f $(GS).zip
+	@tests/grader/package.sh autograder $(GS) $(DTGRADE)
 	@cd $(GS) && if command -v zip >/dev/null; then zip -qr ../gradescope.zip .; \
 	  elif command -v python3 >/dev/null; then python3 -m zipfile -c ../gradescope.zip $$(ls -A); \
 	  else echo "gradescope: needs zip or python3 (make deps)"; exit 1; fi
@@ -375,7 +389,8 @@ help:
 	@echo "  make                 build libdt, the tools and every lab's programs into $(BUILD)/"
 	@echo "  make run             build and run the showcase (ARGS=--help lists its options)"
 	@echo "  make run-lab LAB=NN  build and run a lab's own program (ARGS=\"...\" passes options)"
-	@echo "  make check           grade the labs: LAB=NN one lab, TEST=text some tests"
+	@echo "  make check           grade the labs: LAB=NN one lab, TEST=text some tests (RACE=0:"
+	@echo "                       without the ThreadSanitizer runs of race-sensitive tests)"
 	@echo "  make bench           the benchmark table: libdt beside OpenMPI and PyTorch (ROUNDS=N)"
 	@echo "  make bench-NAME      one detailed benchmark, bench/NAME.sh: $(BENCH_NAMES)"
 	@echo "  make gpu             compile-only check of the CUDA/NCCL code (needs nvcc)"
@@ -386,6 +401,7 @@ ifneq ($(STAFF_TREE),)
 	@echo
 	@echo "  staff (this tree has solutions/):"
 	@echo "  make test            the project's suite, what CI runs (also with SAN=...)"
+	@echo "  make stress          the flake hunt: every solution graded ROUNDS=N times, cores busy"
 	@echo "  make check IMPL=solutions   grade the reference solutions"
 	@echo "  make dist-student    the student tree, in $(BUILD)/dist/"
 	@echo "  make gradescope      the Gradescope autograder, $(BUILD)/gradescope.zip"
@@ -404,7 +420,7 @@ endif
 clean:
 	rm -rf $(BUILD)
 
-.PHONY: all lab-bins headers run run-lab check unit test bench bench-progs dist-student gradescope gpu deps clean help
+.PHONY: all lab-bins headers run run-lab check stress unit test bench bench-progs dist-student gradescope gpu deps clean help
 .DELETE_ON_ERROR:
 # Objects between a source and a program are kept (make would delete them
 # as intermediate files, and rebuild them next time).

@@ -22,7 +22,7 @@ TEST_HIDDEN(hidden_shard_range_sweep, 2)
         }
 }
 
-TEST_HIDDEN_T(hidden_ps_three_servers_bound_two, 2, 30)
+TEST_HIDDEN_T(hidden_ps_three_servers_bound_two, 2, 30, .race = 1)
 {
     dt_test_see("chapter 04, section 7");
     ref_data();
@@ -36,7 +36,7 @@ TEST_HIDDEN_T(hidden_ps_three_servers_bound_two, 2, 30)
     lab_ps_result_free(&res);
 }
 
-TEST_HIDDEN_T(hidden_ps_sync_one_server, 2, 20)
+TEST_HIDDEN_T(hidden_ps_sync_one_server, 2, 20, .race = 1)
 {
     dt_test_see("chapter 04, sections 4 and 5");
     ref_data();
@@ -80,7 +80,7 @@ static dt_result race_rank(dt_comm *world, void *arg)
     return dt_win_free(win);
 }
 
-TEST_HIDDEN(hidden_hogwild_concurrent_apply, 2)
+TEST_HIDDEN(hidden_hogwild_concurrent_apply, 2, .race = 1)
 {
     dt_test_see("chapter 04, section 8");
     dt_launch_opts o = ref_opts(2);
@@ -102,7 +102,7 @@ static double hidden_job_time(const double *clock, int n)
  * that true on a loaded machine and under ThreadSanitizer, where 1 ms
  * gradients fell behind and the straggler's late messages held the others
  * back (0.104 s where 0.035 s was due). */
-TEST_HIDDEN_T(hidden_ps_compute_straggler, 2, 30)
+TEST_HIDDEN_T(hidden_ps_compute_straggler, 2, 30, .race = 1)
 {
     dt_test_see("chapter 04, sections 1 and 10");
     ref_data();
@@ -132,7 +132,7 @@ TEST_HIDDEN_T(hidden_ps_compute_straggler, 2, 30)
 }
 
 /* Hogwild! workers claim gradients from one counter: a slow one claims few. */
-TEST_HIDDEN_T(hidden_hogwild_straggler_claims_less, 2, 30)
+TEST_HIDDEN_T(hidden_hogwild_straggler_claims_less, 2, 30, .race = 1)
 {
     dt_test_see("chapter 04, section 8");
     ref_data();

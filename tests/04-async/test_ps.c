@@ -125,7 +125,7 @@ TEST_T(ps_one_worker_equals_serial_sgd, 3, 20)
 
 /* 1200 updates of 3 workers reach 93.5% to 96% here (30 runs, with both
  * cores busy besides; 400 gave 90% and less on a busy machine). */
-TEST_T(ps_async_trains_digits, 3, 30)
+TEST_T(ps_async_trains_digits, 3, 30, .race = 1)
 {
     dt_test_see("chapter 04, section 4");
     ref_data();
@@ -150,7 +150,7 @@ TEST_T(ps_async_trains_digits, 3, 30)
 
 /* Three workers that each take 2 ms of modeled (and slept) compute overlap:
  * a gradient usually lands after the other two workers' ones. */
-TEST_T(ps_staleness_recorded, 2, 30)
+TEST_T(ps_staleness_recorded, 2, 30, .race = 1)
 {
     dt_test_see("chapter 04, sections 2 and 4");
     ref_data();
@@ -166,7 +166,7 @@ TEST_T(ps_staleness_recorded, 2, 30)
     lab_ps_result_free(&res);
 }
 
-TEST_T(ps_bounded_staleness, 3, 30)
+TEST_T(ps_bounded_staleness, 3, 30, .race = 1)
 {
     dt_test_see("chapter 04, section 7");
     ref_data();
@@ -185,7 +185,7 @@ TEST_T(ps_bounded_staleness, 3, 30)
     }
 }
 
-TEST_T(ps_sync_equals_large_batch, 3, 20)
+TEST_T(ps_sync_equals_large_batch, 3, 20, .race = 1)
 {
     dt_test_see("chapter 04, sections 4 and 5");
     ref_data();
@@ -222,7 +222,7 @@ static double job_time(const lab_ps_result *res)
  * on with the others. Gradients of 5 ms (not 1 ms) keep the workers' wall
  * time in step with their modeled clocks on a loaded machine, so that the
  * server sees messages in modeled order whatever the load. */
-TEST_T(ps_async_beats_sync_with_straggler, 3, 30)
+TEST_T(ps_async_beats_sync_with_straggler, 3, 30, .race = 1)
 {
     dt_test_see("chapter 04, sections 1 and 11");
     ref_data();

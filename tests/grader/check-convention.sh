@@ -11,9 +11,11 @@
 #     or nothing but comments and blank lines;
 #  5. hidden tests (TEST_HIDDEN) live in hidden_*.c files, and only there;
 #  6. each mutant (tests/NN-topic/mutants/*.patch) patches only files of
-#     solutions/NN-topic/.
+#     solutions/NN-topic/;
+#  7. and only their fenced code: make check takes nothing else from a
+#     student's file, so a change elsewhere would never be graded.
 # Prints one line per problem, "file:line: what is wrong", and exits 1 if
-# there is any. Without solutions/ (the student tree) checks 2, 3 and 6
+# there is any. Without solutions/ (the student tree) checks 2, 3, 6 and 7
 # are skipped.
 set -uo pipefail
 cd "${1:-.}"
@@ -62,6 +64,31 @@ check_stubs() {
         }
         END { print nfences + 0 }
     ' "$1"
+}
+
+# Rule 3 for one pair of files: a (a lab file) and b (its solution, or a
+# mutant's copy, named c in messages) are the same outside the fences.
+same_outside() { # a b c
+    local a=$1 b=$2 c=$3 sa sb errs_a errs_b diffline la lb e l
+    local tmp=${TMPDIR:-/tmp}/dtconv.$$
+    sa=$(strip_fences "$a" 2>"$tmp"); errs_a=$(cat "$tmp")
+    sb=$(strip_fences "$b" 2>"$tmp"); errs_b=$(cat "$tmp")
+    rm -f "$tmp"
+    for e in "$errs_a" "$errs_b"; do
+        while read -r l; do [ -n "$l" ] && problem "${l/$b/$c}"; done <<<"$e"
+    done
+    # First line where the texts (line numbers aside) differ.
+    diffline=$(paste -d '\n' <(echo "$sa") <(echo "$sb") | awk -F'\t' '
+        NR % 2 == 1 { la = $1; ta = substr($0, length($1) + 2); next }
+        { lb = $1; tb = substr($0, length($1) + 2)
+          if (ta != tb) { print la "\t" lb; exit } }')
+    if [ -n "$diffline" ]; then
+        la=${diffline%%$'\t'*}
+        lb=${diffline##*$'\t'}
+        problem "$a:${la:-end}: differs from $c:${lb:-end} outside the student fences"
+    elif [ "$(wc -l <<<"$sa")" != "$(wc -l <<<"$sb")" ]; then
+        problem "$a: differs from $c outside the student fences (one file has more lines at the end)"
+    fi
 }
 
 have_solutions=0
@@ -128,26 +155,7 @@ for lab in $labs; do
     # Rule 3: identical outside the fences.
     for f in $(comm -12 <(echo "$lf") <(echo "$sf")); do
         f=${f#./}
-        a="labs/$lab/$f"
-        b="solutions/$lab/$f"
-        sa=$(strip_fences "$a" 2>"${TMPDIR:-/tmp}/dtconv.$$") ; errs_a=$(cat "${TMPDIR:-/tmp}/dtconv.$$")
-        sb=$(strip_fences "$b" 2>"${TMPDIR:-/tmp}/dtconv.$$") ; errs_b=$(cat "${TMPDIR:-/tmp}/dtconv.$$")
-        rm -f "${TMPDIR:-/tmp}/dtconv.$$"
-        for e in "$errs_a" "$errs_b"; do
-            while read -r l; do [ -n "$l" ] && problem "$l"; done <<<"$e"
-        done
-        # First line where the texts (line numbers aside) differ.
-        diffline=$(paste -d '\n' <(echo "$sa") <(echo "$sb") | awk -F'\t' '
-            NR % 2 == 1 { la = $1; ta = substr($0, length($1) + 2); next }
-            { lb = $1; tb = substr($0, length($1) + 2)
-              if (ta != tb) { print la "\t" lb; exit } }')
-        if [ -n "$diffline" ]; then
-            la=${diffline%%$'\t'*}
-            lb=${diffline##*$'\t'}
-            problem "$a:${la:-end}: differs from $b:${lb:-end} outside the student fences"
-        elif [ "$(wc -l <<<"$sa")" != "$(wc -l <<<"$sb")" ]; then
-            problem "$a: differs from $b outside the student fences (one file has more lines at the end)"
-        fi
+        same_outside "labs/$lab/$f" "solutions/$lab/$f" "solutions/$lab/$f"
     done
 
     # Rule 6: mutants patch only this lab's solution.
@@ -164,6 +172,19 @@ for lab in $labs; do
                 *) problem "$p:$ln: patches '$target', not a file of solutions/$lab/" ;;
             esac
         done < <(grep -nE '^\+\+\+ ' "$p" || true)
+        # Rule 7: only fenced code (make check grades nothing else).
+        tmp=$(mktemp -d)
+        mkdir -p "$tmp/solutions"
+        cp -R "solutions/$lab" "$tmp/solutions/"
+        if ! patch -p1 -s -f -d "$tmp" <"$p" >/dev/null 2>&1; then
+            problem "$p: does not apply to solutions/$lab/"
+        else
+            for f in "$tmp/solutions/$lab"/*; do
+                [ -f "labs/$lab/$(basename "$f")" ] &&
+                    same_outside "labs/$lab/$(basename "$f")" "$f" "$p: patched $(basename "$f")"
+            done
+        fi
+        rm -rf "$tmp"
     done
 done
 

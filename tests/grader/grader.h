@@ -14,12 +14,28 @@
  * is graded but left out of the student tree (write hidden tests in files
  * named hidden_*.c: `make dist-student` drops those files).
  *
- * A test passes when its function returns. A failed EXPECT prints
+ * Each form takes options after its arguments, as designated initializers
+ * of dt_test (0 keeps the grader's default):
+ *     TEST_T(hogwild_trains_digits, 3, 30, .race = 1)
+ *     TEST(big_buffers, 2, .as_mib = 8192, .tasks = 512)
+ *   .race = 1       race-sensitive: the race is the lab's bug, so `make check`
+ *                   also runs it from a ThreadSanitizer build of the lab,
+ *                   and a reported race fails it
+ *   .as_mib         address space per process, MiB (default 4096)
+ *   .cpu_s          CPU seconds per process (default twice the timeout)
+ *   .fsize_mib      size of a file the test writes, MiB (default 64)
+ *   .tasks          processes and threads at once (default 256)
+ *
+ * A test passes when its function returns on the main thread and the
+ * process then exits with status 0: the harness (test_main.c) tells the
+ * grader so on a channel of its own, with a token that changes every run.
+ * An exit before that (exit(), _exit(), a rank that exits, a constructor
+ * that ends the process) fails the test. A failed EXPECT prints
  *     FAIL: tests/02-collectives/test_ring.c:41: rank 3: recv[17] = 2, expected 6
  * (the rank is the logging rank of the calling thread, when there is one)
  * and ends the test's process with status 1. The driver (dtgrade) runs each
- * test in its own process group with its timeout, so a test may crash, hang
- * or fork: the grader survives it. */
+ * test in its own process group with its timeout and limits, so a test may
+ * crash, hang or fork: the grader survives it. */
 #ifndef DT_GRADER_H
 #define DT_GRADER_H
 
@@ -28,10 +44,13 @@
 typedef struct dt_test {
     const char *name;
     int points;
-    double timeout_s;
     int hidden;
     void (*fn)(void);
     const char *file;
+    double timeout_s; /* 0: 10 s */
+    int race;
+    double as_mib, cpu_s, fsize_mib;
+    int tasks;
     struct dt_test *next;
 } dt_test;
 
@@ -48,20 +67,24 @@ void dt_test_fail(const char *file, int line, const char *fmt, ...)
  * test, before any rank starts; where is a string literal. */
 void dt_test_see(const char *where);
 
-#define DT_TEST_DEFINE(name_, points_, timeout_, hidden_)                    \
+/* The options (...) are designated initializers of dt_test's fields. */
+#define DT_TEST_DEFINE(name_, points_, hidden_, ...)                         \
     static void name_(void);                                                 \
-    static dt_test name_##_entry = {#name_, (points_), (timeout_), (hidden_),\
-                                    name_, __FILE__, 0};                      \
+    static dt_test name_##_entry = {.name = #name_, .points = (points_),     \
+                                    .hidden = (hidden_), .fn = name_,        \
+                                    .file = __FILE__, __VA_ARGS__};          \
     __attribute__((constructor)) static void name_##_register(void)          \
     {                                                                        \
         dt_test_register(&name_##_entry);                                    \
     }                                                                        \
     static void name_(void)
 
-#define TEST(name, points) DT_TEST_DEFINE(name, points, 10.0, 0)
-#define TEST_T(name, points, timeout_s) DT_TEST_DEFINE(name, points, timeout_s, 0)
-#define TEST_HIDDEN(name, points) DT_TEST_DEFINE(name, points, 10.0, 1)
-#define TEST_HIDDEN_T(name, points, timeout_s) DT_TEST_DEFINE(name, points, timeout_s, 1)
+#define TEST(name, points, ...) DT_TEST_DEFINE(name, points, 0, __VA_ARGS__)
+#define TEST_T(name, points, timeout, ...)                                   \
+    DT_TEST_DEFINE(name, points, 0, .timeout_s = (timeout), __VA_ARGS__)
+#define TEST_HIDDEN(name, points, ...) DT_TEST_DEFINE(name, points, 1, __VA_ARGS__)
+#define TEST_HIDDEN_T(name, points, timeout, ...)                            \
+    DT_TEST_DEFINE(name, points, 1, .timeout_s = (timeout), __VA_ARGS__)
 
 #define EXPECT(cond, ...)                                                    \
     do {                                                                     \

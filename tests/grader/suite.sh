@@ -6,12 +6,17 @@
 #   selftest   the grader's own test (tests/grader/selftest.sh)
 #   unit       libdt's unit tests, graded by dtgrade: full marks
 #   convention the lab convention (tests/grader/check-convention.sh)
-#   tools      the tools' own checks (tests/tools/check-*.sh) and their refusal of
-#              bad input (tests/tools/bad-input.sh)
-#   solutions  every lab graded with IMPL=solutions: full marks
+#   tools      the tools' own checks (tests/tools/check-*.sh) and their refusal
+#              of bad input (tests/tools/bad-input*.sh)
+#   solutions  every lab graded with IMPL=solutions, as `make check` grades
+#              (spliced into the official files; race-sensitive tests also
+#              under ThreadSanitizer): full marks
 #   skeleton   every lab graded with IMPL=labs: builds, scores 0, no timeout
 #   mutants    every tests/NN-topic/mutants/*.patch applied to a copy of the
-#              solutions, built and graded: each must lose points
+#              solutions, graded as `make check` grades it: each must lose
+#              points (a line per mutant as it is done)
+#   student    the student tree (make dist-student) and the Gradescope
+#              autograder on three submissions (tests/grader/check-dist.sh)
 #   small-shm  (without SAN) the unit tests and the solutions again, in a
 #              private 64 MB /dev/shm (Docker's default size), where one
 #              unit test also fills it; skipped, and not counted, where no
@@ -19,7 +24,8 @@
 #
 # Environment (set by the Makefile): MAKE, BUILD, SAN, WERROR, CC.
 # Each step goes on even when an earlier one failed; the exit status is 1
-# if any step failed. Logs and results.json files go to $BUILD/test/.
+# if any step failed. Each step prints a line when it starts. Logs and
+# results.json files go to $BUILD/test/.
 set -uo pipefail
 
 MAKE=${MAKE:-make}
@@ -51,18 +57,14 @@ labs=$(for d in tests/[0-9][0-9]-*/; do ls "$d"*.c >/dev/null 2>&1 && basename "
 
 m() { "$MAKE" --no-print-directory -j"$JOBS" BUILD="$BUILD" SAN="$SAN" WERROR="$WERROR" CC="$CC" "$@"; }
 
-# The grade binaries of IMPL ($1, its binary folder $2): builds them, and
-# removes those that failed to build (so that dtgrade reports BUILD FAILED
-# rather than grading a stale binary). Prints NAME=BINARY arguments.
-lab_args() {
-    local impl=$1 dir=$2 lab
-    for lab in $labs; do
-        if ! "$MAKE" --no-print-directory -q BUILD="$BUILD" SAN="$SAN" WERROR="$WERROR" \
-            CC="$CC" IMPL="$impl" "$dir/$lab/grade" 2>/dev/null; then
-            rm -f "$dir/$lab/grade"
-        fi
-        printf '%s=%s\n' "$lab" "$dir/$lab/grade"
-    done
+# Grades labs as `make check` does (tests/grader/check.sh): IMPL=$1 for
+# the labs $LABS (default all), dtgrade's flags after it.
+check() { # impl dtgrade-flags...
+    local impl=$1
+    shift
+    env MAKE="$MAKE" BUILD="$BUILD" SAN="$SAN" CC="$CC" WERROR="${CHECK_WERROR-$WERROR}" \
+        IMPL="$impl" OFFICIAL=labs LABS="${LABS:-$labs}" RACE=1 GRADE_JOBS="$JOBS" \
+        DTGRADE_FLAGS="$*" tests/grader/check.sh
 }
 
 names=()
@@ -88,8 +90,28 @@ step() { # name command...
     echo
 }
 
+# A line every 10 s while a long command runs: how long, and how many
+# objects are newer than its start (the build's progress, whatever its output).
+with_progress() { # label log command...
+    local label=$1 log=$2 t0=$SECONDS pid rc
+    shift 2
+    touch "$out/$label.start"
+    "$@" >"$log" 2>&1 &
+    pid=$!
+    while kill -0 "$pid" 2>/dev/null; do
+        sleep 1
+        if [ $(((SECONDS - t0) % 10)) -eq 0 ] && kill -0 "$pid" 2>/dev/null; then
+            echo "$label: $((SECONDS - t0)) s, $(find "$BUILD" -name '*.o' -newer "$out/$label.start" 2>/dev/null | wc -l) object(s) compiled so far"
+        fi
+    done
+    wait "$pid"
+    rc=$?
+    rm -f "$out/$label.start"
+    return $rc
+}
+
 do_build() {
-    m -k all >"$out/build.log" 2>&1
+    with_progress build "$out/build.log" m -k all
     local rc=$?
     grep -E 'warning:|error:' "$out/build.log" | head -n 40
     if [ $rc -ne 0 ]; then
@@ -106,7 +128,7 @@ do_build() {
 
 do_selftest() {
     m "$dtgrade" "$BUILD/tests/grader/fixtures/grade" >/dev/null || return 1
-    tests/grader/selftest.sh "$dtgrade" "$BUILD/tests/grader/fixtures/grade" "$out/selftest"
+    SAN="$SAN" tests/grader/selftest.sh "$dtgrade" "$BUILD/tests/grader/fixtures/grade" "$out/selftest"
 }
 
 do_unit() {
@@ -122,7 +144,7 @@ do_convention() {
 
 do_tools() {
     local t
-    for t in tests/tools/check-*.sh tests/tools/bad-input.sh; do
+    for t in tests/tools/check-*.sh tests/tools/bad-input*.sh; do
         [ -f "$t" ] || continue
         # a check that dies before its count line counts as one failure
         "$t" "$BUILD" >"$out/tool.out" 2>&1
@@ -140,23 +162,16 @@ do_tools() {
 
 do_solutions() {
     [ -n "$labs" ] || { echo "no labs"; return 0; }
-    m -k IMPL=solutions lab-bins >"$out/solutions-build.log" 2>&1 ||
-        { grep -E 'error' "$out/solutions-build.log" | head -n 20; }
-    # shellcheck disable=SC2046
-    "$dtgrade" -q -j "$JOBS" --min-score-full --results "$out/solutions.json" \
-        $(lab_args solutions "$BUILD/solutions") | tee "$out/solutions.txt"
+    check solutions -q --min-score-full --results "$out/solutions.json" | tee "$out/solutions.txt"
 }
 
 do_skeleton() {
     [ -n "$labs" ] || { echo "no labs"; return 0; }
-    m -k IMPL=labs lab-bins >"$out/skeleton-build.log" 2>&1 ||
-        { grep -E 'error' "$out/skeleton-build.log" | head -n 20; }
-    # shellcheck disable=SC2046
-    "$dtgrade" -q -j "$JOBS" --expect-zero --results "$out/skeleton.json" \
-        $(lab_args labs "$BUILD/labs")
+    check labs -q --expect-zero --results "$out/skeleton.json"
 }
 
-# One mutant: a copy of solutions/LAB with the patch applied, graded.
+# One mutant: a copy of solutions/LAB with the patch applied, graded as
+# make check grades it (its test objects are those of the solutions).
 run_mutant() { # lab patch
     local lab=$1 patch=$2 name dir log
     name=$(basename "$patch" .patch)
@@ -172,39 +187,28 @@ run_mutant() { # lab patch
     elif patch -p1 -s -f --dry-run -d "$dir/solutions" <"$patch" >/dev/null 2>&1; then
         patch -p1 -s -f -d "$dir/solutions" <"$patch" >"$log" 2>&1
     else
-        echo "  $lab/$name: FAILED: the patch does not apply to solutions/$lab"
+        echo "$lab/$name: FAILED: the patch does not apply to solutions/$lab"
         return 1
-    fi
-    # A patch of .c files only leaves the lab's headers as they are: the test
-    # objects built for the solutions serve as they are (copied with their
-    # times, so that make sees them up to date). A patched header rebuilds all.
-    if ! grep -E '^\+\+\+ ' "$patch" | grep -qvE '\.c([[:space:]]|$)'; then
-        local sol_tobj=$BUILD/solutions/obj/tests/tests/$lab
-        if [ -d "$sol_tobj" ]; then
-            mkdir -p "$dir/solutions/obj/tests/tests"
-            cp -Rp "$sol_tobj" "$dir/solutions/obj/tests/tests/"
-            rm -f "$dir/solutions/obj/tests/tests/$lab"/*.d
-        fi
     fi
     # Without -Werror: a mutant is wrong on purpose, a warning is no news.
-    if ! m IMPL="$dir/solutions" WERROR= "$dir/solutions/$lab/grade" >>"$log" 2>&1; then
-        echo "  $lab/$name: FAILED: does not build (a mutant must build and lose points)"
-        grep -E 'error' "$log" | head -n 5
+    if LABS=$lab CHECK_WERROR= SPLICED=$dir/spliced SHOWN=solutions \
+        SEED_FROM=$BUILD/spliced/solutions check "$dir/solutions" -q --stop-on-fail \
+        --expect-loss --results "$dir/results.json" >>"$log" 2>&1; then
+        echo "$lab/$name: caught ($(grep -m1 -E '^  [a-z_0-9]+ +0/' "$log" | awk '{print $1}'))"
+    elif grep -q 'BUILD FAILED' "$log"; then
+        echo "$lab/$name: FAILED: does not build (a mutant must build and lose points; log: $log)"
         return 1
-    fi
-    if "$dtgrade" -q --stop-on-fail --expect-loss --results "$dir/results.json" \
-        "$lab=$dir/solutions/$lab/grade" >>"$log" 2>&1; then
-        echo "  $lab/$name: caught ($(grep -m1 -E '^  [a-z_0-9]+ +0/' "$log" | awk '{print $1}'))"
     else
-        echo "  $lab/$name: FAILED: keeps full marks, no test catches it (log: $log)"
+        echo "$lab/$name: FAILED: keeps full marks, no test catches it (log: $log)"
         return 1
     fi
 }
 
 # Mutants are independent: up to $JOBS of them are built and graded at once;
-# their reports are printed in order.
+# each one's line is printed, in order, as soon as it and those before it
+# are done ([k/N]: the progress of this long step).
 do_mutants() {
-    local lab p n=0 bad=0 i
+    local lab p bad=0 i shown=0
     local -a list=()
     for lab in $labs; do
         for p in "tests/$lab/mutants"/*.patch; do
@@ -212,22 +216,37 @@ do_mutants() {
         done
     done
     mkdir -p "$out/mutants"
+    rm -rf "$BUILD/mutants" "${BUILD%/address}/thread/$(echo "$BUILD/mutants" | tr / _)"_*
+    show_done() { # prints the finished mutants that are next in order
+        while [ "$shown" -lt "${#list[@]}" ] && [ -f "$out/mutants/$shown.rc" ]; do
+            echo "  [$((shown + 1))/${#list[@]}] $(cat "$out/mutants/$shown.txt")"
+            [ "$(cat "$out/mutants/$shown.rc")" = 0 ] || bad=$((bad + 1))
+            shown=$((shown + 1))
+        done
+    }
+    echo "mutants: ${#list[@]} to build and grade, $JOBS at a time"
     for i in "${!list[@]}"; do
         while [ "$(jobs -rp | wc -l)" -ge "$JOBS" ]; do
             wait -n 2>/dev/null || true
+            show_done
         done
         # shellcheck disable=SC2086
-        (run_mutant ${list[$i]} >"$out/mutants/$i.txt" 2>&1; echo $? >"$out/mutants/$i.rc") &
+        (run_mutant ${list[$i]} >"$out/mutants/$i.tmp" 2>&1
+         echo $? >"$out/mutants/$i.rc.tmp"
+         mv "$out/mutants/$i.tmp" "$out/mutants/$i.txt"
+         mv "$out/mutants/$i.rc.tmp" "$out/mutants/$i.rc") &
+        show_done
     done
     wait
-    for i in "${!list[@]}"; do
-        n=$((n + 1))
-        cat "$out/mutants/$i.txt"
-        [ "$(cat "$out/mutants/$i.rc" 2>/dev/null)" = 0 ] || bad=$((bad + 1))
-    done
-    echo "mutants: $((n - bad)) of $n caught"
-    echo "$((n - bad)) passed, $bad failed" >"$out/mutants.txt"
+    show_done
+    echo "mutants: $((${#list[@]} - bad)) of ${#list[@]} caught"
+    echo "$((${#list[@]} - bad)) passed, $bad failed" >"$out/mutants.txt"
     [ "$bad" -eq 0 ]
+}
+
+do_student() {
+    tests/grader/check-dist.sh "$BUILD" "$out/student" | tee "$out/student.txt"
+    return "${PIPESTATUS[0]}"
 }
 
 # Runs "$@" with a private 64 MB tmpfs on /dev/shm (a mount namespace of its
@@ -256,9 +275,10 @@ do_small_shm() {
         echo "0 passed, 0 failed" >"$out/small-shm.txt"
         return 0
     fi
-    # shellcheck disable=SC2046
+    local args=() lab
+    for lab in $labs; do args+=("$lab=$BUILD/spliced/solutions/$lab/grade"); done
     with_small_shm "$dtgrade" -q -j "$JOBS" --min-score-full --results "$out/small-shm.json" \
-        $(lab_args solutions "$BUILD/solutions") >>"$out/small-shm.log" 2>&1 || rc=1
+        "${args[@]}" >>"$out/small-shm.log" 2>&1 || rc=1
     grep -E '^[0-9]+ passed, [0-9]+ failed|FAIL|CRASH|TIMEOUT|SANITIZER' "$out/small-shm.log"
     awk '/^[0-9]+ passed, [0-9]+ failed/ { p += $1; f += $3 } END { printf "%d passed, %d failed\n", p, f }' \
         "$out/small-shm.log" | tee "$out/small-shm.txt"
@@ -275,6 +295,7 @@ step solutions do_solutions
 step skeleton do_skeleton
 step mutants do_mutants
 [ -n "$SAN" ] || step small-shm do_small_shm
+[ -n "$SAN" ] || step student do_student
 
 echo "==== make test${SAN:+ SAN=$SAN}: summary"
 for i in "${!names[@]}"; do
@@ -307,6 +328,7 @@ if [ "$failed" -ne 0 ]; then
         grep -hE '^  [a-z_0-9]+ +[0-9]+/[0-9]+ +(FAIL|CRASH|TIMEOUT|SANITIZER|BUILD)' \
             "$out/unit.txt" "$out/solutions.txt" "$out/small-shm.log" 2>/dev/null
         cat "$out"/mutants/*.txt 2>/dev/null | grep -E 'FAILED:'
+        grep -h '^FAIL' "$out/student.txt" 2>/dev/null
         grep -h '^FAIL' "$out/tools.log" 2>/dev/null
     } | cut -c1-400 | head -n 20
     echo "make test: FAILED ($failed of ${#names[@]} steps, ${total} s)"

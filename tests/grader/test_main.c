@@ -1,14 +1,33 @@
 /* test_main.c - the main() of every test binary.
  *
- *   grade --list            one line per test: name<TAB>points<TAB>timeout<TAB>visibility
- *   grade --run NAME        runs one test in this process (exit 0: passed)
+ *   grade --list            one line per test, tab-separated:
+ *                           test NAME POINTS TIMEOUT VISIBILITY RACE AS_MIB CPU_S FSIZE_MIB TASKS
+ *   grade --run NAME        runs one test in this process
  *   grade                   runs every test in this process, in order (for
  *                           debugging; a crash stops the run: use dtgrade)
+ *
+ * The completion channel. dtgrade passes DT_GRADE_DONE=FD:TOKEN, a pipe and
+ * a token that is new for every run. Before anything else runs (a
+ * constructor of the highest priority, ahead of any lab file's), the
+ * harness takes both; main() then removes the variable and closes the
+ * pipe on exec, so that programs the test starts do not inherit them (not
+ * the constructor: a constructor of libdt may execute the program again
+ * before main, and the new image needs both). It then writes, as single
+ * lines:
+ *   done TOKEN PID          after the test function returned on the main
+ *                           thread (or the list was printed)
+ *   fail TOKEN PID          when an EXPECT failed, in any process
+ *   exit TOKEN PID RANK S   when exit(S) ends the main process, or a rank's
+ *                           process, before the test finished
+ * dtgrade passes a test only with "done" from the test's own process and
+ * exit status 0 (tools/dtgrade/verdict.c). Without DT_GRADE_DONE (a run by
+ * hand) the binary behaves the same and writes nothing.
  *
  * Registration happens in constructors, before main; tests are kept in the
  * order their files list them. */
 #include "grader.h"
 
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,11 +39,67 @@ static dt_test *first, **last = &first;
  * only when it fails. One test runs per process (or one after another). */
 static const char *see_where;
 
+/* The channel: set once, before main, by the main thread; read-only after
+ * (forked ranks inherit copies, which is what they need to report). */
+static int chan_fd = -1;
+static char chan_token[48];
+static pid_t main_pid;
+static volatile int finished;
+
 void dt_test_register(dt_test *t)
 {
     t->next = NULL;
     *last = t;
     last = &t->next;
+}
+
+static void chan_say(const char *kind, int rank, int status)
+{
+    if (chan_fd < 0)
+        return;
+    char line[128];
+    int n = rank == -2
+        ? snprintf(line, sizeof line, "%s %s %ld\n", kind, chan_token, (long)getpid())
+        : snprintf(line, sizeof line, "%s %s %ld %d %d\n", kind, chan_token, (long)getpid(),
+                   rank, status);
+    ssize_t w = write(chan_fd, line, (size_t)n); /* one short write: atomic on a pipe */
+    (void)w;
+}
+
+/* exit() before the test finished: in the main process, or in a rank's
+ * (a forked rank inherits this handler). Other forked processes of a test
+ * may exit as they like. _exit() skips this; the missing "done" tells. */
+static void on_early_exit(int status, void *arg)
+{
+    (void)arg;
+    int rank = dt_log_rank();
+    if (finished && getpid() == main_pid)
+        return;
+    if (getpid() != main_pid && rank < 0)
+        return;
+    chan_say("exit", rank, status);
+}
+
+__attribute__((constructor(101))) static void chan_open(void)
+{
+    const char *v = getenv("DT_GRADE_DONE");
+    int fd;
+    char token[48];
+    if (!v || sscanf(v, "%d:%47s", &fd, token) != 2 || fcntl(fd, F_GETFD) < 0)
+        return;
+    chan_fd = fd;
+    memcpy(chan_token, token, sizeof chan_token);
+    main_pid = getpid();
+    on_exit(on_early_exit, NULL);
+}
+
+/* Before any test runs: nothing the test starts inherits the channel. */
+static void chan_keep_private(void)
+{
+    if (chan_fd < 0)
+        return;
+    fcntl(chan_fd, F_SETFD, FD_CLOEXEC);
+    unsetenv("DT_GRADE_DONE");
 }
 
 void dt_test_fail(const char *file, int line, const char *fmt, ...)
@@ -47,28 +122,39 @@ void dt_test_fail(const char *file, int line, const char *fmt, ...)
     fflush(stdout);
     ssize_t w = write(STDERR_FILENO, msg, strlen(msg));
     (void)w;
+    chan_say("fail", -2, 0);
     _exit(1);
 }
 
 void dt_test_see(const char *where) { see_where = where; }
 
+static void finish(void)
+{
+    fflush(stdout);
+    finished = 1;
+    chan_say("done", -2, 0);
+}
+
 int main(int argc, char **argv)
 {
+    chan_keep_private();
     if (argc == 2 && strcmp(argv[1], "--list") == 0) {
         for (dt_test *t = first; t; t = t->next)
-            printf("%s\t%d\t%g\t%s\n", t->name, t->points, t->timeout_s,
-                   t->hidden ? "hidden" : "visible");
+            printf("test\t%s\t%d\t%g\t%s\t%d\t%g\t%g\t%g\t%d\n", t->name, t->points,
+                   t->timeout_s > 0 ? t->timeout_s : 10.0, t->hidden ? "hidden" : "visible",
+                   t->race, t->as_mib, t->cpu_s, t->fsize_mib, t->tasks);
+        finish();
         return 0;
     }
     if (argc == 3 && strcmp(argv[1], "--run") == 0) {
         for (dt_test *t = first; t; t = t->next) {
             if (strcmp(t->name, argv[2]) == 0) {
                 t->fn();
-                fflush(stdout);
+                finish();
                 return 0;
             }
         }
-        fprintf(stderr, "no test named '%s'\n", argv[2]);
+        fprintf(stderr, "FAIL: no test named '%s'\n", argv[2]);
         return 2;
     }
     if (argc == 1) {
@@ -79,6 +165,7 @@ int main(int argc, char **argv)
             t->fn();
         }
         fprintf(stderr, "%d passed, 0 failed\n", n);
+        finish();
         return 0;
     }
     fprintf(stderr, "usage: %s [--list | --run NAME]\n", argv[0]);

@@ -1,0 +1,121 @@
+#!/usr/bin/env bash
+# check.sh - `make check`: grades labs the way the course's autograder does.
+#
+# Only the student's code is taken. Each selected lab is built from the
+# official files (OFFICIAL/NN-topic/) with the bodies of the student fences
+# of IMPL/NN-topic/ spliced in (`dtgrade --splice`): headers, run.c and
+# everything outside the fences are the official text. A file whose fences
+# do not match the official file's keeps the lab from building, with a
+# message that names the file and the fence. Labs with race-sensitive
+# tests (.race = 1) are also built with ThreadSanitizer, and dtgrade runs
+# those tests from that build too (RACE=0 leaves it out).
+#
+# Environment (the Makefile sets it):
+#   MAKE BUILD SAN CC WERROR   the build, as for make
+#   IMPL      the student's lab folders (labs, solutions, a submission, a copy)
+#   OFFICIAL  the official lab folders (tests/official in a student tree, else labs)
+#   LABS      the labs to grade (NN-topic names)
+#   SPLICED   where the spliced lab goes (default $BUILD/spliced/<IMPL as a name>)
+#   SHOWN     the name of IMPL in messages (default $IMPL)
+#   RACE      1 (default): the ThreadSanitizer builds of labs with race tests
+#   TEST GRADE_JOBS TIMEOUT_SCALE DTGRADE_FLAGS DT_RESULTS   dtgrade's options
+#   SEED_FROM a spliced folder of the same BUILD whose test objects can be
+#             reused (they depend only on the official headers)
+# The build of each lab goes to SPLICED/NN-topic/build.log, the splice's
+# notes to splice.txt beside it; dtgrade shows both. Exit status: dtgrade's
+# (2 when the grader or the library itself does not build).
+set -uo pipefail
+
+MAKE=${MAKE:-make}
+BUILD=${BUILD:-build}
+SAN=${SAN:-}
+IMPL=${IMPL:-labs}
+OFFICIAL=${OFFICIAL:-labs}
+RACE=${RACE:-1}
+SHOWN=${SHOWN:-$IMPL}
+SPLICED=${SPLICED:-$BUILD/spliced/$(echo "$IMPL" | tr / _)}
+JOBS=$(getconf _NPROCESSORS_ONLN 2>/dev/null || echo 2)
+dtgrade=$BUILD/bin/dtgrade
+# The ThreadSanitizer build: this one under SAN=thread, else build/thread
+# beside the plain or address build (shared with `make SAN=thread`).
+if [ "$SAN" = thread ]; then TBUILD=$BUILD; else TBUILD=${BUILD%/address}/thread; fi
+
+case "$RACE" in
+    0 | 1) ;;
+    *) echo "check: RACE='$RACE' is not 0 or 1 (1: race-sensitive tests also under ThreadSanitizer)"
+       exit 2 ;;
+esac
+
+m() { "$MAKE" --no-print-directory -j"$JOBS" CC="${CC:-cc}" WERROR="${WERROR:-}" "$@"; }
+
+# The binary make builds for a lab of implementation $1 under build $2
+# (the Makefile's IMPL_DIR rule).
+grade_path() { # impl build lab
+    case "$1" in
+        "$2"/*) echo "$1/$3/grade" ;;
+        *) echo "$2/$(echo "$1" | tr / _)/$3/grade" ;;
+    esac
+}
+
+# Test objects depend on the official headers only: those of another
+# spliced build of the same BUILD serve as they are (copied with their
+# times; their .d files go, so that make does not look for the old paths).
+seed_tests() { # from-impl to-impl build lab
+    local from to
+    from=$(dirname "$(dirname "$(grade_path "$1" "$3" "$4")")")/obj/tests/tests/$4
+    to=$(dirname "$(dirname "$(grade_path "$2" "$3" "$4")")")/obj/tests/tests
+    [ -d "$from" ] && [ ! -d "$to/$4" ] || return 0
+    mkdir -p "$to" && cp -Rp "$from" "$to/" && rm -f "$to/$4"/*.d
+}
+
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+if ! m BUILD="$BUILD" "$dtgrade" >"$log" 2>&1; then
+    cat "$log"
+    echo "check: the grader does not build"
+    exit 2
+fi
+if ! m BUILD="$BUILD" SAN="$SAN" "$BUILD/libdt.a" "$BUILD/obj/tests/grader/test_main.o" >"$log" 2>&1; then
+    grep -E 'error|warning' "$log" | head -n 20
+    echo "check: libdt does not build (this is not your lab's code; full log: $log)"
+    trap - EXIT
+    exit 2
+fi
+
+args=()
+race_labs=()
+for lab in $LABS; do
+    dir=$SPLICED/$lab
+    mkdir -p "$dir"
+    bin=$dir/grade
+    "$dtgrade" --splice "$OFFICIAL/$lab" "$IMPL/$lab" "$dir" "$SHOWN/$lab" >"$dir/splice.txt"
+    case $? in
+        0) ;;
+        1) rm -f "$bin"; cp "$dir/splice.txt" "$dir/build.log"; args+=("$lab=$bin"); continue ;;
+        *) echo "check: cannot splice $lab"; exit 2 ;;
+    esac
+    [ -z "${SEED_FROM:-}" ] || seed_tests "$SEED_FROM" "$SPLICED" "$BUILD" "$lab"
+    if ! m BUILD="$BUILD" SAN="$SAN" IMPL="$SPLICED" "$bin" >"$dir/build.log" 2>&1; then
+        rm -f "$bin"
+    fi
+    args+=("$lab=$bin")
+    if [ "$RACE" = 1 ] && [ "$SAN" != thread ] && [ -f "$bin" ] &&
+        grep -qE '\.race[[:space:]]*=[[:space:]]*1' "tests/$lab"/*.c 2>/dev/null; then
+        tbin=$(grade_path "$SPLICED" "$TBUILD" "$lab")
+        mkdir -p "$(dirname "$tbin")"
+        [ -z "${SEED_FROM:-}" ] || seed_tests "$SEED_FROM" "$SPLICED" "$TBUILD" "$lab"
+        if ! m BUILD="$TBUILD" SAN=thread IMPL="$SPLICED" "$tbin" >"$(dirname "$tbin")/build.log" 2>&1; then
+            rm -f "$tbin"
+        fi
+        args+=(--race "$lab=$tbin")
+        race_labs+=("$lab")
+    fi
+done
+[ ${#race_labs[@]} -eq 0 ] ||
+    echo "check: race-sensitive tests of ${race_labs[*]} also run from a ThreadSanitizer build (RACE=0: not)"
+
+flags=(-j "${GRADE_JOBS:-1}" --results "${DT_RESULTS:-$BUILD/results.json}")
+[ -z "${TEST:-}" ] || flags+=(--only "$TEST")
+[ -z "${TIMEOUT_SCALE:-}" ] || flags+=(--timeout-scale "$TIMEOUT_SCALE")
+# shellcheck disable=SC2086
+exec "$dtgrade" "${flags[@]}" ${DTGRADE_FLAGS:-} "${args[@]}"
