@@ -3,23 +3,26 @@
 #ifndef DT_COMM_ALGO_H
 #define DT_COMM_ALGO_H
 
-#include "comm_internal.h"
+#include "coll.h"
 
-dt_result dt_tp_waitall(dt_op *op, dt_msg **m, int n);
-dt_result dt_ring_rs(dt_op *op, const void *in, void *out, size_t count, dt_dtype t,
+/* Element ranges of chunk i when count is split in n parts (the first
+ * count % n chunks have one element more). */
+size_t dt_chunk_off(size_t count, int n, int i);
+size_t dt_chunk_len(size_t count, int n, int i);
+
+/* Ring reduce-scatter and allgather; their messages use tags call->tag +
+ * step0 + s for the ring's steps s. */
+dt_result dt_ring_rs(dt_call *call, const void *in, void *out, size_t count, dt_dtype t,
                      dt_redop red, void *tmp, int step0);
-dt_result dt_ring_ag(dt_op *op, void *buf, size_t count, dt_dtype t, int step0);
-dt_result dt_direct_rs(dt_op *op, const void *in, void *out, size_t count, dt_dtype t,
+dt_result dt_ring_ag(dt_call *call, void *buf, size_t count, dt_dtype t, int step0);
+/* Direct (every rank to every rank at once) reduce-scatter and allgather. */
+dt_result dt_direct_rs(dt_call *call, const void *in, void *out, size_t count, dt_dtype t,
                        dt_redop red, void *tmp, int step);
-dt_result dt_direct_ag(dt_op *op, void *buf, size_t count, dt_dtype t, int step);
-dt_result dt_bcast_tree(dt_op *op, void *buf, size_t bytes, int root, int step);
-dt_result dt_reduce_tree(dt_op *op, void *acc, void *tmp, size_t count, dt_dtype t,
+dt_result dt_direct_ag(dt_call *call, void *buf, size_t count, dt_dtype t, int step);
+/* Binomial trees: broadcast from root, reduce to root, gather to rank 0. */
+dt_result dt_bcast_tree(dt_call *call, void *buf, size_t bytes, int root, int step);
+dt_result dt_reduce_tree(dt_call *call, void *acc, void *tmp, size_t count, dt_dtype t,
                          dt_redop red, int root, int step);
-dt_result dt_gather_tree(dt_op *op, void *buf, size_t count, dt_dtype t, int step);
-
-/* The one-pass shared-memory collectives (shortcut.c). */
-dt_result dt_shortcut_allreduce(dt_op *op, const dt_coll_args *a);
-dt_result dt_shortcut_reduce_scatter(dt_op *op, const dt_coll_args *a);
-dt_result dt_shortcut_allgather(dt_op *op, const dt_coll_args *a);
+dt_result dt_gather_tree(dt_call *call, void *buf, size_t count, dt_dtype t, int step);
 
 #endif /* DT_COMM_ALGO_H */

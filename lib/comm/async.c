@@ -10,7 +10,11 @@
  *
  * Point-to-point requests need no thread: a posted receive is filled by
  * its sender, a posted send is taken by its receiver. */
-#include "comm_internal.h"
+#include "progress.h"
+
+#include "diag.h"
+#include "stats.h"
+#include "wait.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -42,21 +46,21 @@ struct dt_progress {
 static void run_one(dt_comm *c, dt_request *q)
 {
     dt_rank_ctx *rc = c->rc;
-    dt_op op;
-    dt_op_begin(&op, c, 1, q->args.kind, q->seq, 1);
-    if (q->t_issue > op.t)
-        op.t = q->t_issue;
-    double w0 = dt_now(), m0 = op.t;
+    dt_call call;
+    dt_call_init(&call, c, 1, q->args.kind, q->seq, 1);
+    if (q->t_issue > call.t)
+        call.t = q->t_issue;
+    double w0 = dt_now(), m0 = call.t;
     int root = q->args.kind == DT_COLL_BROADCAST ? q->args.root : -1;
     dt_doing_set(c, 1, q->args.kind, q->seq, q->args.count, root);
     dt_clear_error();
-    q->result = dt_coll_run(&op, &q->args);
+    q->result = dt_coll_run(&call, &q->args);
     if (q->result != DT_OK)
         strncpy(q->err, dt_last_error(), sizeof q->err - 1);
     dt_doing_set(c, 1, -1, 0, 0, 0);
-    rc->stream_clock = op.t;
-    q->t_done = op.t;
-    dt_trace_add(rc, q->args.kind, 1, w0, dt_now(), m0, op.t);
+    rc->stream_clock = call.t;
+    q->t_done = call.t;
+    dt_trace_add(rc, q->args.kind, 1, w0, dt_now(), m0, call.t);
     atomic_store_explicit(&q->done, 1, memory_order_release);
     dt_bell_ring(&rc->job->board[rc->world_rank].bell);
 }
@@ -162,17 +166,17 @@ dt_result dt_p2p_post(dt_comm *c, int send, void *buf, size_t bytes, int peer, d
     dt_request *q = req_new(c, send ? REQ_SEND : REQ_RECV);
     if (!q)
         return DT_ERR_NOMEM;
-    dt_op op;
-    dt_op_begin(&op, c, 0, send ? DT_COLL_SEND : DT_COLL_RECV, 0, 1);
-    op.tag = 0;
+    dt_call call;
+    dt_call_init(&call, c, 0, send ? DT_COLL_SEND : DT_COLL_RECV, 0, 1);
+    call.tag = 0;
     const dt_backend_ops *be = c->rc->ops;
-    dt_result r = send ? be->post_send(&op, peer, buf, bytes, &q->msg)
-                       : be->post_recv(&op, peer, buf, bytes, &q->msg);
+    dt_result r = send ? be->post_send(&call, peer, buf, bytes, &q->msg)
+                       : be->post_recv(&call, peer, buf, bytes, &q->msg);
     if (r != DT_OK) {
         free(q);
         return r;
     }
-    c->rc->clock = op.t; /* a send occupies the link for n/beta */
+    c->rc->clock = call.t; /* a send occupies the link for n/beta */
     *req = q;
     return DT_OK;
 }
@@ -186,13 +190,13 @@ static int req_done_cond(const void *arg)
 static dt_result wait_coll(dt_request *q)
 {
     dt_comm *c = q->comm;
-    dt_op op;
-    dt_op_begin(&op, c, 0, q->args.kind, q->seq, 0);
+    dt_call call;
+    dt_call_init(&call, c, 0, q->args.kind, q->seq, 0);
     /* The progress thread ends every op in bounded time (each of its waits
      * has the deadline), so wait for it whatever happens here: the request
      * must not be freed while it runs. */
     while (!req_done_cond(q)) {
-        if (dt_wait_until(&op, req_done_cond, q) != DT_OK && !req_done_cond(q))
+        if (dt_wait_until(&call, req_done_cond, q) != DT_OK && !req_done_cond(q))
             dt_sleep(0.001);
     }
     if (q->t_done > c->rc->clock)
@@ -219,14 +223,14 @@ dt_result dt_wait(dt_request *req)
     if (req->type == REQ_COLL) {
         r = wait_coll(req);
     } else {
-        dt_op op;
-        dt_op_begin(&op, c, 0, kind, 0, 1);
-        op.tag = 0;
-        r = c->rc->ops->wait(&op, req->msg, NULL);
-        if (op.t > c->rc->clock)
-            c->rc->clock = op.t;
+        dt_call call;
+        dt_call_init(&call, c, 0, kind, 0, 1);
+        call.tag = 0;
+        r = c->rc->ops->wait(&call, req->msg, NULL);
+        if (call.t > c->rc->clock)
+            c->rc->clock = call.t;
     }
-    dt_call_end(c, w0, m0, kind, 0);
+    dt_api_leave(c, w0, m0, kind, 0);
     free(req);
     return r;
 }

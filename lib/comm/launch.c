@@ -1,6 +1,10 @@
 /* launch.c - dt_launch: options, the job's shared state, the thread
- * backend's rank threads, the end of a rank, and fault injection. */
+ * backend's rank threads, and the end of a rank. */
 #include "launch.h"
+
+#include "coll.h"
+#include "shm.h"
+#include "wait.h"
 
 #include <math.h>
 #include <sched.h>
@@ -126,85 +130,6 @@ void dt_rank_ctx_destroy(dt_rank_ctx *rc)
     free(rc->trace);
     rc->trace = NULL;
     pthread_mutex_destroy(&rc->trace_lock);
-}
-
-void dt_rank_end(dt_job *job, int r, dt_result res, const char *msg)
-{
-    dt_board *b = &job->board[r];
-    if (atomic_load(&b->state) != DT_RANK_RUNNING)
-        return; /* the first end counts (a fault may have ended it already) */
-    snprintf(b->msg, sizeof b->msg, "%s", msg && msg[0] ? msg : dt_strerror(res));
-    atomic_store(&b->result, (int)res);
-    if (res == DT_OK) {
-        atomic_store_explicit(&b->state, DT_RANK_DONE, memory_order_release);
-        return;
-    }
-    atomic_store(&b->order, 1 + atomic_fetch_add(&job->fail_order, 1));
-    atomic_store_explicit(&b->state, DT_RANK_FAILED, memory_order_release);
-    atomic_store_explicit(&job->failed, 1, memory_order_release);
-    for (int i = 0; i < job->nranks; i++)
-        dt_bell_ring(&job->board[i].bell);
-}
-
-void dt_rank_died(dt_job *job, int r, const char *msg)
-{
-    dt_board *b = &job->board[r];
-    int st = atomic_load(&b->state);
-    if (st == DT_RANK_FAILED || st == DT_RANK_DIED)
-        return;
-    snprintf(b->msg, sizeof b->msg, "%s", msg);
-    atomic_store(&b->result, (int)DT_ERR_PEER_DIED);
-    atomic_store(&b->order, 1 + atomic_fetch_add(&job->fail_order, 1));
-    atomic_store_explicit(&b->state, DT_RANK_DIED, memory_order_release);
-    atomic_store_explicit(&job->failed, 1, memory_order_release);
-    for (int i = 0; i < job->nranks; i++)
-        dt_bell_ring(&job->board[i].bell);
-}
-
-dt_result dt_job_result(dt_job *job)
-{
-    int best = -1, best_order = 0;
-    for (int r = 0; r < job->nranks; r++) {
-        dt_board *b = &job->board[r];
-        int st = atomic_load(&b->state);
-        if (st != DT_RANK_FAILED && st != DT_RANK_DIED)
-            continue;
-        int ord = atomic_load(&b->order);
-        if (best < 0 || ord < best_order) {
-            best = r;
-            best_order = ord;
-        }
-    }
-    if (best < 0)
-        return DT_OK;
-    dt_result res = (dt_result)atomic_load(&job->board[best].result);
-    if (res == DT_OK)
-        res = DT_ERR_PEER_DIED;
-    return dt_fail(res, "rank %d: %s", best, job->board[best].msg);
-}
-
-/* ---------------------------------------------------------------- faults */
-
-dt_result dt_fault_check(dt_comm *comm, int kind)
-{
-    dt_rank_ctx *rc = comm->rc;
-    long n = ++rc->kind_calls[kind];
-    for (int i = 0; i < rc->nfaults; i++) {
-        dt_fault *f = &rc->faults[i];
-        if (f->type == 2 && (kind != DT_COLL_RECV)) {
-            dt_sleep(f->delay_s);
-            rc->clock += f->delay_s;
-        }
-        if (f->type != 1 || f->kind != kind || f->at != n)
-            continue;
-        if (rc->job->backend == DT_BACKEND_PROC)
-            raise(SIGKILL);
-        dt_result r = dt_fail(DT_ERR_FAULT, "killed by DT_FAULT at %s #%ld",
-                              dt_coll_name(kind), n);
-        dt_rank_end(rc->job, rc->world_rank, r, dt_last_error());
-        return r;
-    }
-    return DT_OK;
 }
 
 /* ---------------------------------------------------------------- thread backend */

@@ -1,6 +1,6 @@
-/* names.c - names of the enums, the network presets and the parsers of the
- * DT_NET and DT_FAULT strings. */
-#include "comm_internal.h"
+/* names.c - names of the enums, the network presets and the parser of the
+ * DT_NET strings. */
+#include "dt/comm.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -150,65 +150,5 @@ dt_result dt_net_parse(const char *spec, double *alpha, double *beta)
         *alpha = a;
     if (beta)
         *beta = b;
-    return DT_OK;
-}
-
-/* ---------------------------------------------------------------- faults */
-
-/* One fault: "kill:rank=R:at=KIND#K" or "delay:rank=R:ms=M". */
-static dt_result parse_one_fault(const char *s, size_t len, dt_fault *f)
-{
-    char buf[128];
-    if (len >= sizeof buf)
-        return dt_fail(DT_ERR_INVALID_ARG, "fault spec too long");
-    memcpy(buf, s, len);
-    buf[len] = '\0';
-    memset(f, 0, sizeof *f);
-    f->rank = -1;
-    char kind[32] = "";
-    long at = 0, rank = -1;
-    double ms = -1;
-    if (sscanf(buf, "kill:rank=%ld:at=%31[a-z_]#%ld", &rank, kind, &at) == 3) {
-        int k = find_name(kind, coll_names, DT_NUM_COLLS);
-        if (k < 0 || at < 1 || rank < 0 || rank >= DT_MAX_RANKS)
-            return dt_fail(DT_ERR_INVALID_ARG, "bad fault '%s': kind '%s', at >= 1, rank >= 0",
-                           buf, kind);
-        f->type = 1;
-        f->kind = k;
-        f->at = at;
-        f->rank = (int)rank;
-        return DT_OK;
-    }
-    if (sscanf(buf, "delay:rank=%ld:ms=%lf", &rank, &ms) == 2 && rank >= 0 &&
-        rank < DT_MAX_RANKS && ms >= 0) {
-        f->type = 2;
-        f->rank = (int)rank;
-        f->delay_s = ms * 1e-3;
-        return DT_OK;
-    }
-    return dt_fail(DT_ERR_INVALID_ARG,
-                   "bad fault '%s' (kill:rank=2:at=allreduce#5 or delay:rank=1:ms=20)", buf);
-}
-
-dt_result dt_fault_parse(const char *spec, dt_fault *out, int max, int *n)
-{
-    *n = 0;
-    if (!spec)
-        return DT_OK;
-    const char *p = spec;
-    while (*p) {
-        size_t len = strcspn(p, ";");
-        if (len > 0) {
-            if (*n >= max)
-                return dt_fail(DT_ERR_INVALID_ARG, "more than %d faults in '%s'", max, spec);
-            dt_result r = parse_one_fault(p, len, &out[*n]);
-            if (r != DT_OK)
-                return r;
-            (*n)++;
-        }
-        p += len;
-        if (*p == ';')
-            p++;
-    }
     return DT_OK;
 }

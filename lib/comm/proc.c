@@ -19,6 +19,8 @@
  */
 #include "launch.h"
 
+#include "shm.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>

@@ -5,7 +5,7 @@
  * Integers wrap around on overflow: the arithmetic is done on unsigned
  * types, where wrapping is defined, and converted back. AVG is a SUM here;
  * dt_reduce_avg divides by the rank count at the end. */
-#include "comm_internal.h"
+#include "reduce.h"
 
 #include <string.h>
 

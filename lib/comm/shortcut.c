@@ -22,15 +22,18 @@
  * Tiny allreduce (at most 40 bytes): the values ride in the barrier's own
  * records; every rank reduces all records in rank order. Priced as
  * recursive doubling.
- *
- * Barrier: the counter barrier of dt_sync_exchange, priced as a
- * dissemination barrier (ceil(log2 N) rounds of alpha). */
-#include "algo.h"
+ */
+#include "shortcut.h"
 
-#include <errno.h>
+#include "algo.h"
+#include "copy.h"
+#include "reduce.h"
+#include "shm.h"
+#include "stats.h"
+#include "sync.h"
+
 #include <math.h>
 #include <string.h>
-#include <sys/uio.h>
 #ifdef __SSE__
 #include <xmmintrin.h>
 #endif
@@ -47,7 +50,7 @@ static double wire(const dt_job *job, double bytes)
     return isinf(job->beta) ? 0.0 : bytes / job->beta;
 }
 
-double dt_model_allreduce(const dt_job *job, dt_algo algo, size_t count, size_t es, int n,
+static double model_allreduce(const dt_job *job, dt_algo algo, size_t count, size_t es, int n,
                           int rank, uint64_t *bytes, uint64_t *msgs)
 {
     *bytes = 0;
@@ -76,17 +79,6 @@ double dt_model_allreduce(const dt_job *job, dt_algo algo, size_t count, size_t 
     return 2.0 * (n - 1) * (job->alpha + wire(job, total / n));
 }
 
-/* The latest entry clock of all ranks (a collective cannot finish on any
- * rank before every rank has joined it). */
-static double max_clock(const dt_rec *all, int n)
-{
-    double t = all[0].clock;
-    for (int i = 1; i < n; i++)
-        if (all[i].clock > t)
-            t = all[i].clock;
-    return t;
-}
-
 /* One phase of the ring (a reduce-scatter, or an allgather, of count
  * elements per rank): N-1 steps of one chunk each,
  * T = (N-1)(alpha + chunk/beta), with the bytes and messages a rank sends. */
@@ -100,17 +92,17 @@ static double model_ring_phase(const dt_job *job, size_t count, size_t es, int n
 
 /* Sets the clock to t0 plus the modeled cost of the call, and counts its
  * traffic: what the network algorithm would have cost and sent. */
-static void charge(dt_op *op, const dt_coll_args *a, dt_algo algo, double t0)
+static void charge(dt_call *call, const dt_coll_args *a, dt_algo algo, double t0)
 {
-    dt_comm *c = op->comm;
+    dt_comm *c = call->comm;
     uint64_t bytes, msgs;
     size_t es = dt_dtype_size(a->dtype);
     double cost = a->kind == DT_COLL_ALLREDUCE
-                      ? dt_model_allreduce(c->rc->job, algo, a->count, es, c->size, c->rank,
+                      ? model_allreduce(c->rc->job, algo, a->count, es, c->size, c->rank,
                                            &bytes, &msgs)
                       : model_ring_phase(c->rc->job, a->count, es, c->size, &bytes, &msgs);
-    op->t = t0 + cost;
-    if (op->counted)
+    call->t = t0 + cost;
+    if (call->counted)
         dt_stats_both(c, bytes, msgs);
 }
 
@@ -135,48 +127,24 @@ static void store(void *dst, const void *src, size_t bytes, int stream)
     memcpy(dst, src, bytes);
 }
 
-static dt_result remote(ssize_t got, size_t want, int pid, const char *what)
-{
-    if (got == (ssize_t)want)
-        return DT_OK;
-    if (got >= 0)
-        errno = EIO; /* a short copy: the peer's buffer went away */
-    return dt_cma_fail(what, want, pid);
-}
-
-/* Whether this process addresses a buffer owned by pid directly: its own,
- * or 0, the shared arena's. */
-static int direct(int pid, int self_pid)
-{
-    return pid == self_pid || pid == 0;
-}
-
 /* Writes bytes from src to byte offset off of rank j's output. */
 static dt_result write_out(const dt_rec *all, int j, int self_pid, size_t off, const char *src,
                            size_t bytes, int stream)
 {
-    char *dst = (char *)(uintptr_t)all[j].w[1] + off;
-    int pid = (int)all[j].w[3];
-    if (direct(pid, self_pid)) {
-        store(dst, src, bytes, stream);
-        return DT_OK;
-    }
-    struct iovec l = {(void *)src, bytes}, r = {dst, bytes};
-    return remote(process_vm_writev(pid, &l, 1, &r, 1, 0), bytes, pid, "write");
+    char *dst = (char *)(uintptr_t)all[j].u.bufs.recvbuf + off;
+    int pid = (int)all[j].u.bufs.recv_pid;
+    if (!dt_addressable(pid, self_pid))
+        return dt_copy_to(pid, self_pid, dst, src, bytes);
+    store(dst, src, bytes, stream);
+    return DT_OK;
 }
 
 /* Reads bytes at byte offset off of rank j's input into dst. */
 static dt_result read_in(const dt_rec *all, int j, int self_pid, size_t off, char *dst,
-                         size_t bytes, int stream)
+                         size_t bytes)
 {
-    const char *src = (const char *)(uintptr_t)all[j].w[0] + off;
-    int pid = (int)all[j].w[2];
-    if (direct(pid, self_pid)) {
-        store(dst, src, bytes, stream);
-        return DT_OK;
-    }
-    struct iovec l = {dst, bytes}, r = {(void *)src, bytes};
-    return remote(process_vm_readv(pid, &l, 1, &r, 1, 0), bytes, pid, "read");
+    const char *src = (const char *)(uintptr_t)all[j].u.bufs.sendbuf + off;
+    return dt_copy_from((int)all[j].u.bufs.send_pid, self_pid, dst, src, bytes);
 }
 
 /* Reduces elements [off, off+len) of every rank's input, in rank order,
@@ -188,12 +156,12 @@ static dt_result reduce_block(const dt_coll_args *a, const dt_rec *all, int n, i
     size_t es = dt_dtype_size(a->dtype);
     const char *inp[DT_MAX_RANKS];
     for (int j = 0; j < n; j++) {
-        if (direct((int)all[j].w[2], self_pid)) {
-            inp[j] = (const char *)(uintptr_t)all[j].w[0] + off * es;
+        if (dt_addressable((int)all[j].u.bufs.send_pid, self_pid)) {
+            inp[j] = (const char *)(uintptr_t)all[j].u.bufs.sendbuf + off * es;
             continue;
         }
         char *dst = stage + (size_t)(j - (j > me)) * block;
-        DT_TRY(read_in(all, j, self_pid, off * es, dst, len * es, 0));
+        DT_TRY(read_in(all, j, self_pid, off * es, dst, len * es));
         inp[j] = dst;
     }
     dt_reduce3(acc, inp[0], inp[1], len, a->dtype, a->op);
@@ -204,24 +172,24 @@ static dt_result reduce_block(const dt_coll_args *a, const dt_rec *all, int n, i
     return DT_OK;
 }
 
-static dt_result tiny_allreduce(dt_op *op, const dt_coll_args *a)
+static dt_result tiny_allreduce(dt_call *call, const dt_coll_args *a)
 {
-    dt_comm *c = op->comm;
+    dt_comm *c = call->comm;
     size_t bytes = a->count * dt_dtype_size(a->dtype);
-    dt_rec mine = {.clock = op->t};
+    dt_rec mine = {.clock = call->t};
     if (bytes)
-        memcpy(mine.w, a->sendbuf, bytes);
+        memcpy(mine.u.words, a->sendbuf, bytes);
     const dt_rec *all;
-    DT_TRY(dt_sync_exchange(op, &mine, &all));
+    DT_TRY(dt_sync_exchange(call, &mine, &all));
     uint64_t acc[5];
-    dt_reduce3(acc, all[0].w, all[1].w, a->count, a->dtype, a->op);
+    dt_reduce3(acc, all[0].u.words, all[1].u.words, a->count, a->dtype, a->op);
     for (int j = 2; j < c->size; j++)
-        dt_reduce_into(acc, all[j].w, a->count, a->dtype, a->op);
+        dt_reduce_into(acc, all[j].u.words, a->count, a->dtype, a->op);
     if (a->op == DT_AVG)
         dt_reduce_avg(acc, a->count, a->dtype, c->size);
     if (bytes)
         memcpy(a->recvbuf, acc, bytes);
-    charge(op, a, DT_ALGO_TREE, max_clock(all, c->size));
+    charge(call, a, DT_ALGO_TREE, dt_sync_max_clock(all, c->size));
     return DT_OK;
 }
 
@@ -229,62 +197,62 @@ static dt_result tiny_allreduce(dt_op *op, const dt_coll_args *a)
  * (send_bytes and recv_bytes long), with the pid that owns each: its own,
  * the same for all threads, which address each other directly; or 0 for a
  * buffer in the proc backend's shared arena, which every process does. */
-static dt_result shortcut_begin(dt_op *op, const dt_coll_args *a, size_t send_bytes,
+static dt_result shortcut_begin(dt_call *call, const dt_coll_args *a, size_t send_bytes,
                                 size_t recv_bytes, const dt_rec **all, double *t0)
 {
-    dt_comm *c = op->comm;
+    dt_comm *c = call->comm;
     const dt_job *job = c->rc->job;
     int pid = c->rc->pid;
-    dt_rec mine = {.w = {(uint64_t)(uintptr_t)a->sendbuf, (uint64_t)(uintptr_t)a->recvbuf,
-                         (uint64_t)dt_owner_pid(job, pid, a->sendbuf, send_bytes),
-                         (uint64_t)dt_owner_pid(job, pid, a->recvbuf, recv_bytes)},
-                   .clock = op->t};
-    DT_TRY(dt_sync_exchange(op, &mine, all));
-    *t0 = max_clock(*all, c->size);
+    dt_rec mine = {.clock = call->t,
+                   .u.bufs = {(uint64_t)(uintptr_t)a->sendbuf, (uint64_t)(uintptr_t)a->recvbuf,
+                              dt_owner_pid(job, pid, a->sendbuf, send_bytes),
+                              dt_owner_pid(job, pid, a->recvbuf, recv_bytes)}};
+    DT_TRY(dt_sync_exchange(call, &mine, all));
+    *t0 = dt_sync_max_clock(*all, c->size);
     return DT_OK;
 }
 
 /* Its end: a barrier, so that no rank releases a buffer (returns) while
  * another still reads or writes it; then the modeled price. */
-static dt_result shortcut_end(dt_op *op, const dt_coll_args *a, dt_result res, double t0)
+static dt_result shortcut_end(dt_call *call, const dt_coll_args *a, dt_result res, double t0)
 {
 #ifdef __SSE__
     _mm_sfence(); /* streaming stores are visible before the barrier */
 #endif
     const dt_rec *all;
-    dt_rec done = {.clock = op->t};
-    dt_result r2 = dt_sync_exchange(op, &done, &all);
+    dt_rec done = {.clock = call->t};
+    dt_result r2 = dt_sync_exchange(call, &done, &all);
     DT_TRY(res);
     DT_TRY(r2);
-    charge(op, a, DT_ALGO_RING, t0);
+    charge(call, a, DT_ALGO_RING, t0);
     return DT_OK;
 }
 
 /* The blocks: threads keep one in L1; processes stage the others' blocks. */
-static char *block_scratch(dt_op *op, size_t *block)
+static char *block_scratch(dt_call *call, size_t *block)
 {
-    dt_comm *c = op->comm;
+    dt_comm *c = call->comm;
     int threads = c->rc->job->backend == DT_BACKEND_THREAD;
     *block = threads ? BLOCK_THREAD : BLOCK_PROC;
-    char *acc = dt_scratch(c, op->lane, *block * (threads ? 1 : (size_t)c->size));
+    char *acc = dt_scratch(c, call->lane, *block * (threads ? 1 : (size_t)c->size));
     if (!acc)
         dt_fail(DT_ERR_NOMEM, "no memory for the shared-memory collective's blocks");
     return acc;
 }
 
-dt_result dt_shortcut_allreduce(dt_op *op, const dt_coll_args *a)
+static dt_result shortcut_allreduce(dt_call *call, const dt_coll_args *a)
 {
-    dt_comm *c = op->comm;
+    dt_comm *c = call->comm;
     int n = c->size, r = c->rank, self = c->rc->pid;
     size_t es = dt_dtype_size(a->dtype), count = a->count, block;
     if (count * es <= DT_TINY_MAX)
-        return tiny_allreduce(op, a);
-    char *acc = block_scratch(op, &block);
+        return tiny_allreduce(call, a);
+    char *acc = block_scratch(call, &block);
     if (!acc)
         return DT_ERR_NOMEM;
     const dt_rec *all;
     double t0;
-    DT_TRY(shortcut_begin(op, a, count * es, count * es, &all, &t0));
+    DT_TRY(shortcut_begin(call, a, count * es, count * es, &all, &t0));
     size_t lo = dt_chunk_off(count, n, r), hi = lo + dt_chunk_len(count, n, r);
     size_t per = block / es;
     int stream = count * es >= STREAM_MIN;
@@ -295,21 +263,21 @@ dt_result dt_shortcut_allreduce(dt_op *op, const dt_coll_args *a)
         for (int j = 0; j < n && res == DT_OK; j++)
             res = write_out(all, j, self, b * es, acc, len * es, stream);
     }
-    return shortcut_end(op, a, res, t0);
+    return shortcut_end(call, a, res, t0);
 }
 
 /* Chunk r (count elements) of every input, reduced into rank r's output. */
-dt_result dt_shortcut_reduce_scatter(dt_op *op, const dt_coll_args *a)
+static dt_result shortcut_reduce_scatter(dt_call *call, const dt_coll_args *a)
 {
-    dt_comm *c = op->comm;
+    dt_comm *c = call->comm;
     int n = c->size, r = c->rank, self = c->rc->pid;
     size_t es = dt_dtype_size(a->dtype), count = a->count, block;
-    char *acc = block_scratch(op, &block);
+    char *acc = block_scratch(call, &block);
     if (!acc)
         return DT_ERR_NOMEM;
     const dt_rec *all;
     double t0;
-    DT_TRY(shortcut_begin(op, a, (size_t)n * count * es, count * es, &all, &t0));
+    DT_TRY(shortcut_begin(call, a, (size_t)n * count * es, count * es, &all, &t0));
     size_t lo = (size_t)r * count, per = block / es;
     int stream = count * es >= STREAM_MIN;
     dt_result res = DT_OK;
@@ -319,7 +287,7 @@ dt_result dt_shortcut_reduce_scatter(dt_op *op, const dt_coll_args *a)
         if (res == DT_OK)
             store((char *)a->recvbuf + b * es, acc, len * es, stream);
     }
-    return shortcut_end(op, a, res, t0);
+    return shortcut_end(call, a, res, t0);
 }
 
 /* This rank's input (count elements) into its place in every rank's output.
@@ -328,14 +296,14 @@ dt_result dt_shortcut_reduce_scatter(dt_op *op, const dt_coll_args *a)
  * optimizer updating its shard, in ZeRO) would have to take every line back
  * from it; 2 thread ranks, 7.45 MB of parameters: the shard's update took
  * 1.7-2.9 ms after a pulling allgather, 0.54-0.71 ms after a pushing one. */
-dt_result dt_shortcut_allgather(dt_op *op, const dt_coll_args *a)
+static dt_result shortcut_allgather(dt_call *call, const dt_coll_args *a)
 {
-    dt_comm *c = op->comm;
+    dt_comm *c = call->comm;
     int n = c->size, self = c->rc->pid;
     size_t blk = a->count * dt_dtype_size(a->dtype);
     const dt_rec *all;
     double t0;
-    DT_TRY(shortcut_begin(op, a, blk, (size_t)n * blk, &all, &t0));
+    DT_TRY(shortcut_begin(call, a, blk, (size_t)n * blk, &all, &t0));
     int stream = blk * (size_t)n >= STREAM_MIN;
     dt_result res = DT_OK;
     for (int j = 0; j < n && res == DT_OK; j++) {
@@ -343,23 +311,25 @@ dt_result dt_shortcut_allgather(dt_op *op, const dt_coll_args *a)
             continue; /* in place */
         res = write_out(all, j, self, (size_t)c->rank * blk, a->sendbuf, blk, stream);
     }
-    return shortcut_end(op, a, res, t0);
+    return shortcut_end(call, a, res, t0);
 }
 
-dt_result dt_alg_barrier(dt_op *op)
+int dt_shortcut_applies(int kind, size_t bytes)
 {
-    dt_comm *c = op->comm;
-    int n = c->size;
-    if (n == 1)
-        return DT_OK;
-    dt_rec mine = {.clock = op->t};
-    const dt_rec *all;
-    DT_TRY(dt_sync_exchange(op, &mine, &all));
-    int rounds = 0;
-    while ((1 << rounds) < n)
-        rounds++;
-    op->t = max_clock(all, n) + rounds * c->rc->job->alpha;
-    if (op->counted)
-        dt_stats_both(c, 0, (uint64_t)rounds);
-    return DT_OK;
+    switch (kind) {
+    case DT_COLL_ALLREDUCE: return bytes <= DT_TINY_MAX || bytes >= DT_SHORTCUT_MIN;
+    case DT_COLL_REDUCE_SCATTER:
+    case DT_COLL_ALLGATHER: return bytes >= DT_SHORTCUT_MIN;
+    default: return 0;
+    }
+}
+
+dt_result dt_shortcut_collective(dt_call *call, const dt_coll_args *a)
+{
+    switch (a->kind) {
+    case DT_COLL_ALLREDUCE: return shortcut_allreduce(call, a);
+    case DT_COLL_REDUCE_SCATTER: return shortcut_reduce_scatter(call, a);
+    case DT_COLL_ALLGATHER: return shortcut_allgather(call, a);
+    default: return dt_fail(DT_ERR_INTERNAL, "no shortcut for %s", dt_coll_name(a->kind));
+    }
 }

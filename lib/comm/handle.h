@@ -1,0 +1,105 @@
+/* handle.h - a rank, its communicator handles, and one call in progress
+ * (not a public header).
+ *
+ *   dt_comm_shared (one per communicator group, shared memory)
+ *     +- port[member]: the member's inbox of posted sends and receives
+ *     +- rec[lane][parity]: the barrier-exchange's records, one per member
+ *   dt_rank_ctx (one per rank, private): modeled clock, faults, trace
+ *   dt_comm (one per rank and communicator, private): the handle
+ *   dt_call (one per call in progress on a lane): its clock, tags, stats
+ */
+#ifndef DT_COMM_HANDLE_H
+#define DT_COMM_HANDLE_H
+
+#include "fault.h"
+#include "job.h"
+#include "trace.h"
+
+#include <pthread.h>
+
+#define DT_COMM_LIVE 0x636f6d6dU  /* "comm" */
+#define DT_COMM_FREED 0x66726565U /* "free" */
+
+struct dt_port;
+struct dt_rec;
+
+typedef struct dt_comm_shared {
+    int id;
+    int size;
+    _Atomic int refs;          /* members still holding it */
+    int *world;                /* [size] world rank of each member */
+    struct dt_port *port;      /* [size] */
+    struct dt_rec *rec[DT_LANES][2]; /* [size] each: the barrier-exchange (sync.c) */
+} dt_comm_shared;
+
+dt_comm_shared *dt_comm_shared_new(dt_job *job, int size, const int *world);
+void dt_comm_shared_unref(dt_job *job, dt_comm_shared *sh);
+
+struct dt_backend_ops;
+
+typedef struct dt_rank_ctx {
+    const struct dt_backend_ops *ops; /* how this rank's calls are carried out */
+    dt_job *job;
+    int world_rank;
+    int pid;               /* of the rank's process */
+    double clock;          /* modeled seconds; lane 0 only */
+    double compute_t0;     /* wall start of a compute region, < 0 outside */
+    double stream_clock;   /* end of the async timeline; lane 1 only */
+    dt_mem_ctx *mem;
+    long kind_calls[DT_NUM_COLLS]; /* for DT_FAULT's at=kind#K */
+    dt_fault faults[DT_MAX_FAULTS];
+    int nfaults;
+    pthread_mutex_t trace_lock;
+    dt_trace_ev *trace;
+    size_t ntrace, captrace;
+    int tracing;
+    struct dt_comm *comms; /* every handle of the rank, freed at its end */
+} dt_rank_ctx;
+
+typedef struct dt_progress dt_progress;
+
+struct dt_comm {
+    _Atomic uint32_t magic; /* DT_COMM_LIVE, DT_COMM_FREED */
+    dt_rank_ctx *rc;
+    dt_comm_shared *sh;
+    int rank, size;
+    dt_algo algo;
+    long seq;               /* collectives issued on this comm (lane 0 counts) */
+    long p2p_seq;           /* blocking p2p calls, for the timeout report */
+    uint32_t sync_gen[DT_LANES];
+    pthread_mutex_t stats_lock;
+    dt_stats stats;
+    void *scratch[DT_LANES]; /* kept between calls: no page faults each time */
+    size_t scratch_bytes[DT_LANES];
+    dt_progress *progress;  /* the async lane, started on first use */
+    struct dt_comm *next_of_rank;
+};
+
+/* One call in progress on one lane (a collective, a point-to-point call):
+ * its messages are charged to this timeline and these stats. */
+typedef struct {
+    dt_comm *comm;
+    int lane;
+    double t;           /* the call's modeled clock */
+    uint64_t tag;       /* base tag: kind, sequence; low bits = step */
+    int counted;        /* 0: internal traffic, not in the stats */
+    int kind;           /* dt_coll_kind, or DT_NUM_COLLS for internal work */
+    long seq;
+} dt_call;
+
+void dt_call_init(dt_call *call, dt_comm *comm, int lane, int kind, long seq, int counted);
+
+static inline dt_job *dt_call_job(const dt_call *call) { return call->comm->rc->job; }
+
+/* Validates a handle: DT_ERR_INVALID_ARG for NULL, DT_ERR_STATE after free. */
+dt_result dt_comm_check(const dt_comm *comm, const char *fn);
+
+/* A new handle of the rank on a group (the world's, made by the launcher,
+ * or a split's); freed with the rank's others at its end. */
+dt_result dt_comm_make(dt_rank_ctx *rc, dt_comm_shared *sh, int rank, dt_comm **out);
+void dt_rank_free_comms(dt_rank_ctx *rc);
+
+/* Scratch memory of a lane, grown as needed and kept (DT_MEM_COMM). */
+void *dt_scratch(dt_comm *comm, int lane, size_t bytes);
+
+#endif /* DT_COMM_HANDLE_H */

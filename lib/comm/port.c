@@ -1,0 +1,325 @@
+/* port.c - point-to-point messages between the ranks of a communicator.
+ *
+ * Each rank has a port (inbox) per communicator with two FIFO lists: sends
+ * posted to it that no receive has matched yet, and receives it posted that
+ * no send has matched yet. Whoever arrives second does the copy:
+ *
+ *   sender arrives first:   send waits in the port  -> receiver copies out
+ *   receiver arrives first: recv waits in the port  -> sender copies in
+ *
+ * so a posted receive fills while its rank computes. Sends of at most
+ * DT_EAGER_MAX bytes are copied into the message itself and complete at
+ * once. A message matches on (source, tag); source may be "any".
+ *
+ * The modeled network: a send stamps the message with the call's clock and
+ * advances it by n/beta (the link is busy); the receiver's clock becomes
+ * max(its clock, stamp + alpha + n/beta).
+ */
+#include "port.h"
+
+#include "copy.h"
+#include "shm.h"
+#include "stats.h"
+#include "wait.h"
+
+#include <math.h>
+#include <sched.h>
+#include <string.h>
+
+/* ---------------------------------------------------------------- lists */
+
+void dt_port_init(dt_port *port)
+{
+    dt_shared_mutex_init(&port->lock);
+}
+
+void dt_port_destroy(dt_job *job, dt_port *port)
+{
+    for (dt_msg *m = port->sends, *next; m; m = next) {
+        next = m->next;
+        if (m->eager) /* eager messages nobody received belong to the port */
+            dt_shm_free(job, m);
+    }
+    pthread_mutex_destroy(&port->lock);
+}
+
+static void list_append(dt_msg **head, dt_msg **tail, dt_msg *m)
+{
+    m->next = NULL;
+    if (*tail)
+        (*tail)->next = m;
+    else
+        *head = m;
+    *tail = m;
+}
+
+static void list_unlink(dt_msg **head, dt_msg **tail, dt_msg *prev, dt_msg *m)
+{
+    if (prev)
+        prev->next = m->next;
+    else
+        *head = m->next;
+    if (*tail == m)
+        *tail = prev;
+    m->next = NULL;
+}
+
+/* Unlinks and returns the first message of the list matching (src, tag). */
+static dt_msg *list_take(dt_msg **head, dt_msg **tail, int src, uint64_t tag, int want_recv)
+{
+    dt_msg *prev = NULL;
+    for (dt_msg *m = *head; m; prev = m, m = m->next) {
+        int ok = m->tag == tag &&
+                 (want_recv ? (m->src == DT_ANY_SOURCE || m->src == src)
+                            : (src == DT_ANY_SOURCE || m->src == src));
+        if (ok) {
+            list_unlink(head, tail, prev, m);
+            return m;
+        }
+    }
+    return NULL;
+}
+
+/* Unlinks m if it is still waiting in the list (a cancelled wait). */
+static int list_remove(dt_msg **head, dt_msg **tail, dt_msg *m)
+{
+    dt_msg *prev = NULL;
+    for (dt_msg *x = *head; x; prev = x, x = x->next) {
+        if (x == m) {
+            list_unlink(head, tail, prev, x);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* ---------------------------------------------------------------- posting */
+
+static double wire_time(const dt_job *job, size_t bytes)
+{
+    return isinf(job->beta) ? 0.0 : (double)bytes / job->beta;
+}
+
+static dt_msg *msg_new(dt_job *job, dt_msg_dir dir, size_t extra)
+{
+    dt_msg *m = dt_shm_alloc(job, sizeof(dt_msg) + extra);
+    if (m)
+        m->dir = dir;
+    return m;
+}
+
+static void finish(dt_job *job, dt_msg *m, dt_msg_state state)
+{
+    /* read the owner first: once the state is stored, the owner may free m */
+    int owner = m->owner_world;
+    atomic_store_explicit(&m->state, state, memory_order_release);
+    dt_bell_ring(&job->board[owner].bell);
+}
+
+/* The sender found receive r waiting for send m: fills it. */
+static dt_result fill_waiting_recv(dt_call *call, dt_msg *m, dt_msg *r, int peer)
+{
+    dt_comm *c = call->comm;
+    dt_job *job = dt_call_job(call);
+    r->got_src = c->rank;
+    r->got_stamp = m->stamp;
+    r->got_bytes = m->bytes;
+    if (r->bytes != m->bytes) {
+        size_t want = r->bytes; /* read before finish: then the receiver may free r */
+        finish(job, r, DT_MSG_ERROR);
+        return dt_fail(DT_ERR_MISMATCH, "rank %d sends %zu bytes to rank %d, which receives %zu",
+                       c->rank, m->bytes, peer, want);
+    }
+    dt_result res = dt_copy_to(r->pid, c->rc->pid, r->buf, m->buf, m->bytes);
+    finish(job, r, res == DT_OK ? DT_MSG_DONE : DT_MSG_ERROR);
+    return res;
+}
+
+dt_result dt_msg_isend(dt_call *call, int peer, const void *buf, size_t bytes, uint64_t tag,
+                       dt_msg **out)
+{
+    dt_comm *c = call->comm;
+    dt_job *job = dt_call_job(call);
+    dt_port *port = &c->sh->port[peer];
+    *out = NULL;
+    int eager = bytes <= DT_EAGER_MAX;
+    dt_msg *m = msg_new(job, DT_MSG_SEND, eager ? bytes : 0);
+    if (!m)
+        return DT_ERR_NOMEM;
+    m->src = c->rank;
+    m->tag = tag;
+    m->bytes = bytes;
+    m->stamp = call->t;
+    /* eager data lies in shared memory, and so may the sender's buffer */
+    m->pid = eager ? 0 : dt_owner_pid(job, c->rc->pid, buf, bytes);
+    m->owner_world = c->rc->world_rank;
+    m->eager = eager;
+    m->port_rank = peer;
+    m->buf = eager ? (void *)(m + 1) : (void *)buf;
+    if (eager && bytes)
+        memcpy(m->buf, buf, bytes);
+    call->t += wire_time(job, bytes);
+    if (call->counted)
+        dt_stats_msg(c, 1, bytes, 1);
+
+    dt_shared_lock(&port->lock);
+    dt_msg *r = list_take(&port->recvs, &port->recvs_tail, c->rank, tag, 1);
+    if (!r)
+        list_append(&port->sends, &port->sends_tail, m);
+    pthread_mutex_unlock(&port->lock);
+    if (!r) {
+        *out = eager ? NULL : m; /* an eager message now belongs to the port */
+        return DT_OK;
+    }
+    dt_result res = fill_waiting_recv(call, m, r, peer);
+    dt_shm_free(job, m);
+    return res;
+}
+
+dt_result dt_msg_irecv(dt_call *call, int peer, void *buf, size_t bytes, uint64_t tag,
+                       dt_msg **out)
+{
+    dt_comm *c = call->comm;
+    dt_job *job = dt_call_job(call);
+    dt_port *port = &c->sh->port[c->rank];
+    *out = NULL;
+    dt_msg *m = msg_new(job, DT_MSG_RECV, 0);
+    if (!m)
+        return DT_ERR_NOMEM;
+    m->src = peer;
+    m->tag = tag;
+    m->bytes = bytes;
+    m->buf = buf;
+    m->port_rank = c->rank;
+    m->pid = dt_owner_pid(job, c->rc->pid, buf, bytes);
+    m->owner_world = c->rc->world_rank;
+
+    dt_shared_lock(&port->lock);
+    dt_msg *s = list_take(&port->sends, &port->sends_tail, peer, tag, 0);
+    if (!s)
+        list_append(&port->recvs, &port->recvs_tail, m);
+    pthread_mutex_unlock(&port->lock);
+    *out = m;
+    if (!s)
+        return DT_OK;
+    /* A send was waiting: take its data. */
+    m->got_src = s->src;
+    m->got_stamp = s->stamp;
+    m->got_bytes = s->bytes;
+    dt_msg_state state = DT_MSG_DONE;
+    if (s->bytes != bytes)
+        state = DT_MSG_ERROR;
+    else if (dt_copy_from(s->pid, c->rc->pid, buf, s->buf, bytes) != DT_OK)
+        state = DT_MSG_ERROR;
+    atomic_store_explicit(&m->state, state, memory_order_release);
+    if (s->eager)
+        dt_shm_free(job, s);
+    else
+        finish(job, s, state);
+    return DT_OK;
+}
+
+/* ---------------------------------------------------------------- waiting */
+
+int dt_msg_done(const dt_msg *m)
+{
+    return !m || atomic_load_explicit(&m->state, memory_order_acquire) != DT_MSG_PENDING;
+}
+
+static int msg_done_cond(const void *arg) { return dt_msg_done(arg); }
+
+/* A wait that failed: take the message out of its port so no one writes
+ * into a buffer the caller is about to give up; if a matcher already has
+ * it, let that copy finish first. */
+static void cancel(dt_call *call, dt_msg *m)
+{
+    dt_port *port = &call->comm->sh->port[m->port_rank];
+    dt_shared_lock(&port->lock);
+    int removed = m->dir == DT_MSG_SEND ? list_remove(&port->sends, &port->sends_tail, m)
+                                        : list_remove(&port->recvs, &port->recvs_tail, m);
+    pthread_mutex_unlock(&port->lock);
+    if (!removed) {
+        double until = dt_now() + 2.0;
+        while (!dt_msg_done(m) && dt_now() < until)
+            sched_yield();
+        if (!dt_msg_done(m))
+            return; /* leak it rather than free what another rank writes */
+    }
+    dt_shm_free(dt_call_job(call), m);
+}
+
+/* A completed receive: the clock and the stats. */
+static dt_result received(dt_call *call, dt_msg *m, int *src)
+{
+    dt_job *job = dt_call_job(call);
+    if (atomic_load_explicit(&m->state, memory_order_acquire) != DT_MSG_DONE)
+        return dt_fail(DT_ERR_MISMATCH, "rank %d receives %zu bytes from rank %d, which sends "
+                       "%zu", call->comm->rank, m->bytes, m->got_src, m->got_bytes);
+    double arrive = m->got_stamp + job->alpha + wire_time(job, m->got_bytes);
+    if (arrive > call->t)
+        call->t = arrive;
+    if (call->counted)
+        dt_stats_msg(call->comm, 0, m->got_bytes, 1);
+    if (src)
+        *src = m->got_src;
+    return DT_OK;
+}
+
+dt_result dt_msg_wait(dt_call *call, dt_msg *m, int *src)
+{
+    if (!m)
+        return DT_OK;
+    dt_result r = dt_wait_until(call, msg_done_cond, m);
+    if (r != DT_OK) {
+        cancel(call, m);
+        return r;
+    }
+    if (m->dir == DT_MSG_RECV)
+        r = received(call, m, src);
+    else if (atomic_load_explicit(&m->state, memory_order_acquire) != DT_MSG_DONE)
+        r = dt_fail(DT_ERR_MISMATCH, "rank %d sends %zu bytes, the receiver expects another "
+                    "size", call->comm->rank, m->bytes);
+    dt_shm_free(dt_call_job(call), m);
+    return r;
+}
+
+dt_result dt_msg_waitall(dt_call *call, dt_msg **m, int n)
+{
+    dt_result first = DT_OK;
+    for (int i = 0; i < n; i++) {
+        dt_result r = dt_msg_wait(call, m[i], NULL);
+        m[i] = NULL;
+        if (r != DT_OK && first == DT_OK)
+            first = r;
+    }
+    return first;
+}
+
+dt_result dt_msg_send(dt_call *call, int peer, const void *buf, size_t bytes, uint64_t tag)
+{
+    dt_msg *m;
+    DT_TRY(dt_msg_isend(call, peer, buf, bytes, tag, &m));
+    return dt_msg_wait(call, m, NULL);
+}
+
+dt_result dt_msg_recv(dt_call *call, int peer, void *buf, size_t bytes, uint64_t tag)
+{
+    dt_msg *m;
+    DT_TRY(dt_msg_irecv(call, peer, buf, bytes, tag, &m));
+    return dt_msg_wait(call, m, NULL);
+}
+
+dt_result dt_msg_sendrecv(dt_call *call, int dest, const void *sbuf, size_t sbytes, int source,
+                          void *rbuf, size_t rbytes, uint64_t tag)
+{
+    dt_msg *s = NULL, *rm = NULL;
+    DT_TRY(dt_msg_isend(call, dest, sbuf, sbytes, tag, &s));
+    dt_result r = dt_msg_irecv(call, source, rbuf, rbytes, tag, &rm);
+    if (r != DT_OK) {
+        dt_msg_wait(call, s, NULL);
+        return r;
+    }
+    dt_result r1 = dt_msg_wait(call, rm, NULL);
+    dt_result r2 = dt_msg_wait(call, s, NULL);
+    return r1 != DT_OK ? r1 : r2;
+}

@@ -1,0 +1,74 @@
+/* port.h - point-to-point messages between the ranks of a communicator
+ * (port.c), the one layer every collective algorithm is written over.
+ * Not a public header. */
+#ifndef DT_COMM_PORT_H
+#define DT_COMM_PORT_H
+
+#include "handle.h"
+
+#include <pthread.h>
+
+#define DT_EAGER_MAX 16384 /* sends up to this many bytes are copied */
+#define DT_ANY_SOURCE (-1)
+
+typedef enum { DT_MSG_SEND = 0, DT_MSG_RECV } dt_msg_dir;
+typedef enum { DT_MSG_PENDING = 0, DT_MSG_DONE, DT_MSG_ERROR } dt_msg_state;
+
+/* A posted send or receive, waiting in the receiver's port for its match. */
+typedef struct dt_msg {
+    struct dt_msg *next;
+    dt_msg_dir dir;
+    int src;            /* sender (comm rank); DT_ANY_SOURCE in a receive */
+    uint64_t tag;
+    size_t bytes;
+    void *buf;          /* the data (send) or where it goes (receive) */
+    int pid;            /* process owning buf (0: the shared arena) */
+    int owner_world;    /* whose doorbell rings on completion */
+    int port_rank;      /* the port it waits in: the receiver's */
+    int eager;          /* a send whose copy of the data follows the header */
+    double stamp;       /* send: the sender's modeled clock at departure */
+    _Atomic int state;  /* dt_msg_state */
+    /* filled by the matcher for a receive */
+    int got_src;
+    double got_stamp;
+    size_t got_bytes;   /* the sender's size (an error when it differs) */
+} dt_msg;
+
+/* A member's inbox: two FIFO lists, sends that no receive has matched yet
+ * and receives that no send has matched yet. */
+typedef struct dt_port {
+    pthread_mutex_t lock; /* guards both lists */
+    dt_msg *sends, *sends_tail;
+    dt_msg *recvs, *recvs_tail;
+} dt_port;
+
+void dt_port_init(dt_port *port);
+/* Frees what a port still holds when its group goes (eager sends nobody
+ * received). */
+void dt_port_destroy(dt_job *job, dt_port *port);
+
+/* Tags: [kind+1: 8 bits][seq: 36 bits][step: 20 bits]; user messages: 0.
+ * An algorithm adds its step to the call's base tag, so that the messages
+ * of different steps and calls never match each other. */
+#define DT_TAG(kind, seq) ((((uint64_t)(kind) + 1) << 56) | (((uint64_t)(seq) & 0xfffffffffULL) << 20))
+
+/* Posts a send (receive) of bytes to (from) peer with tag; *out is the
+ * message to wait for, NULL when complete already (an eager send). */
+dt_result dt_msg_isend(dt_call *call, int peer, const void *buf, size_t bytes, uint64_t tag,
+                       dt_msg **out);
+dt_result dt_msg_irecv(dt_call *call, int peer, void *buf, size_t bytes, uint64_t tag,
+                       dt_msg **out);
+/* Waits for a posted message (NULL: already complete), frees it, charges
+ * the call's clock (receives) and stats; *src (may be NULL): the sender. */
+dt_result dt_msg_wait(dt_call *call, dt_msg *m, int *src);
+/* dt_msg_wait on m[0..n), each set to NULL; the first failure. */
+dt_result dt_msg_waitall(dt_call *call, dt_msg **m, int n);
+int dt_msg_done(const dt_msg *m);
+
+dt_result dt_msg_send(dt_call *call, int peer, const void *buf, size_t bytes, uint64_t tag);
+dt_result dt_msg_recv(dt_call *call, int peer, void *buf, size_t bytes, uint64_t tag);
+/* Both at once: no order of the peers' calls deadlocks. */
+dt_result dt_msg_sendrecv(dt_call *call, int dest, const void *sbuf, size_t sbytes, int source,
+                          void *rbuf, size_t rbytes, uint64_t tag);
+
+#endif /* DT_COMM_PORT_H */
