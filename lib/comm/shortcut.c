@@ -294,8 +294,7 @@ static dt_result shortcut_reduce_scatter(dt_call *call, const dt_coll_args *a)
  * Pushed, not pulled: a rank that read another's input would leave a copy
  * of those lines in its cache, and the owner's next write to its input (the
  * optimizer updating its shard, in ZeRO) would have to take every line back
- * from it; 2 thread ranks, 7.45 MB of parameters: the shard's update took
- * 1.7-2.9 ms after a pulling allgather, 0.54-0.71 ms after a pushing one. */
+ * from it (BENCHMARKS.md, data parallel: the sharded step). */
 static dt_result shortcut_allgather(dt_call *call, const dt_coll_args *a)
 {
     dt_comm *c = call->comm;

@@ -8,8 +8,9 @@
  * Conventions of every call below:
  *  - Returns DT_OK, or a dt_result with a message for the calling rank in
  *    dt_last_error() (it names what was wrong: the argument, the rank that
- *    differs, the operation each rank waits in). On failure the output
- *    buffers may hold partial results; nothing outside them is written.
+ *    differs, the operation each rank waits in). Failures follow dt/core.h:
+ *    bad arguments change nothing; a failure on the way may leave partial
+ *    results in the output buffers and writes nothing outside them.
  *  - Counts are in elements of dtype, never bytes. count 0 is valid (the
  *    call still synchronizes where the collective would) and buffers may
  *    then be NULL.
