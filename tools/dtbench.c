@@ -49,17 +49,6 @@ static size_t parse_size(const char *s)
     return v < 0 ? 0 : (size_t)v;
 }
 
-static double bus_factor(int coll, int n)
-{
-    switch (coll) {
-    case DT_COLL_ALLREDUCE: return 2.0 * (n - 1) / n;
-    case DT_COLL_ALLGATHER:
-    case DT_COLL_REDUCE_SCATTER:
-    case DT_COLL_ALLTOALL: return (double)(n - 1) / n;
-    default: return 1.0;
-    }
-}
-
 /* Elements of sendbuf and recvbuf for a size in bytes. */
 static void buffer_counts(const bench *b, size_t bytes, int n, size_t *count, size_t *scount,
                           size_t *rcount)
@@ -210,7 +199,7 @@ static dt_result bench_rank(dt_comm *c, void *arg)
             const char *fmt = b->csv ? "%zu,%zu,%s,%.3f,%.4f,%.4f,%d\n"
                                      : "%12zu %12zu %6s %11.2f %12.3f %12.3f %7d\n";
             printf(fmt, bytes, count, dt_dtype_name(b->dtype), slowest * 1e6, algbw,
-                   algbw * bus_factor(b->coll, n), all_wrong);
+                   algbw * dt_net_busbw_factor((dt_coll_kind)b->coll, n), all_wrong);
             fflush(stdout);
         }
         if (bytes == 0 || b->factor <= 1)
@@ -279,12 +268,10 @@ int main(int argc, char **argv)
     bench b = {.coll = DT_COLL_ALLREDUCE, .min = 8, .max = 64 << 20, .factor = 4, .iters = 20,
                .warmup = 5, .check = 1, .dtype = DT_F32, .op = DT_SUM};
     const char *cname = argv[1];
-    static const char *const names[] = {"allreduce", "broadcast", "reduce", "allgather",
-                                        "reduce_scatter", "alltoall", "barrier", "send",
-                                        "recv", "sendrecv"};
     b.coll = -2;
     for (int k = 0; k < DT_NUM_COLLS; k++)
-        if (strcmp(cname, names[k]) == 0 && k != DT_COLL_SEND && k != DT_COLL_RECV)
+        if (strcmp(cname, dt_coll_name((dt_coll_kind)k)) == 0 && k != DT_COLL_SEND &&
+            k != DT_COLL_RECV)
             b.coll = k;
     if (strcmp(cname, "launch") == 0)
         b.coll = -1;

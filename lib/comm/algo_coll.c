@@ -331,7 +331,7 @@ dt_result dt_alg_barrier(dt_call *call)
     int rounds = 0;
     while ((1 << rounds) < n)
         rounds++;
-    call->t = dt_sync_max_clock(all, n) + rounds * c->rc->job->alpha;
+    call->t = dt_sync_max_clock(all, n) + rounds * c->rc->job->net.alpha;
     if (call->counted)
         dt_stats_both(c, 0, (uint64_t)rounds);
     return DT_OK;

@@ -49,8 +49,8 @@ dt_result dt_comm_net(const dt_comm *comm, double *alpha, double *beta)
 {
     DT_TRY(dt_comm_check(comm, "dt_comm_net"));
     if (alpha)
-        *alpha = comm->rc->job->alpha;
+        *alpha = comm->rc->job->net.alpha;
     if (beta)
-        *beta = comm->rc->job->beta;
+        *beta = comm->rc->job->net.beta;
     return DT_OK;
 }

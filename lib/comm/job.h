@@ -71,7 +71,7 @@ typedef struct dt_job {
     uint32_t version;
     int nranks;
     dt_backend backend;
-    double alpha, beta;      /* the modeled network */
+    dt_net net;              /* the modeled network (dt/net.h) */
     double timeout_s;
     double spin_s;           /* how long a wait spins before it yields */
     int bind;                /* DT_BIND=1: rank r runs on core r mod cores */

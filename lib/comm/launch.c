@@ -55,7 +55,7 @@ dt_result dt_opts_resolve(const dt_launch_opts *in, dt_resolved *out)
                        "use thread or proc", (int)o->backend, dt_backend_name(o->backend));
     if (!o->net)
         o->net = dt_env_str("DT_NET", NULL);
-    DT_TRY(dt_net_parse(o->net, &out->alpha, &out->beta));
+    DT_TRY(dt_net_link(o->net, &out->net));
     if (!(o->timeout_s > 0))
         o->timeout_s = dt_env_double("DT_TIMEOUT", 30.0);
     if (!(o->timeout_s > 0) || isinf(o->timeout_s))
@@ -84,8 +84,7 @@ dt_result dt_job_init(dt_job *job, const dt_resolved *res, void *arena, size_t a
     job->version = DT_JOB_VERSION;
     job->nranks = res->o.nranks;
     job->backend = res->o.backend;
-    job->alpha = res->alpha;
-    job->beta = res->beta;
+    job->net = res->net;
     job->timeout_s = res->o.timeout_s;
     /* spin while every rank can have a core of its own, else barely */
     long cores = sysconf(_SC_NPROCESSORS_ONLN);

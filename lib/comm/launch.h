@@ -8,7 +8,7 @@
 /* dt_launch_opts with every default filled in and the strings parsed. */
 typedef struct {
     dt_launch_opts o;
-    double alpha, beta;
+    dt_net net;
     dt_fault faults[DT_MAX_FAULTS];
     int nfaults;
 } dt_resolved;

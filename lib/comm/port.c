@@ -97,7 +97,7 @@ static int list_remove(dt_msg **head, dt_msg **tail, dt_msg *m)
 
 static double wire_time(const dt_job *job, size_t bytes)
 {
-    return isinf(job->beta) ? 0.0 : (double)bytes / job->beta;
+    return dt_net_wire(&job->net, (double)bytes);
 }
 
 static dt_msg *msg_new(dt_job *job, dt_msg_dir dir, size_t extra)
@@ -255,7 +255,7 @@ static dt_result received(dt_call *call, dt_msg *m, int *src)
     if (atomic_load_explicit(&m->state, memory_order_acquire) != DT_MSG_DONE)
         return dt_fail(DT_ERR_MISMATCH, "rank %d receives %zu bytes from rank %d, which sends "
                        "%zu", call->comm->rank, m->bytes, m->got_src, m->got_bytes);
-    double arrive = m->got_stamp + job->alpha + wire_time(job, m->got_bytes);
+    double arrive = m->got_stamp + job->net.alpha + wire_time(job, m->got_bytes);
     if (arrive > call->t)
         call->t = arrive;
     if (call->counted)

@@ -47,7 +47,7 @@
 
 static double wire(const dt_job *job, double bytes)
 {
-    return isinf(job->beta) ? 0.0 : bytes / job->beta;
+    return dt_net_wire(&job->net, bytes);
 }
 
 static double model_allreduce(const dt_job *job, dt_algo algo, size_t count, size_t es, int n,
@@ -67,7 +67,7 @@ static double model_allreduce(const dt_job *job, dt_algo algo, size_t count, siz
         int extra = p < n ? 2 : 0;
         *msgs = (uint64_t)steps + (extra ? 1 : 0);
         *bytes = *msgs * count * es;
-        return (steps + extra) * (job->alpha + wire(job, total));
+        return (steps + extra) * (job->net.alpha + wire(job, total));
     }
     /* ring: 2(N-1) steps of one chunk each, as the ring cuts them */
     for (int s = 0; s < n - 1; s++) {
@@ -76,7 +76,7 @@ static double model_allreduce(const dt_job *job, dt_algo algo, size_t count, siz
     }
     *msgs = 2 * (uint64_t)(n - 1);
     /* T = 2(N-1) (alpha + n/(N beta)) */
-    return 2.0 * (n - 1) * (job->alpha + wire(job, total / n));
+    return 2.0 * (n - 1) * (job->net.alpha + wire(job, total / n));
 }
 
 /* One phase of the ring (a reduce-scatter, or an allgather, of count
@@ -87,7 +87,7 @@ static double model_ring_phase(const dt_job *job, size_t count, size_t es, int n
 {
     *msgs = (uint64_t)(n - 1);
     *bytes = *msgs * count * es;
-    return (n - 1) * (job->alpha + wire(job, (double)count * (double)es));
+    return (n - 1) * (job->net.alpha + wire(job, (double)count * (double)es));
 }
 
 /* Sets the clock to t0 plus the modeled cost of the call, and counts its

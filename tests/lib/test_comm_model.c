@@ -9,29 +9,6 @@
 #define BETA 10e9
 #define NET "alpha=2us,bw=10GB/s"
 
-TEST(comm_net_presets_and_strings, 1)
-{
-    double a, b;
-    EXPECT_OK(dt_net_parse(NET, &a, &b));
-    EXPECT(a == 2e-6 && b == 10e9, "alpha %g beta %g", a, b);
-    EXPECT_OK(dt_net_parse("bw=100Gb/s", &a, &b));
-    EXPECT(a == 0 && b == 12.5e9, "100 Gb/s is 12.5 GB/s: %g", b);
-    EXPECT_OK(dt_net_parse("alpha=1.5ms", &a, &b));
-    EXPECT(a == 1.5e-3 && isinf(b), "alpha only: %g %g", a, b);
-    EXPECT_OK(dt_net_parse(NULL, &a, &b));
-    EXPECT(a == 0 && isinf(b), "no network: zero cost");
-    const char *names[] = {"nvlink", "pcie4", "ib100", "ib400", "eth10", "eth100"};
-    for (int i = 0; i < 6; i++) {
-        EXPECT_OK(dt_net_preset(names[i], &a, &b));
-        EXPECT(a > 0 && a < 1e-4 && b > 1e9 && b < 1e12, "%s: %g %g", names[i], a, b);
-    }
-    EXPECT_OK(dt_net_parse("eth10", &a, &b));
-    EXPECT(a == 30e-6 && b == 1.25e9, "eth10 %g %g", a, b);
-    EXPECT_ERR(dt_net_parse("alpha=2parsecs", &a, &b), DT_ERR_INVALID_ARG);
-    EXPECT_ERR(dt_net_parse("bw=-1GB/s", &a, &b), DT_ERR_INVALID_ARG);
-    EXPECT_ERR(dt_net_preset("carrier-pigeon", &a, &b), DT_ERR_INVALID_ARG);
-}
-
 /* ---------------------------------------------------------------- clock */
 
 typedef struct {

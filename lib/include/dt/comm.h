@@ -42,6 +42,7 @@
 #define DT_COMM_H
 
 #include "dt/core.h"
+#include "dt/net.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -332,25 +333,9 @@ void dt_free_shared(dt_comm *comm, void *p);
 
 /* ---------------------------------------------------------------- stats */
 
-/* The kinds of call counted in dt_stats.calls. Async forms count as their
- * blocking kind (dt_iallreduce as DT_COLL_ALLREDUCE, dt_isend as
+/* dt_stats.calls counts calls by dt_coll_kind (dt/net.h). Async forms count
+ * as their blocking kind (dt_iallreduce as DT_COLL_ALLREDUCE, dt_isend as
  * DT_COLL_SEND, dt_irecv and dt_recv_any as DT_COLL_RECV). */
-typedef enum {
-    DT_COLL_ALLREDUCE = 0,
-    DT_COLL_BROADCAST,
-    DT_COLL_REDUCE,
-    DT_COLL_ALLGATHER,
-    DT_COLL_REDUCE_SCATTER,
-    DT_COLL_ALLTOALL,
-    DT_COLL_BARRIER,
-    DT_COLL_SEND,
-    DT_COLL_RECV,
-    DT_COLL_SENDRECV,
-    DT_NUM_COLLS
-} dt_coll_kind;
-
-/* "allreduce", "broadcast", ..., "sendrecv"; "?" out of range. */
-const char *dt_coll_name(dt_coll_kind k);
 
 /* One rank's figures on one communicator since it was made or last reset.
  * Bytes and messages count payload moved between ranks by this rank's
@@ -402,23 +387,6 @@ dt_result dt_clock_advance(dt_comm *comm, double seconds);
 /* The network of comm's job (alpha in seconds, beta in bytes per second;
  * beta is INFINITY for "none"). */
 dt_result dt_comm_net(const dt_comm *comm, double *alpha, double *beta);
-
-/* Presets (alpha seconds, beta bytes/s, one direction of one link):
- *   none    0        inf        no modeled communication cost
- *   nvlink  1 us     300 GB/s   NVLink 3, A100 (12 links x 25 GB/s)
- *   pcie4   2 us     25 GB/s    PCIe 4.0 x16 (31.5 GB/s raw, ~80% usable)
- *   ib100   1.5 us   12.5 GB/s  InfiniBand EDR 100 Gb/s
- *   ib400   1.5 us   50 GB/s    InfiniBand NDR 400 Gb/s
- *   eth10   30 us    1.25 GB/s  10 Gb Ethernet, TCP through the kernel
- *   eth100  10 us    12.5 GB/s  100 Gb Ethernet, TCP
- * DT_ERR_INVALID_ARG for an unknown name. */
-dt_result dt_net_preset(const char *name, double *alpha, double *beta);
-
-/* A preset name, or "alpha=<time>,bw=<rate>" (either part may be left out:
- * alpha defaults to 0, bw to infinite), with time units s, ms, us, ns and
- * rate units B/s, KB/s, MB/s, GB/s (powers of 10) or Gb/s (bits), e.g.
- * "alpha=2us,bw=10GB/s". NULL or "" gives "none". */
-dt_result dt_net_parse(const char *spec, double *alpha, double *beta);
 
 #ifdef __cplusplus
 }
