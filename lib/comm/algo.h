@@ -5,6 +5,14 @@
 
 #include "coll.h"
 
+/* dst = a op b over n elements of t (dst may alias a or b), on the call's
+ * clock: gamma per byte reduced (THE RULE of dt/net.h). The vectorized
+ * kernel when the job's fast paths are on: the same bits. */
+void dt_alg_combine(dt_call *call, void *dst, const void *a, const void *b, size_t n,
+                   dt_dtype t, dt_redop op);
+/* buf /= nranks, AVG's last step (not charged: a scaling, not a reduction). */
+void dt_alg_avg(dt_call *call, void *buf, size_t n, dt_dtype t, int nranks);
+
 /* Element ranges of chunk i when count is split in n parts (the first
  * count % n chunks have one element more). */
 size_t dt_chunk_off(size_t count, int n, int i);

@@ -13,6 +13,25 @@
 #include <stdlib.h>
 #include <string.h>
 
+void dt_alg_combine(dt_call *call, void *dst, const void *a, const void *b, size_t n,
+                   dt_dtype t, dt_redop op)
+{
+    const dt_job *job = dt_call_job(call);
+    if (job->fast)
+        dt_reduce3_fast(dst, a, b, n, t, op);
+    else
+        dt_reduce3(dst, a, b, n, t, op);
+    call->t += dt_net_reduce_time(&job->net, (double)(n * dt_dtype_size(t)));
+}
+
+void dt_alg_avg(dt_call *call, void *buf, size_t n, dt_dtype t, int nranks)
+{
+    if (dt_call_job(call)->fast)
+        dt_reduce_avg_fast(buf, n, t, nranks);
+    else
+        dt_reduce_avg(buf, n, t, nranks);
+}
+
 size_t dt_chunk_len(size_t count, int n, int i)
 {
     return count / (size_t)n + ((size_t)i < count % (size_t)n);
@@ -56,9 +75,9 @@ dt_result dt_ring_rs(dt_call *call, const void *in, void *out, size_t count, dt_
         const char *own = src + dt_chunk_off(count, n, rc) * es;
         /* the partial from the left comes first: the same order on every rank */
         if (s < n - 2)
-            dt_reduce3(half[s & 1], half[s & 1], own, rlen, t, red);
+            dt_alg_combine(call, half[s & 1], half[s & 1], own, rlen, t, red);
         else
-            dt_reduce3(out, half[s & 1], own, rlen, t, red);
+            dt_alg_combine(call, out, half[s & 1], own, rlen, t, red);
     }
     return DT_OK;
 }
@@ -92,7 +111,7 @@ dt_result dt_direct_rs(dt_call *call, const void *in, void *out, size_t count, d
     size_t maxc = dt_chunk_len(count, n, 0);
     const char *src = in;
     char *part = tmp;
-    dt_msg **m = calloc((size_t)(2 * n), sizeof *m);
+    dt_xfer *m = calloc((size_t)(2 * n), sizeof *m);
     if (!m)
         return dt_fail(DT_ERR_NOMEM, "out of memory for %d requests", 2 * n);
     dt_result res = DT_OK;
@@ -116,7 +135,7 @@ dt_result dt_direct_rs(dt_call *call, const void *in, void *out, size_t count, d
         memcpy(part + (size_t)r * maxc * es, src + dt_chunk_off(count, n, r) * es, len * es);
         memcpy(out, part, len * es);
         for (int j = 1; j < n; j++)
-            dt_reduce_into(out, part + (size_t)j * maxc * es, len, t, red);
+            dt_alg_combine(call, out, out, part + (size_t)j * maxc * es, len, t, red);
     }
     return DT_OK;
 }
@@ -127,7 +146,7 @@ dt_result dt_direct_ag(dt_call *call, void *buf, size_t count, dt_dtype t, int s
     int n = call->comm->size, r = call->comm->rank;
     size_t es = dt_dtype_size(t);
     char *b = buf;
-    dt_msg **m = calloc((size_t)(2 * n), sizeof *m);
+    dt_xfer *m = calloc((size_t)(2 * n), sizeof *m);
     if (!m)
         return dt_fail(DT_ERR_NOMEM, "out of memory for %d requests", 2 * n);
     dt_result res = DT_OK;
@@ -160,7 +179,7 @@ dt_result dt_bcast_tree(dt_call *call, void *buf, size_t bytes, int root, int st
     int low = v ? (v & -v) : top;
     if (v)
         DT_TRY(dt_msg_recv(call, (v - low + root) % n, buf, bytes, call->tag + (uint64_t)step));
-    dt_msg *m[32];
+    dt_xfer m[32];
     int k = 0;
     dt_result res = DT_OK;
     for (int mask = low >> 1; mask > 0 && res == DT_OK; mask >>= 1)
@@ -188,7 +207,7 @@ dt_result dt_reduce_tree(dt_call *call, void *acc, void *tmp, size_t count, dt_d
             return dt_msg_send(call, (v - mask + root) % n, acc, bytes, call->tag + (uint64_t)step);
         if (v + mask < n) {
             DT_TRY(dt_msg_recv(call, (v + mask + root) % n, tmp, bytes, call->tag + (uint64_t)step));
-            dt_reduce_into(acc, tmp, count, t, red);
+            dt_alg_combine(call, acc, acc, tmp, count, t, red);
         }
     }
     return DT_OK;

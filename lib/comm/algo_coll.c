@@ -3,7 +3,6 @@
  * rank (a copy), then the algorithm the call resolved to. */
 #include "algo.h"
 
-#include "reduce.h"
 #include "stats.h"
 #include "sync.h"
 
@@ -54,7 +53,7 @@ static dt_result allreduce_rd(dt_call *call, const dt_coll_args *a)
             v = -1;
         } else {
             DT_TRY(dt_msg_recv(call, r - 1, tmp, bytes, call->tag + RD_STEP_FOLD));
-            dt_reduce3(buf, tmp, buf, a->count, a->dtype, a->op);
+            dt_alg_combine(call, buf, tmp, buf, a->count, a->dtype, a->op);
             v = r / 2;
         }
     } else {
@@ -66,9 +65,9 @@ static dt_result allreduce_rd(dt_call *call, const dt_coll_args *a)
         DT_TRY(dt_msg_sendrecv(call, peer, buf, bytes, peer, tmp, bytes, call->tag + (uint64_t)step));
         /* lower rank's operand first: every rank computes the same bits */
         if (peer < r)
-            dt_reduce3(buf, tmp, buf, a->count, a->dtype, a->op);
+            dt_alg_combine(call, buf, tmp, buf, a->count, a->dtype, a->op);
         else
-            dt_reduce3(buf, buf, tmp, a->count, a->dtype, a->op);
+            dt_alg_combine(call, buf, buf, tmp, a->count, a->dtype, a->op);
     }
     if (r < 2 * rem) {
         if (r % 2)
@@ -77,7 +76,7 @@ static dt_result allreduce_rd(dt_call *call, const dt_coll_args *a)
             DT_TRY(dt_msg_recv(call, r + 1, buf, bytes, call->tag + RD_STEP_UNFOLD));
     }
     if (a->op == DT_AVG)
-        dt_reduce_avg(buf, a->count, a->dtype, n);
+        dt_alg_avg(call, buf, a->count, a->dtype, n);
     return DT_OK;
 }
 
@@ -98,13 +97,13 @@ dt_result dt_alg_allreduce(dt_call *call, const dt_coll_args *a)
         DT_TRY(get_scratch(call, (size_t)n * maxc * es, &tmp));
         DT_TRY(dt_direct_rs(call, a->sendbuf, mine, count, a->dtype, a->op, tmp, 0));
         if (a->op == DT_AVG)
-            dt_reduce_avg(mine, mylen, a->dtype, n);
+            dt_alg_avg(call, mine, mylen, a->dtype, n);
         return dt_direct_ag(call, a->recvbuf, count, a->dtype, 1);
     }
     DT_TRY(get_scratch(call, 2 * maxc * es, &tmp));
     DT_TRY(dt_ring_rs(call, a->sendbuf, mine, count, a->dtype, a->op, tmp, 0));
     if (a->op == DT_AVG)
-        dt_reduce_avg(mine, mylen, a->dtype, n);
+        dt_alg_avg(call, mine, mylen, a->dtype, n);
     return dt_ring_ag(call, a->recvbuf, count, a->dtype, n);
 }
 
@@ -118,7 +117,7 @@ static dt_result bcast_ring(dt_call *call, char *buf, size_t bytes, int root, si
     int v = (r - root + n) % n, prev = (r - 1 + n) % n, next = (r + 1) % n;
     size_t seg = RING_BCAST_SEG / es * es;
     size_t nseg = bytes ? (bytes + seg - 1) / seg : 1;
-    dt_msg *pending = NULL;
+    dt_xfer pending = {NULL, call->t};
     for (size_t i = 0; i < nseg; i++) {
         size_t off = i * seg, len = bytes - off < seg ? bytes - off : seg;
         if (bytes == 0)
@@ -127,12 +126,11 @@ static dt_result bcast_ring(dt_call *call, char *buf, size_t bytes, int root, si
         if (v > 0)
             DT_TRY(dt_msg_recv(call, prev, buf + off, len, tag));
         if (v < n - 1) {
-            DT_TRY(dt_msg_wait(call, pending, NULL));
-            pending = NULL;
+            DT_TRY(dt_msg_wait(call, &pending, NULL));
             DT_TRY(dt_msg_isend(call, next, buf + off, len, tag, &pending));
         }
     }
-    return dt_msg_wait(call, pending, NULL);
+    return dt_msg_wait(call, &pending, NULL);
 }
 
 dt_result dt_alg_broadcast(dt_call *call, const dt_coll_args *a)
@@ -149,7 +147,7 @@ dt_result dt_alg_broadcast(dt_call *call, const dt_coll_args *a)
         return bcast_ring(call, a->recvbuf, bytes, a->root, es);
     if (r != a->root)
         return dt_msg_recv(call, a->root, a->recvbuf, bytes, call->tag);
-    dt_msg *m[DT_MAX_RANKS];
+    dt_xfer m[DT_MAX_RANKS];
     int k = 0;
     dt_result res = DT_OK;
     for (int d = 1; d < n && res == DT_OK; d++)
@@ -179,7 +177,7 @@ static dt_result reduce_direct(dt_call *call, const dt_coll_args *a, size_t byte
         if (j == 0)
             copy_if(a->recvbuf, src, bytes);
         else
-            dt_reduce_into(a->recvbuf, src, a->count, a->dtype, a->op);
+            dt_alg_combine(call, a->recvbuf, a->recvbuf, src, a->count, a->dtype, a->op);
     }
     return DT_OK;
 }
@@ -225,7 +223,7 @@ dt_result dt_alg_reduce(dt_call *call, const dt_coll_args *a)
         res = dt_reduce_tree(call, acc, s, a->count, a->dtype, a->op, a->root, 0);
     }
     if (res == DT_OK && r == a->root && a->op == DT_AVG)
-        dt_reduce_avg(a->recvbuf, a->count, a->dtype, n);
+        dt_alg_avg(call, a->recvbuf, a->count, a->dtype, n);
     return res;
 }
 
@@ -262,7 +260,7 @@ static dt_result rs_tree(dt_call *call, const dt_coll_args *a)
     DT_TRY(dt_reduce_tree(call, acc, tmp, total, a->dtype, a->op, 0, 0));
     if (r != 0)
         return dt_msg_recv(call, 0, a->recvbuf, blk, call->tag + 1);
-    dt_msg *m[DT_MAX_RANKS];
+    dt_xfer m[DT_MAX_RANKS];
     int k = 0;
     dt_result res = DT_OK;
     for (int j = 1; j < n && res == DT_OK; j++)
@@ -292,7 +290,7 @@ dt_result dt_alg_reduce_scatter(dt_call *call, const dt_coll_args *a)
         res = dt_ring_rs(call, a->sendbuf, a->recvbuf, total, a->dtype, a->op, tmp, 0);
     }
     if (res == DT_OK && a->op == DT_AVG)
-        dt_reduce_avg(a->recvbuf, a->count, a->dtype, n);
+        dt_alg_avg(call, a->recvbuf, a->count, a->dtype, n);
     return res;
 }
 
@@ -333,6 +331,6 @@ dt_result dt_alg_barrier(dt_call *call)
         rounds++;
     call->t = dt_sync_max_clock(all, n) + rounds * c->rc->job->net.alpha;
     if (call->counted)
-        dt_stats_both(c, 0, (uint64_t)rounds);
+        dt_stats_traffic(c, 0, (uint64_t)rounds, 0, (uint64_t)rounds);
     return DT_OK;
 }

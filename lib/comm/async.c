@@ -4,7 +4,7 @@
  * Each communicator that issues an async collective gets one progress
  * thread (lane 1). It takes requests in issue order - the same order on
  * every rank - and runs each with the ordinary algorithms. Its modeled
- * timeline (rc->stream_clock) starts each op at max(end of the previous
+ * timeline (c->stream_clock) starts each op at max(end of the previous
  * async op, the rank's clock when the op was issued); dt_wait moves the
  * rank's clock up to the op's end.
  *
@@ -24,7 +24,7 @@ enum { REQ_SEND, REQ_RECV, REQ_COLL };
 struct dt_request {
     int type;
     dt_comm *comm;
-    dt_msg *msg;          /* p2p: the posted message (NULL: done at once) */
+    dt_xfer xfer;         /* p2p: the posted transfer */
     dt_coll_args args;    /* collective */
     long seq;
     double t_issue;       /* the rank's clock when issued */
@@ -58,7 +58,7 @@ static void run_one(dt_comm *c, dt_request *q)
     if (q->result != DT_OK)
         strncpy(q->err, dt_last_error(), sizeof q->err - 1);
     dt_doing_set(c, 1, -1, 0, 0, 0);
-    rc->stream_clock = call.t;
+    c->stream_clock = call.t;
     q->t_done = call.t;
     dt_trace_add(rc, q->args.kind, 1, w0, dt_now(), m0, call.t);
     atomic_store_explicit(&q->done, 1, memory_order_release);
@@ -170,13 +170,13 @@ dt_result dt_p2p_post(dt_comm *c, int send, void *buf, size_t bytes, int peer, d
     dt_call_init(&call, c, 0, send ? DT_COLL_SEND : DT_COLL_RECV, 0, 1);
     call.tag = 0;
     const dt_backend_ops *be = c->rc->ops;
-    dt_result r = send ? be->post_send(&call, peer, buf, bytes, &q->msg)
-                       : be->post_recv(&call, peer, buf, bytes, &q->msg);
+    dt_result r = send ? be->post_send(&call, peer, buf, bytes, &q->xfer)
+                       : be->post_recv(&call, peer, buf, bytes, &q->xfer);
     if (r != DT_OK) {
         free(q);
         return r;
     }
-    c->rc->clock = call.t; /* a send occupies the link for n/beta */
+    /* the send holds the rank's send port now; the clock waits for dt_wait */
     *req = q;
     return DT_OK;
 }
@@ -226,7 +226,7 @@ dt_result dt_wait(dt_request *req)
         dt_call call;
         dt_call_init(&call, c, 0, kind, 0, 1);
         call.tag = 0;
-        r = c->rc->ops->wait(&call, req->msg, NULL);
+        r = c->rc->ops->wait(&call, &req->xfer, NULL);
         if (call.t > c->rc->clock)
             c->rc->clock = call.t;
     }
@@ -259,6 +259,6 @@ dt_result dt_request_test(dt_request *req, int *done)
     if (req->type == REQ_COLL)
         *done = req_done_cond(req);
     else
-        *done = req->comm->rc->ops->done(req->msg);
+        *done = req->comm->rc->ops->done(&req->xfer);
     return DT_OK;
 }

@@ -27,7 +27,8 @@ void dt_call_init(dt_call *call, dt_comm *comm, int lane, int kind, long seq, in
     call->seq = seq;
     call->counted = counted;
     call->tag = DT_TAG(kind, seq);
-    call->t = lane == 0 ? comm->rc->clock : comm->rc->stream_clock;
+    call->t = lane == 0 ? comm->rc->clock : comm->stream_clock;
+    call->ports = lane == 0 ? &comm->rc->ports : &comm->stream_ports;
 }
 
 void *dt_scratch(dt_comm *comm, int lane, size_t bytes)

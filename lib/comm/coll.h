@@ -31,11 +31,13 @@ typedef struct dt_backend_ops {
     /* every collective of dt/comm.h, as issued */
     dt_result (*collective)(dt_call *call, const dt_coll_args *a);
     /* user point-to-point messages (peer may be DT_ANY_SOURCE in a receive) */
-    dt_result (*post_send)(dt_call *call, int peer, const void *buf, size_t bytes, dt_msg **out);
-    dt_result (*post_recv)(dt_call *call, int peer, void *buf, size_t bytes, dt_msg **out);
-    /* completes a posted message (NULL: done at once); src: the sender */
-    dt_result (*wait)(dt_call *call, dt_msg *m, int *src);
-    int (*done)(const dt_msg *m);
+    dt_result (*post_send)(dt_call *call, int peer, const void *buf, size_t bytes, dt_xfer *out);
+    dt_result (*post_recv)(dt_call *call, int peer, void *buf, size_t bytes, dt_xfer *out);
+    /* completes a posted transfer; src: the sender of a receive */
+    dt_result (*wait)(dt_call *call, dt_xfer *x, int *src);
+    int (*done)(const dt_xfer *x);
+    /* gives up a posted transfer (another part of the call failed) */
+    void (*cancel)(dt_call *call, dt_xfer *x);
 } dt_backend_ops;
 
 extern const dt_backend_ops dt_emulation_ops;
@@ -44,8 +46,27 @@ extern const dt_backend_ops dt_emulation_ops;
  * the blocking API on lane 0 and by the progress thread on lane 1). */
 dt_result dt_coll_run(dt_call *call, const dt_coll_args *a);
 
+/* A collective's signature: kind, dtype, op, root, algorithm and (when
+ * small) count in 32 bits, the part of a call that every rank must agree
+ * on (mismatch.c). dt_coll_sig_count gives the count back: from the
+ * signature, or payload_count when it did not fit. */
+uint32_t dt_coll_sig(const dt_coll_args *a);
+uint64_t dt_coll_sig_count(uint32_t sig, uint64_t payload_count);
+/* "allreduce (count 4, f32, sum, algo tree)" */
+void dt_coll_describe(char *out, size_t n, uint32_t sig, uint64_t count);
+
+/* What a rank called, as the others see it. */
+typedef struct {
+    uint32_t sig;
+    uint64_t count, seq; /* seq 0 where the call's number was not published */
+} dt_coll_id;
+
+/* DT_OK when ids[0..n) agree; else DT_ERR_MISMATCH naming the rank that
+ * differs and what it called, against what the others called. */
+dt_result dt_coll_mismatch(long seq, const dt_coll_id *ids, int n);
+
 /* The debug check: all ranks exchange what they called; DT_ERR_MISMATCH
- * naming the rank that differs (mismatch.c). */
+ * naming the rank that differs. */
 dt_result dt_coll_debug_check(dt_call *call, const dt_coll_args *a);
 
 /* The algorithms of each collective (algo_coll.c), over the messages. */

@@ -27,18 +27,19 @@ static dt_result emulated_collective(dt_call *call, const dt_coll_args *a)
 
 /* User messages carry tag 0: they never match a collective's messages. */
 static dt_result emulated_send(dt_call *call, int peer, const void *buf, size_t bytes,
-                               dt_msg **out)
+                               dt_xfer *out)
 {
     return dt_msg_isend(call, peer, buf, bytes, 0, out);
 }
 
-static dt_result emulated_recv(dt_call *call, int peer, void *buf, size_t bytes, dt_msg **out)
+static dt_result emulated_recv(dt_call *call, int peer, void *buf, size_t bytes, dt_xfer *out)
 {
     return dt_msg_irecv(call, peer, buf, bytes, 0, out);
 }
 
 const dt_backend_ops dt_emulation_ops = {
     "emulation", emulated_collective, emulated_send, emulated_recv, dt_msg_wait, dt_msg_done,
+    dt_msg_cancel,
 };
 
 dt_result dt_coll_run(dt_call *call, const dt_coll_args *a)

@@ -42,9 +42,9 @@ typedef struct dt_rank_ctx {
     dt_job *job;
     int world_rank;
     int pid;               /* of the rank's process */
-    double clock;          /* modeled seconds; lane 0 only */
+    double clock;          /* modeled seconds of lane 0, the rank's calls */
+    dt_net_ports ports;    /* lane 0's ports (THE RULE of dt/net.h) */
     double compute_t0;     /* wall start of a compute region, < 0 outside */
-    double stream_clock;   /* end of the async timeline; lane 1 only */
     dt_mem_ctx *mem;
     long kind_calls[DT_NUM_COLLS]; /* for DT_FAULT's at=kind#K */
     dt_fault faults[DT_MAX_FAULTS];
@@ -72,6 +72,8 @@ struct dt_comm {
     void *scratch[DT_LANES]; /* kept between calls: no page faults each time */
     size_t scratch_bytes[DT_LANES];
     dt_progress *progress;  /* the async lane, started on first use */
+    double stream_clock;    /* the end of its timeline (lane 1) ... */
+    dt_net_ports stream_ports; /* ... and its ports: its progress thread's only */
     struct dt_comm *next_of_rank;
 };
 
@@ -81,6 +83,7 @@ typedef struct {
     dt_comm *comm;
     int lane;
     double t;           /* the call's modeled clock */
+    dt_net_ports *ports; /* the lane's ports */
     uint64_t tag;       /* base tag: kind, sequence; low bits = step */
     int counted;        /* 0: internal traffic, not in the stats */
     int kind;           /* dt_coll_kind, or DT_NUM_COLLS for internal work */

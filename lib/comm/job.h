@@ -76,6 +76,7 @@ typedef struct dt_job {
     double spin_s;           /* how long a wait spins before it yields */
     int bind;                /* DT_BIND=1: rank r runs on core r mod cores */
     int debug;
+    int fast;                /* the fast paths (dt_launch_opts.fast) */
     dt_algo algo;
     _Atomic int failed;      /* 1 once a rank failed or died */
     _Atomic int fail_order;  /* ranks that ended badly, counted in time */

@@ -35,6 +35,7 @@ void dt_launch_opts_init(dt_launch_opts *o)
         o->algo = DT_NUM_ALGOS;
     o->trace_path = dt_env_str("DT_TRACE", NULL);
     o->fault = dt_env_str("DT_FAULT", NULL);
+    o->fast = (int)dt_env_long("DT_FAST", 1);
     dt_clear_error();
 }
 
@@ -63,6 +64,8 @@ dt_result dt_opts_resolve(const dt_launch_opts *in, dt_resolved *out)
                        o->timeout_s);
     if (o->debug < 0)
         o->debug = (int)dt_env_long("DT_DEBUG", 0);
+    if (o->fast < 0)
+        o->fast = (int)dt_env_long("DT_FAST", 1);
     if ((int)o->algo < 0 || o->algo >= DT_NUM_ALGOS)
         return dt_fail(DT_ERR_INVALID_ARG, "dt_launch: unknown algorithm %d (check DT_ALGO)",
                        (int)o->algo);
@@ -92,6 +95,7 @@ dt_result dt_job_init(dt_job *job, const dt_resolved *res, void *arena, size_t a
     job->spin_s = dt_env_double("DT_SPIN_US", spin_us) * 1e-6;
     job->bind = dt_env_long("DT_BIND", 0) == 1;
     job->debug = res->o.debug > 0;
+    job->fast = res->o.fast > 0;
     job->algo = res->o.algo;
     job->arena = arena;
     job->arena_bytes = arena_bytes;

@@ -1,66 +1,113 @@
-/* mismatch.c - the debug check (DT_DEBUG=1): before a collective, every
- * rank publishes what it called, and the odd one out is named. */
+/* mismatch.c - ranks that called different collectives. A collective's
+ * signature (what must agree across ranks: kind, dtype, op, root,
+ * algorithm, count) rides on what the call publishes anyway; the debug
+ * check (DT_DEBUG=1) exchanges it before every collective. */
 #include "coll.h"
 
 #include "sync.h"
 
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
-static uint64_t signature(const dt_coll_args *a)
+/* The signature in 32 bits:
+ *   bits 0-3 kind, 4-6 dtype, 7-9 op (reductions), 10-20 root + 1 (rooted
+ *   collectives), 21-23 algorithm, 24 shortcut, 25-30 the count when it is
+ *   below DT_SIG_COUNT_MAX (else DT_SIG_COUNT_MAX: the count travels in
+ *   the record's payload). */
+#define DT_SIG_COUNT_MAX 63u
+
+static int reduces(int kind)
 {
-    int reduces = a->kind == DT_COLL_ALLREDUCE || a->kind == DT_COLL_REDUCE ||
-                  a->kind == DT_COLL_REDUCE_SCATTER;
-    int rooted = a->kind == DT_COLL_BROADCAST || a->kind == DT_COLL_REDUCE;
-    return (uint64_t)a->kind | (uint64_t)a->dtype << 8 | (uint64_t)(reduces ? a->op : 0) << 16 |
-           (uint64_t)(rooted ? a->root + 1 : 0) << 24 | (uint64_t)a->algo << 48 |
-           (uint64_t)a->shortcut << 56;
+    return kind == DT_COLL_ALLREDUCE || kind == DT_COLL_REDUCE || kind == DT_COLL_REDUCE_SCATTER;
 }
 
-static void describe_sig(char *out, size_t n, const dt_rec *r, int show_seq)
+static int rooted(int kind) { return kind == DT_COLL_BROADCAST || kind == DT_COLL_REDUCE; }
+
+uint32_t dt_coll_sig(const dt_coll_args *a)
 {
-    uint64_t sig = r->u.call.sig;
-    int kind = (int)(sig & 0xff), dtype = (int)(sig >> 8 & 0xff), op = (int)(sig >> 16 & 0xff);
-    int root = (int)(sig >> 24 & 0xffffff) - 1;
-    int len = snprintf(out, n, "%s (count %llu, %s", dt_coll_name(kind),
-                       (unsigned long long)r->u.call.count, dt_dtype_name(dtype));
-    if (kind == DT_COLL_ALLREDUCE || kind == DT_COLL_REDUCE || kind == DT_COLL_REDUCE_SCATTER)
-        len += snprintf(out + len, n - (size_t)len, ", %s", dt_redop_name(op));
-    if (root >= 0)
+    uint32_t count = a->count < DT_SIG_COUNT_MAX ? (uint32_t)a->count : DT_SIG_COUNT_MAX;
+    return (uint32_t)a->kind | (uint32_t)a->dtype << 4 |
+           (uint32_t)(reduces(a->kind) ? a->op : 0) << 7 |
+           (uint32_t)(rooted(a->kind) ? a->root + 1 : 0) << 10 | (uint32_t)a->algo << 21 |
+           (uint32_t)(a->shortcut != 0) << 24 | count << 25;
+}
+
+uint64_t dt_coll_sig_count(uint32_t sig, uint64_t payload_count)
+{
+    uint32_t c = sig >> 25 & 63;
+    return c < DT_SIG_COUNT_MAX ? c : payload_count;
+}
+
+void dt_coll_describe(char *out, size_t n, uint32_t sig, uint64_t count)
+{
+    int kind = (int)(sig & 15), dtype = (int)(sig >> 4 & 7), op = (int)(sig >> 7 & 7);
+    int root = (int)(sig >> 10 & 2047) - 1;
+    int len = snprintf(out, n, "%s (count %llu, %s", dt_coll_name((dt_coll_kind)kind),
+                       (unsigned long long)count, dt_dtype_name((dt_dtype)dtype));
+    if (reduces(kind) && len < (int)n)
+        len += snprintf(out + len, n - (size_t)len, ", %s", dt_redop_name((dt_redop)op));
+    if (root >= 0 && len < (int)n)
         len += snprintf(out + len, n - (size_t)len, ", root %d", root);
-    len += snprintf(out + len, n - (size_t)len, ", algo %s)", dt_algo_name((int)(sig >> 48 & 0xff)));
-    if (show_seq)
-        snprintf(out + len, n - (size_t)len, " as its call #%llu", (unsigned long long)r->u.call.seq);
+    if (len < (int)n)
+        snprintf(out + len, n - (size_t)len, ", algo %s)", dt_algo_name((dt_algo)(sig >> 21 & 7)));
 }
 
-static int same_call(const dt_rec *x, const dt_rec *y)
+static int same_id(const dt_coll_id *x, const dt_coll_id *y)
 {
-    return x->u.call.sig == y->u.call.sig && x->u.call.count == y->u.call.count &&
-           x->u.call.seq == y->u.call.seq;
+    return x->sig == y->sig && x->count == y->count && x->seq == y->seq;
 }
 
-/* All ranks publish what they called (and its number on the communicator:
- * blocking and async calls issued in different orders show up here); the
- * odd one out is named. Rank 0's call is the reference, unless rank 0 is
- * the only one that differs. */
-dt_result dt_coll_debug_check(dt_call *call, const dt_coll_args *a)
+static void describe_id(char *out, size_t n, const dt_coll_id *id, int show_seq)
 {
-    dt_rec mine = {.u.call = {signature(a), a->count, (uint64_t)call->seq}};
-    const dt_rec *all;
-    DT_TRY(dt_sync_exchange(call, &mine, &all));
-    int n = call->comm->size, ref = 0, bad = -1, differ = 0;
+    dt_coll_describe(out, n, id->sig, id->count);
+    size_t len = strlen(out);
+    if (show_seq && len < n)
+        snprintf(out + len, n - len, " as its call #%llu", (unsigned long long)id->seq);
+}
+
+/* Rank 0's call is the reference, unless rank 0 is the only one that
+ * differs; the first rank that differs from it is named. */
+dt_result dt_coll_mismatch(long seq, const dt_coll_id *ids, int n)
+{
+    int ref = 0, bad = -1, differ = 0;
     for (int i = 1; i < n; i++)
-        differ += !same_call(&all[i], &all[0]);
+        differ += !same_id(&ids[i], &ids[0]);
     if (differ == 0)
         return DT_OK;
     if (differ == n - 1 && n > 2)
         ref = 1;
     for (int i = 0; i < n && bad < 0; i++)
-        if (!same_call(&all[i], &all[ref]))
+        if (!same_id(&ids[i], &ids[ref]))
             bad = i;
     char x[160], y[160];
-    int show_seq = all[bad].u.call.seq != all[ref].u.call.seq;
-    describe_sig(x, sizeof x, &all[bad], show_seq);
-    describe_sig(y, sizeof y, &all[ref], show_seq);
+    int show_seq = ids[bad].seq != ids[ref].seq;
+    describe_id(x, sizeof x, &ids[bad], show_seq);
+    describe_id(y, sizeof y, &ids[ref], show_seq);
     return dt_fail(DT_ERR_MISMATCH, "collective #%ld mismatch: rank %d called %s but rank %d "
-                   "called %s", call->seq, bad, x, ref, y);
+                   "called %s", seq, bad, x, ref, y);
+}
+
+/* All ranks publish what they called (and its number on the communicator:
+ * blocking and async calls issued in different orders show up here). */
+dt_result dt_coll_debug_check(dt_call *call, const dt_coll_args *a)
+{
+    dt_rec mine = {.sig = dt_coll_sig(a), .u.call = {a->count, (uint64_t)call->seq}};
+    const dt_rec *all;
+    DT_TRY(dt_sync_exchange(call, &mine, &all));
+    int n = call->comm->size, same = 1;
+    for (int i = 1; i < n && same; i++)
+        same = all[i].sig == all[0].sig && all[i].u.call.count == all[0].u.call.count &&
+               all[i].u.call.seq == all[0].u.call.seq;
+    if (same)
+        return DT_OK;
+    dt_coll_id *ids = malloc(sizeof *ids * (size_t)n);
+    if (!ids)
+        return dt_fail(DT_ERR_MISMATCH, "collective #%ld mismatch (no memory to say more)",
+                       call->seq);
+    for (int i = 0; i < n; i++)
+        ids[i] = (dt_coll_id){all[i].sig, all[i].u.call.count, all[i].u.call.seq};
+    dt_result r = dt_coll_mismatch(call->seq, ids, n);
+    free(ids);
+    return r;
 }

@@ -40,20 +40,20 @@ static dt_result p2p_call(dt_comm *c, int kind, int peer, size_t count, const vo
     dt_call_init(&call, c, 0, kind, seq, 1);
     call.tag = 0;
     const dt_backend_ops *be = c->rc->ops;
-    dt_msg *sm = NULL, *rm = NULL;
-    dt_result r = DT_OK, r2 = DT_OK;
+    dt_xfer sx = {NULL, call.t}, rx = {NULL, call.t};
+    dt_result r = DT_OK;
     /* a sendrecv posts both before waiting: no order of peers deadlocks */
-    if (kind != DT_COLL_RECV)
-        r = be->post_send(&call, peer, sbuf, sbytes, &sm);
-    if (r == DT_OK && kind != DT_COLL_SEND)
-        r = be->post_recv(&call, source, rbuf, rbytes, &rm);
-    if (rm)
-        r2 = be->wait(&call, rm, got);
-    if (sm) {
-        dt_result r3 = be->wait(&call, sm, NULL);
-        r2 = r2 != DT_OK ? r2 : r3;
+    if (kind != DT_COLL_SEND)
+        r = be->post_recv(&call, source, rbuf, rbytes, &rx);
+    if (r == DT_OK && kind != DT_COLL_RECV)
+        r = be->post_send(&call, peer, sbuf, sbytes, &sx);
+    if (r == DT_OK) {
+        r = be->wait(&call, &rx, got);
+        dt_result r2 = be->wait(&call, &sx, NULL);
+        r = r != DT_OK ? r : r2;
+    } else {
+        be->cancel(&call, &rx);
     }
-    r = r != DT_OK ? r : r2;
     if (call.t > c->rc->clock)
         c->rc->clock = call.t;
     dt_api_leave(c, w0, m0, kind, 1);

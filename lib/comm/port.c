@@ -11,9 +11,13 @@
  * DT_EAGER_MAX bytes are copied into the message itself and complete at
  * once. A message matches on (source, tag); source may be "any".
  *
- * The modeled network: a send stamps the message with the call's clock and
- * advances it by n/beta (the link is busy); the receiver's clock becomes
- * max(its clock, stamp + alpha + n/beta).
+ * The modeled network is THE RULE of dt/net.h, applied where the program
+ * order decides it: a send's departure when it is posted (the rank's send
+ * port), a receive's arrival when the program waits for it (the rank's
+ * receive port, in the order of its waits), a send's completion when the
+ * program waits for it. The matcher hands each side the other's time (the
+ * send's departure, the receive's posting), so that no figure depends on
+ * which rank came first in wall time.
  */
 #include "port.h"
 
@@ -22,7 +26,6 @@
 #include "stats.h"
 #include "wait.h"
 
-#include <math.h>
 #include <sched.h>
 #include <string.h>
 
@@ -95,10 +98,7 @@ static int list_remove(dt_msg **head, dt_msg **tail, dt_msg *m)
 
 /* ---------------------------------------------------------------- posting */
 
-static double wire_time(const dt_job *job, size_t bytes)
-{
-    return dt_net_wire(&job->net, (double)bytes);
-}
+static const dt_net *call_net(const dt_call *call) { return &dt_call_job(call)->net; }
 
 static dt_msg *msg_new(dt_job *job, dt_msg_dir dir, size_t extra)
 {
@@ -122,7 +122,7 @@ static dt_result fill_waiting_recv(dt_call *call, dt_msg *m, dt_msg *r, int peer
     dt_comm *c = call->comm;
     dt_job *job = dt_call_job(call);
     r->got_src = c->rank;
-    r->got_stamp = m->stamp;
+    r->got_depart = m->depart;
     r->got_bytes = m->bytes;
     if (r->bytes != m->bytes) {
         size_t want = r->bytes; /* read before finish: then the receiver may free r */
@@ -136,12 +136,12 @@ static dt_result fill_waiting_recv(dt_call *call, dt_msg *m, dt_msg *r, int peer
 }
 
 dt_result dt_msg_isend(dt_call *call, int peer, const void *buf, size_t bytes, uint64_t tag,
-                       dt_msg **out)
+                       dt_xfer *out)
 {
     dt_comm *c = call->comm;
     dt_job *job = dt_call_job(call);
     dt_port *port = &c->sh->port[peer];
-    *out = NULL;
+    *out = (dt_xfer){NULL, call->t};
     int eager = bytes <= DT_EAGER_MAX;
     dt_msg *m = msg_new(job, DT_MSG_SEND, eager ? bytes : 0);
     if (!m)
@@ -149,7 +149,8 @@ dt_result dt_msg_isend(dt_call *call, int peer, const void *buf, size_t bytes, u
     m->src = c->rank;
     m->tag = tag;
     m->bytes = bytes;
-    m->stamp = call->t;
+    double depart = dt_net_depart(call_net(call), call->ports, call->t, (double)bytes);
+    m->depart = depart;
     /* eager data lies in shared memory, and so may the sender's buffer */
     m->pid = eager ? 0 : dt_owner_pid(job, c->rc->pid, buf, bytes);
     m->owner_world = c->rc->world_rank;
@@ -158,7 +159,6 @@ dt_result dt_msg_isend(dt_call *call, int peer, const void *buf, size_t bytes, u
     m->buf = eager ? (void *)(m + 1) : (void *)buf;
     if (eager && bytes)
         memcpy(m->buf, buf, bytes);
-    call->t += wire_time(job, bytes);
     if (call->counted)
         dt_stats_msg(c, 1, bytes, 1);
 
@@ -167,22 +167,27 @@ dt_result dt_msg_isend(dt_call *call, int peer, const void *buf, size_t bytes, u
     if (!r)
         list_append(&port->sends, &port->sends_tail, m);
     pthread_mutex_unlock(&port->lock);
-    if (!r) {
-        *out = eager ? NULL : m; /* an eager message now belongs to the port */
+    if (!r && !eager) {
+        out->m = m; /* its completion waits for its receive */
         return DT_OK;
     }
+    /* Complete now: an eager message belongs to the port from here on (its
+     * receiver may have freed it already). */
+    out->done = dt_net_sent(call_net(call), depart, r ? r->posted : 0, (double)bytes);
+    if (!r)
+        return DT_OK;
     dt_result res = fill_waiting_recv(call, m, r, peer);
     dt_shm_free(job, m);
     return res;
 }
 
 dt_result dt_msg_irecv(dt_call *call, int peer, void *buf, size_t bytes, uint64_t tag,
-                       dt_msg **out)
+                       dt_xfer *out)
 {
     dt_comm *c = call->comm;
     dt_job *job = dt_call_job(call);
     dt_port *port = &c->sh->port[c->rank];
-    *out = NULL;
+    *out = (dt_xfer){NULL, call->t};
     dt_msg *m = msg_new(job, DT_MSG_RECV, 0);
     if (!m)
         return DT_ERR_NOMEM;
@@ -193,18 +198,19 @@ dt_result dt_msg_irecv(dt_call *call, int peer, void *buf, size_t bytes, uint64_
     m->port_rank = c->rank;
     m->pid = dt_owner_pid(job, c->rc->pid, buf, bytes);
     m->owner_world = c->rc->world_rank;
+    m->posted = call->t;
 
     dt_shared_lock(&port->lock);
     dt_msg *s = list_take(&port->sends, &port->sends_tail, peer, tag, 0);
     if (!s)
         list_append(&port->recvs, &port->recvs_tail, m);
     pthread_mutex_unlock(&port->lock);
-    *out = m;
+    out->m = m;
     if (!s)
         return DT_OK;
     /* A send was waiting: take its data. */
     m->got_src = s->src;
-    m->got_stamp = s->stamp;
+    m->got_depart = s->depart;
     m->got_bytes = s->bytes;
     dt_msg_state state = DT_MSG_DONE;
     if (s->bytes != bytes)
@@ -212,21 +218,28 @@ dt_result dt_msg_irecv(dt_call *call, int peer, void *buf, size_t bytes, uint64_
     else if (dt_copy_from(s->pid, c->rc->pid, buf, s->buf, bytes) != DT_OK)
         state = DT_MSG_ERROR;
     atomic_store_explicit(&m->state, state, memory_order_release);
-    if (s->eager)
+    if (s->eager) {
         dt_shm_free(job, s);
-    else
+    } else {
+        s->got_posted = m->posted;
         finish(job, s, state);
+    }
     return DT_OK;
 }
 
 /* ---------------------------------------------------------------- waiting */
 
-int dt_msg_done(const dt_msg *m)
+static int msg_done(const dt_msg *m)
 {
-    return !m || atomic_load_explicit(&m->state, memory_order_acquire) != DT_MSG_PENDING;
+    return atomic_load_explicit(&m->state, memory_order_acquire) != DT_MSG_PENDING;
 }
 
-static int msg_done_cond(const void *arg) { return dt_msg_done(arg); }
+int dt_msg_done(const dt_xfer *x)
+{
+    return !x->m || msg_done(x->m);
+}
+
+static int msg_done_cond(const void *arg) { return msg_done(arg); }
 
 /* A wait that failed: take the message out of its port so no one writes
  * into a buffer the caller is about to give up; if a matcher already has
@@ -240,24 +253,35 @@ static void cancel(dt_call *call, dt_msg *m)
     pthread_mutex_unlock(&port->lock);
     if (!removed) {
         double until = dt_now() + 2.0;
-        while (!dt_msg_done(m) && dt_now() < until)
+        while (!msg_done(m) && dt_now() < until)
             sched_yield();
-        if (!dt_msg_done(m))
+        if (!msg_done(m))
             return; /* leak it rather than free what another rank writes */
     }
     dt_shm_free(dt_call_job(call), m);
 }
 
-/* A completed receive: the clock and the stats. */
+void dt_msg_cancel(dt_call *call, dt_xfer *x)
+{
+    if (x->m)
+        cancel(call, x->m);
+    x->m = NULL;
+}
+
+static void advance(dt_call *call, double t)
+{
+    if (t > call->t)
+        call->t = t;
+}
+
+/* A completed receive: its arrival through the receive port, the stats. */
 static dt_result received(dt_call *call, dt_msg *m, int *src)
 {
-    dt_job *job = dt_call_job(call);
     if (atomic_load_explicit(&m->state, memory_order_acquire) != DT_MSG_DONE)
         return dt_fail(DT_ERR_MISMATCH, "rank %d receives %zu bytes from rank %d, which sends "
                        "%zu", call->comm->rank, m->bytes, m->got_src, m->got_bytes);
-    double arrive = m->got_stamp + job->net.alpha + wire_time(job, m->got_bytes);
-    if (arrive > call->t)
-        call->t = arrive;
+    advance(call, dt_net_arrive(call_net(call), call->ports, m->got_depart, m->posted,
+                                (double)m->got_bytes));
     if (call->counted)
         dt_stats_msg(call->comm, 0, m->got_bytes, 1);
     if (src)
@@ -265,10 +289,14 @@ static dt_result received(dt_call *call, dt_msg *m, int *src)
     return DT_OK;
 }
 
-dt_result dt_msg_wait(dt_call *call, dt_msg *m, int *src)
+dt_result dt_msg_wait(dt_call *call, dt_xfer *x, int *src)
 {
-    if (!m)
+    dt_msg *m = x->m;
+    if (!m) { /* a send that completed when posted */
+        advance(call, x->done);
         return DT_OK;
+    }
+    x->m = NULL;
     dt_result r = dt_wait_until(call, msg_done_cond, m);
     if (r != DT_OK) {
         cancel(call, m);
@@ -279,16 +307,17 @@ dt_result dt_msg_wait(dt_call *call, dt_msg *m, int *src)
     else if (atomic_load_explicit(&m->state, memory_order_acquire) != DT_MSG_DONE)
         r = dt_fail(DT_ERR_MISMATCH, "rank %d sends %zu bytes, the receiver expects another "
                     "size", call->comm->rank, m->bytes);
+    else
+        advance(call, dt_net_sent(call_net(call), m->depart, m->got_posted, (double)m->bytes));
     dt_shm_free(dt_call_job(call), m);
     return r;
 }
 
-dt_result dt_msg_waitall(dt_call *call, dt_msg **m, int n)
+dt_result dt_msg_waitall(dt_call *call, dt_xfer *x, int n)
 {
     dt_result first = DT_OK;
     for (int i = 0; i < n; i++) {
-        dt_result r = dt_msg_wait(call, m[i], NULL);
-        m[i] = NULL;
+        dt_result r = dt_msg_wait(call, &x[i], NULL);
         if (r != DT_OK && first == DT_OK)
             first = r;
     }
@@ -297,29 +326,31 @@ dt_result dt_msg_waitall(dt_call *call, dt_msg **m, int n)
 
 dt_result dt_msg_send(dt_call *call, int peer, const void *buf, size_t bytes, uint64_t tag)
 {
-    dt_msg *m;
-    DT_TRY(dt_msg_isend(call, peer, buf, bytes, tag, &m));
-    return dt_msg_wait(call, m, NULL);
+    dt_xfer x;
+    DT_TRY(dt_msg_isend(call, peer, buf, bytes, tag, &x));
+    return dt_msg_wait(call, &x, NULL);
 }
 
 dt_result dt_msg_recv(dt_call *call, int peer, void *buf, size_t bytes, uint64_t tag)
 {
-    dt_msg *m;
-    DT_TRY(dt_msg_irecv(call, peer, buf, bytes, tag, &m));
-    return dt_msg_wait(call, m, NULL);
+    dt_xfer x;
+    DT_TRY(dt_msg_irecv(call, peer, buf, bytes, tag, &x));
+    return dt_msg_wait(call, &x, NULL);
 }
 
+/* The receive is posted first: a send that finds it waiting copies straight
+ * into it. Both are posted at the call's clock. */
 dt_result dt_msg_sendrecv(dt_call *call, int dest, const void *sbuf, size_t sbytes, int source,
                           void *rbuf, size_t rbytes, uint64_t tag)
 {
-    dt_msg *s = NULL, *rm = NULL;
-    DT_TRY(dt_msg_isend(call, dest, sbuf, sbytes, tag, &s));
-    dt_result r = dt_msg_irecv(call, source, rbuf, rbytes, tag, &rm);
+    dt_xfer s, rx;
+    DT_TRY(dt_msg_irecv(call, source, rbuf, rbytes, tag, &rx));
+    dt_result r = dt_msg_isend(call, dest, sbuf, sbytes, tag, &s);
     if (r != DT_OK) {
-        dt_msg_wait(call, s, NULL);
+        dt_msg_cancel(call, &rx);
         return r;
     }
-    dt_result r1 = dt_msg_wait(call, rm, NULL);
-    dt_result r2 = dt_msg_wait(call, s, NULL);
+    dt_result r1 = dt_msg_wait(call, &rx, NULL);
+    dt_result r2 = dt_msg_wait(call, &s, NULL);
     return r1 != DT_OK ? r1 : r2;
 }

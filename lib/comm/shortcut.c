@@ -1,6 +1,8 @@
-/* shortcut.c - collectives that use shared memory directly, and the modeled
- * price they charge: what their network algorithm would cost, so that the
- * modeled clock and the stats do not depend on the shortcut.
+/* shortcut.c - collectives that use shared memory directly (AUTO, with the
+ * job's fast paths on), and the modeled price they charge: what their
+ * network algorithm would cost, replayed message by message (replay.c), so
+ * that the modeled clock, the ports and the stats do not depend on the
+ * shortcut.
  *
  * One-pass allreduce (large messages): every rank publishes the addresses
  * of its input and output; rank r owns chunk r and, block by block, reduces
@@ -11,26 +13,33 @@
  * process_vm_readv / process_vm_writev (cross-memory attach), except
  * buffers in the job's shared arena (dt_alloc_shared), which they address
  * directly too. A second
- * barrier keeps every output alive until all writers are done. Priced as a
- * ring.
+ * barrier keeps every output alive until all writers are done. Charged as
+ * the ring.
  *
  * One-pass reduce-scatter and allgather (large messages), the same way:
  * rank r reduces chunk r of all inputs into its own output only; or writes
- * its own input into its place in every rank's output. Priced as the ring's
- * one phase.
+ * its own input into its place in every rank's output. Charged as the
+ * ring's one phase.
  *
- * Tiny allreduce (at most 40 bytes): the values ride in the barrier's own
- * records; every rank reduces all records in rank order. Priced as
- * recursive doubling.
- */
+ * Tiny allreduce (at most DT_TINY_MAX bytes): the values ride in the
+ * barrier's own records; every rank reduces all records in rank order.
+ * Charged as recursive doubling.
+ *
+ * The reductions run in rank order, as the direct algorithm's do: the same
+ * bits as DT_ALGO_DIRECT (the ring and recursive doubling add in another
+ * order). Every rank's record carries its call's signature (count, dtype,
+ * op): all ranks compare them before touching a buffer, so a mismatch is
+ * DT_ERR_MISMATCH on every rank and nothing is written out of bounds. */
 #include "shortcut.h"
 
 #include "algo.h"
 #include "copy.h"
 #include "reduce.h"
+#include "replay.h"
 #include "shm.h"
 #include "stats.h"
-#include "sync.h"
+
+#include <stdlib.h>
 
 #include <math.h>
 #include <string.h>
@@ -44,67 +53,6 @@
 #define BLOCK_PROC 262144
 /* Outputs larger than this bypass the caches (no read-for-ownership). */
 #define STREAM_MIN ((size_t)16 << 20)
-
-static double wire(const dt_job *job, double bytes)
-{
-    return dt_net_wire(&job->net, bytes);
-}
-
-static double model_allreduce(const dt_job *job, dt_algo algo, size_t count, size_t es, int n,
-                          int rank, uint64_t *bytes, uint64_t *msgs)
-{
-    *bytes = 0;
-    *msgs = 0;
-    if (n <= 1)
-        return 0.0;
-    double total = (double)count * (double)es;
-    if (algo == DT_ALGO_TREE) {
-        int p = 1, steps = 0;
-        while (p * 2 <= n) {
-            p *= 2;
-            steps++;
-        }
-        int extra = p < n ? 2 : 0;
-        *msgs = (uint64_t)steps + (extra ? 1 : 0);
-        *bytes = *msgs * count * es;
-        return (steps + extra) * (job->net.alpha + wire(job, total));
-    }
-    /* ring: 2(N-1) steps of one chunk each, as the ring cuts them */
-    for (int s = 0; s < n - 1; s++) {
-        *bytes += dt_chunk_len(count, n, (rank - s - 1 + 2 * n) % n) * es;
-        *bytes += dt_chunk_len(count, n, (rank - s + n) % n) * es;
-    }
-    *msgs = 2 * (uint64_t)(n - 1);
-    /* T = 2(N-1) (alpha + n/(N beta)) */
-    return 2.0 * (n - 1) * (job->net.alpha + wire(job, total / n));
-}
-
-/* One phase of the ring (a reduce-scatter, or an allgather, of count
- * elements per rank): N-1 steps of one chunk each,
- * T = (N-1)(alpha + chunk/beta), with the bytes and messages a rank sends. */
-static double model_ring_phase(const dt_job *job, size_t count, size_t es, int n,
-                               uint64_t *bytes, uint64_t *msgs)
-{
-    *msgs = (uint64_t)(n - 1);
-    *bytes = *msgs * count * es;
-    return (n - 1) * (job->net.alpha + wire(job, (double)count * (double)es));
-}
-
-/* Sets the clock to t0 plus the modeled cost of the call, and counts its
- * traffic: what the network algorithm would have cost and sent. */
-static void charge(dt_call *call, const dt_coll_args *a, dt_algo algo, double t0)
-{
-    dt_comm *c = call->comm;
-    uint64_t bytes, msgs;
-    size_t es = dt_dtype_size(a->dtype);
-    double cost = a->kind == DT_COLL_ALLREDUCE
-                      ? model_allreduce(c->rc->job, algo, a->count, es, c->size, c->rank,
-                                           &bytes, &msgs)
-                      : model_ring_phase(c->rc->job, a->count, es, c->size, &bytes, &msgs);
-    call->t = t0 + cost;
-    if (call->counted)
-        dt_stats_both(c, bytes, msgs);
-}
 
 /* Copies a finished block to an output; large outputs with streaming
  * stores, which do not pull the destination into the cache first. */
@@ -164,67 +112,109 @@ static dt_result reduce_block(const dt_coll_args *a, const dt_rec *all, int n, i
         DT_TRY(read_in(all, j, self_pid, off * es, dst, len * es));
         inp[j] = dst;
     }
-    dt_reduce3(acc, inp[0], inp[1], len, a->dtype, a->op);
+    dt_reduce3_fast(acc, inp[0], inp[1], len, a->dtype, a->op);
     for (int j = 2; j < n; j++)
-        dt_reduce_into(acc, inp[j], len, a->dtype, a->op);
+        dt_reduce3_fast(acc, acc, inp[j], len, a->dtype, a->op);
     if (a->op == DT_AVG)
-        dt_reduce_avg(acc, len, a->dtype, n);
+        dt_reduce_avg_fast(acc, len, a->dtype, n);
     return DT_OK;
+}
+
+/* Whether every rank called the same (the records' signatures and counts);
+ * else DT_ERR_MISMATCH naming the rank that differs. Every rank sees the
+ * same records, so every rank decides the same. */
+static dt_result agree(const dt_call *call, const dt_rec *all)
+{
+    int n = call->comm->size, same = 1;
+    for (int i = 1; i < n && same; i++)
+        same = all[i].sig == all[0].sig &&
+               dt_coll_sig_count(all[i].sig, all[i].u.bufs.count) ==
+                   dt_coll_sig_count(all[0].sig, all[0].u.bufs.count);
+    if (same)
+        return DT_OK;
+    dt_coll_id *ids = malloc(sizeof *ids * (size_t)n);
+    if (!ids)
+        return dt_fail(DT_ERR_MISMATCH, "collective #%ld mismatch (no memory to say more)",
+                       call->seq);
+    for (int i = 0; i < n; i++)
+        ids[i] = (dt_coll_id){all[i].sig, dt_coll_sig_count(all[i].sig, all[i].u.bufs.count), 0};
+    dt_result r = dt_coll_mismatch(call->seq, ids, n);
+    free(ids);
+    return r;
+}
+
+/* The call ends where the replay of its network algorithm says: the
+ * clock, the lane's ports and the stats of the reference path. */
+static void charge(dt_call *call, const dt_replay *rp)
+{
+    call->t = rp->t;
+    *call->ports = rp->ports;
+    if (call->counted)
+        dt_stats_traffic(call->comm, rp->bytes_sent, rp->msgs_sent, rp->bytes_recv,
+                         rp->msgs_recv);
 }
 
 static dt_result tiny_allreduce(dt_call *call, const dt_coll_args *a)
 {
     dt_comm *c = call->comm;
     size_t bytes = a->count * dt_dtype_size(a->dtype);
-    dt_rec mine = {.clock = call->t};
+    dt_rec mine = {.sig = dt_coll_sig(a)};
     if (bytes)
         memcpy(mine.u.words, a->sendbuf, bytes);
     const dt_rec *all;
     DT_TRY(dt_sync_exchange(call, &mine, &all));
-    uint64_t acc[5];
-    dt_reduce3(acc, all[0].u.words, all[1].u.words, a->count, a->dtype, a->op);
+    DT_TRY(agree(call, all));
+    uint64_t acc[DT_TINY_MAX / sizeof(uint64_t)];
+    dt_reduce3_fast(acc, all[0].u.words, all[1].u.words, a->count, a->dtype, a->op);
     for (int j = 2; j < c->size; j++)
-        dt_reduce_into(acc, all[j].u.words, a->count, a->dtype, a->op);
+        dt_reduce3_fast(acc, acc, all[j].u.words, a->count, a->dtype, a->op);
     if (a->op == DT_AVG)
-        dt_reduce_avg(acc, a->count, a->dtype, c->size);
+        dt_reduce_avg_fast(acc, a->count, a->dtype, c->size);
+    dt_replay rp;
+    DT_TRY(dt_replay_rd(&c->rc->job->net, all, c->size, c->rank, bytes, &rp));
     if (bytes)
         memcpy(a->recvbuf, acc, bytes);
-    charge(call, a, DT_ALGO_TREE, dt_sync_max_clock(all, c->size));
+    charge(call, &rp);
     return DT_OK;
 }
 
 /* A shortcut's start: every rank publishes its input and its output
  * (send_bytes and recv_bytes long), with the pid that owns each: its own,
  * the same for all threads, which address each other directly; or 0 for a
- * buffer in the proc backend's shared arena, which every process does. */
+ * buffer in the proc backend's shared arena, which every process does.
+ * Then, before any buffer is touched, the ranks' calls are compared and
+ * the network algorithm replayed (the records are overwritten two
+ * exchanges later: the replay cannot wait for the end). */
 static dt_result shortcut_begin(dt_call *call, const dt_coll_args *a, size_t send_bytes,
-                                size_t recv_bytes, const dt_rec **all, double *t0)
+                                size_t recv_bytes, dt_replay_phases phases, size_t ring_count,
+                                const dt_rec **all, dt_replay *rp)
 {
     dt_comm *c = call->comm;
     const dt_job *job = c->rc->job;
     int pid = c->rc->pid;
-    dt_rec mine = {.clock = call->t,
+    dt_rec mine = {.sig = dt_coll_sig(a),
                    .u.bufs = {(uint64_t)(uintptr_t)a->sendbuf, (uint64_t)(uintptr_t)a->recvbuf,
                               dt_owner_pid(job, pid, a->sendbuf, send_bytes),
-                              dt_owner_pid(job, pid, a->recvbuf, recv_bytes)}};
+                              dt_owner_pid(job, pid, a->recvbuf, recv_bytes), a->count}};
     DT_TRY(dt_sync_exchange(call, &mine, all));
-    *t0 = dt_sync_max_clock(*all, c->size);
-    return DT_OK;
+    DT_TRY(agree(call, *all));
+    return dt_replay_ring(&job->net, *all, c->size, c->rank, ring_count,
+                          dt_dtype_size(a->dtype), phases, rp);
 }
 
 /* Its end: a barrier, so that no rank releases a buffer (returns) while
- * another still reads or writes it; then the modeled price. */
-static dt_result shortcut_end(dt_call *call, const dt_coll_args *a, dt_result res, double t0)
+ * another still reads or writes it; then the replayed price. */
+static dt_result shortcut_end(dt_call *call, dt_result res, const dt_replay *rp)
 {
 #ifdef __SSE__
     _mm_sfence(); /* streaming stores are visible before the barrier */
 #endif
     const dt_rec *all;
-    dt_rec done = {.clock = call->t};
+    dt_rec done = {.sig = 0};
     dt_result r2 = dt_sync_exchange(call, &done, &all);
     DT_TRY(res);
     DT_TRY(r2);
-    charge(call, a, DT_ALGO_RING, t0);
+    charge(call, rp);
     return DT_OK;
 }
 
@@ -251,8 +241,8 @@ static dt_result shortcut_allreduce(dt_call *call, const dt_coll_args *a)
     if (!acc)
         return DT_ERR_NOMEM;
     const dt_rec *all;
-    double t0;
-    DT_TRY(shortcut_begin(call, a, count * es, count * es, &all, &t0));
+    dt_replay rp;
+    DT_TRY(shortcut_begin(call, a, count * es, count * es, DT_REPLAY_RS_AG, count, &all, &rp));
     size_t lo = dt_chunk_off(count, n, r), hi = lo + dt_chunk_len(count, n, r);
     size_t per = block / es;
     int stream = count * es >= STREAM_MIN;
@@ -263,7 +253,7 @@ static dt_result shortcut_allreduce(dt_call *call, const dt_coll_args *a)
         for (int j = 0; j < n && res == DT_OK; j++)
             res = write_out(all, j, self, b * es, acc, len * es, stream);
     }
-    return shortcut_end(call, a, res, t0);
+    return shortcut_end(call, res, &rp);
 }
 
 /* Chunk r (count elements) of every input, reduced into rank r's output. */
@@ -276,8 +266,9 @@ static dt_result shortcut_reduce_scatter(dt_call *call, const dt_coll_args *a)
     if (!acc)
         return DT_ERR_NOMEM;
     const dt_rec *all;
-    double t0;
-    DT_TRY(shortcut_begin(call, a, (size_t)n * count * es, count * es, &all, &t0));
+    dt_replay rp;
+    DT_TRY(shortcut_begin(call, a, (size_t)n * count * es, count * es, DT_REPLAY_RS,
+                          (size_t)n * count, &all, &rp));
     size_t lo = (size_t)r * count, per = block / es;
     int stream = count * es >= STREAM_MIN;
     dt_result res = DT_OK;
@@ -287,7 +278,7 @@ static dt_result shortcut_reduce_scatter(dt_call *call, const dt_coll_args *a)
         if (res == DT_OK)
             store((char *)a->recvbuf + b * es, acc, len * es, stream);
     }
-    return shortcut_end(call, a, res, t0);
+    return shortcut_end(call, res, &rp);
 }
 
 /* This rank's input (count elements) into its place in every rank's output.
@@ -301,8 +292,9 @@ static dt_result shortcut_allgather(dt_call *call, const dt_coll_args *a)
     int n = c->size, self = c->rc->pid;
     size_t blk = a->count * dt_dtype_size(a->dtype);
     const dt_rec *all;
-    double t0;
-    DT_TRY(shortcut_begin(call, a, blk, (size_t)n * blk, &all, &t0));
+    dt_replay rp;
+    DT_TRY(shortcut_begin(call, a, blk, (size_t)n * blk, DT_REPLAY_AG, (size_t)n * a->count,
+                          &all, &rp));
     int stream = blk * (size_t)n >= STREAM_MIN;
     dt_result res = DT_OK;
     for (int j = 0; j < n && res == DT_OK; j++) {
@@ -310,7 +302,7 @@ static dt_result shortcut_allgather(dt_call *call, const dt_coll_args *a)
             continue; /* in place */
         res = write_out(all, j, self, (size_t)c->rank * blk, a->sendbuf, blk, stream);
     }
-    return shortcut_end(call, a, res, t0);
+    return shortcut_end(call, res, &rp);
 }
 
 int dt_shortcut_applies(int kind, size_t bytes)

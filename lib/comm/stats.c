@@ -20,13 +20,14 @@ void dt_stats_msg(dt_comm *comm, int sent, uint64_t bytes, uint64_t msgs)
     pthread_mutex_unlock(&comm->stats_lock);
 }
 
-void dt_stats_both(dt_comm *comm, uint64_t bytes, uint64_t msgs)
+void dt_stats_traffic(dt_comm *comm, uint64_t bytes_sent, uint64_t msgs_sent,
+                      uint64_t bytes_recv, uint64_t msgs_recv)
 {
     pthread_mutex_lock(&comm->stats_lock);
-    comm->stats.bytes_sent += bytes;
-    comm->stats.msgs_sent += msgs;
-    comm->stats.bytes_recv += bytes;
-    comm->stats.msgs_recv += msgs;
+    comm->stats.bytes_sent += bytes_sent;
+    comm->stats.msgs_sent += msgs_sent;
+    comm->stats.bytes_recv += bytes_recv;
+    comm->stats.msgs_recv += msgs_recv;
     pthread_mutex_unlock(&comm->stats_lock);
 }
 

@@ -7,8 +7,9 @@
 
 /* Adds to the stats, under the comm's lock (both lanes update them). */
 void dt_stats_msg(dt_comm *comm, int sent, uint64_t bytes, uint64_t msgs);
-/* Both directions at once (a shortcut's symmetric traffic). */
-void dt_stats_both(dt_comm *comm, uint64_t bytes, uint64_t msgs);
+/* Both directions at once (a shortcut's replayed traffic). */
+void dt_stats_traffic(dt_comm *comm, uint64_t bytes_sent, uint64_t msgs_sent,
+                      uint64_t bytes_recv, uint64_t msgs_recv);
 /* One more call of kind (an async call is counted when issued). */
 void dt_stats_call(dt_comm *comm, int kind);
 

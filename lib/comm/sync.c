@@ -6,6 +6,8 @@
 
 #include <string.h>
 
+_Static_assert(sizeof(dt_rec) == 64, "a record is one cache line");
+
 typedef struct {
     const dt_rec *rec;
     int size;
@@ -34,7 +36,9 @@ dt_result dt_sync_exchange(dt_call *call, const dt_rec *mine, const dt_rec **all
     uint32_t g = c->sync_gen[call->lane];
     dt_rec *rec = c->sh->rec[call->lane][g & 1], *slot = &rec[c->rank];
     memcpy(&slot->u, &mine->u, sizeof slot->u);
-    slot->clock = mine->clock;
+    slot->sig = mine->sig;
+    slot->clock = call->t;
+    slot->ports = *call->ports;
     all_stamped_arg arg = {rec, c->size, g + 1};
     atomic_store_explicit(&slot->stamp, g + 1, memory_order_seq_cst);
     if (all_stamped(&arg)) {

@@ -62,12 +62,12 @@ dt_result dt_win_allocate(dt_comm *comm, size_t bytes, void **base, dt_win **win
         return dt_fail(DT_ERR_INVALID_ARG, "dt_win_allocate: bad size %zu bytes", bytes);
     dt_job *job = comm->rc->job;
     void *p = comm->rank == 0 ? dt_shm_alloc(job, bytes) : NULL;
-    dt_rec mine = {.u.win = {bytes, (uint64_t)(uintptr_t)p, ""}};
-    char err[256] = "", why[sizeof mine.u.win.why];
-    if (comm->rank == 0 && !p) { /* the others learn why: the words before ':' */
+    dt_rec mine = {.sig = comm->rank == 0 && !p, .u.win = {bytes, {(uint64_t)(uintptr_t)p}}};
+    char err[256] = "";
+    if (mine.sig) { /* the others learn why: the words before ':' */
         snprintf(err, sizeof err, "%s", dt_last_error());
-        snprintf(why, sizeof why, "%.*s", (int)strcspn(err, ":"), err);
-        memcpy(mine.u.win.why, why, sizeof why);
+        snprintf(mine.u.win.to.why, sizeof mine.u.win.to.why, "%.*s", (int)strcspn(err, ":"),
+                 err);
     }
     const dt_rec *all;
     dt_result r = win_sync(comm, &mine, &all);
@@ -83,15 +83,15 @@ dt_result dt_win_allocate(dt_comm *comm, size_t bytes, void **base, dt_win **win
                            bytes);
         }
     }
-    void *shared = (void *)(uintptr_t)all[0].u.win.base;
-    if (!shared && comm->rank == 0)
+    if (mine.sig)
         return dt_fail(DT_ERR_NOMEM, "dt_win_allocate: %s", err);
-    if (!shared) {
-        memcpy(why, all[0].u.win.why, sizeof why);
-        why[sizeof why - 1] = 0;
+    if (all[0].sig) {
+        char why[sizeof all[0].u.win.to.why + 1];
+        snprintf(why, sizeof why, "%.*s", (int)sizeof all[0].u.win.to.why, all[0].u.win.to.why);
         return dt_fail(DT_ERR_NOMEM, "dt_win_allocate: rank 0 could not allocate %zu bytes: %s",
                        bytes, why);
     }
+    void *shared = (void *)(uintptr_t)all[0].u.win.to.base;
     dt_win *w = calloc(1, sizeof *w);
     if (!w) {
         dt_shm_free(job, p);
@@ -114,7 +114,7 @@ dt_result dt_win_free(dt_win *win)
         return dt_fail(DT_ERR_STATE, "dt_win_free: not a live window");
     dt_comm *comm = win->comm;
     DT_TRY(dt_comm_check(comm, "dt_win_free"));
-    dt_rec mine = {.clock = 0};
+    dt_rec mine = {.sig = 0};
     const dt_rec *all;
     dt_result r = win_sync(comm, &mine, &all);
     /* after the barrier nobody touches the region: rank 0 releases it */

@@ -75,13 +75,17 @@ typedef enum {
 } dt_backend;
 
 /* The algorithm behind the collectives. AUTO picks by size as a real library
- * does: tree algorithms up to 32 KiB, ring above. For allreduce the
- * emulation backends then take shared-memory shortcuts: up to 40 bytes the
- * values travel inside the barrier, from 256 KiB a one-pass reduction reads
- * every input once and writes every output once; these charge the modeled
- * clock and the stats what recursive doubling (tiny) or the ring (large)
- * would. An explicit choice always runs that algorithm over point-to-point
- * messages, so that its stats and modeled time are its own. */
+ * does: tree algorithms up to 32 KiB, ring above. With the fast paths on
+ * (dt_launch_opts.fast, the default) the emulation backends then take
+ * shared-memory shortcuts: an allreduce of up to 32 bytes travels inside
+ * the barrier; an allreduce, reduce-scatter or allgather of 256 KiB or more
+ * is one pass over shared memory that reads every input once and writes
+ * every output once. A shortcut charges the modeled clock, the ports and
+ * the stats exactly what the algorithm it stands for would (recursive
+ * doubling for the tiny allreduce, the ring for the large ones): it replays
+ * that algorithm's messages through the network model. Its reductions run
+ * in rank order, as DT_ALGO_DIRECT's do (the same bits). An explicit choice
+ * always runs that algorithm over point-to-point messages. */
 typedef enum {
     DT_ALGO_AUTO = 0,
     DT_ALGO_RING,   /* ring: reduce-scatter then allgather, pipelined chains */
@@ -125,10 +129,16 @@ typedef struct {
                               each collective and send it starts is delayed
                               by 20 ms of wall time and of modeled time.
                               Several faults are separated by ';'. */
+    int fast;              /* the fast paths: AUTO's shared-memory shortcuts
+                              and the vectorized reductions; 1 on (the
+                              default), 0 the reference path only (the
+                              same results, stats and modeled clock, slower);
+                              -1: env DT_FAST */
 } dt_launch_opts;
 
 /* Fills o with the defaults above, reading the environment now (DT_BACKEND,
- * DT_NET, DT_TIMEOUT, DT_DEBUG, DT_ALGO, DT_TRACE, DT_FAULT, DT_NRANKS).
+ * DT_NET, DT_TIMEOUT, DT_DEBUG, DT_ALGO, DT_TRACE, DT_FAULT, DT_NRANKS,
+ * DT_FAST).
  * Three more knobs are read at launch: DT_BIND=1 pins rank r to core
  * r mod cores (off by default; dtbench sets it, as mpirun binds);
  * DT_SPIN_US, how long a wait spins before it yields (default 20 when every
