@@ -145,7 +145,8 @@ const char *dt_coll_name(dt_coll_kind k);
  *   ring allgather        (k-1) (alpha + n/(k beta))
  *   tree allreduce        binomial trees, a reduce to rank 0 then a
  *                         broadcast: 2 L (alpha + n/beta) + L n gamma,
- *                         L = ceil(log2 k)
+ *                         L = ceil(log2 k) (exact for a power of two; less
+ *                         otherwise: the last rounds are partly empty)
  *   recursive doubling    log2 k rounds of a whole-buffer exchange:
  *                         log2 k (alpha + n/beta + n gamma) for a power of
  *                         two; otherwise the k - p extra ranks (p =
@@ -162,7 +163,7 @@ const char *dt_coll_name(dt_coll_kind k);
  *                         = 2 alpha + 2 (k-1) n/beta when gamma = 0 (rank 0's
  *                         receives posted before the buffers come: eager
  *                         messages, or receives posted all at once)
- *   binomial broadcast    ceil(log2 k) (alpha + n/beta)
+ *   binomial broadcast    ceil(log2 k) (alpha + n/beta) (as the tree)
  *   linear broadcast      the root sends k-1 messages one after another:
  *                         alpha + (k-1) n/beta
  *   pairwise all-to-all   (k-1) (alpha + n/(k beta))
