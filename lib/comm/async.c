@@ -25,6 +25,8 @@ struct dt_request {
     int type;
     dt_comm *comm;
     dt_xfer xfer;         /* p2p: the posted transfer */
+    int peer;             /* p2p: the other rank */
+    uint32_t want;        /* a receive: which message of peer's it takes */
     dt_coll_args args;    /* collective */
     long seq;
     double t_issue;       /* the rank's clock when issued */
@@ -170,6 +172,11 @@ dt_result dt_p2p_post(dt_comm *c, int send, void *buf, size_t bytes, int peer, d
     dt_call_init(&call, c, 0, send ? DT_COLL_SEND : DT_COLL_RECV, 0, 1);
     call.tag = 0;
     const dt_backend_ops *be = c->rc->ops;
+    q->peer = peer;
+    if (send)
+        c->sent_to[peer]++;
+    else
+        q->want = ++c->posted_from[peer];
     dt_result r = send ? be->post_send(&call, peer, buf, bytes, &q->xfer)
                        : be->post_recv(&call, peer, buf, bytes, &q->xfer);
     if (r != DT_OK) {
@@ -220,6 +227,9 @@ dt_result dt_wait(dt_request *req)
     int kind = req->type == REQ_COLL ? req->args.kind
                                      : req->type == REQ_SEND ? DT_COLL_SEND : DT_COLL_RECV;
     dt_doing_set(c, 0, kind, req->seq, req->args.count, -1);
+    if (req->type != REQ_SEND) /* dt_recv_any's rule: whom a wait waits for */
+        dt_doing_detail(c, req->type == REQ_RECV ? req->peer : DT_FROM_NONE, req->want,
+                        req->type == REQ_COLL);
     if (req->type == REQ_COLL) {
         r = wait_coll(req);
     } else {

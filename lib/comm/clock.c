@@ -2,6 +2,8 @@
  * advancing it by a known time, and the network it runs on. */
 #include "handle.h"
 
+#include "diag.h"
+
 #include <math.h>
 
 double dt_clock(const dt_comm *comm)
@@ -28,6 +30,7 @@ dt_result dt_compute_end(dt_comm *comm)
         return dt_fail(DT_ERR_STATE, "dt_compute_end: no compute region is open");
     double now = dt_now(), m0 = rc->clock;
     rc->clock += now - rc->compute_t0;
+    dt_clock_publish(rc);
     dt_trace_add(rc, DT_NUM_COLLS, 0, rc->compute_t0, now, m0, rc->clock);
     rc->compute_t0 = -1;
     return DT_OK;
@@ -41,6 +44,7 @@ dt_result dt_clock_advance(dt_comm *comm, double seconds)
                        seconds);
     double now = dt_now(), m0 = comm->rc->clock;
     comm->rc->clock += seconds;
+    dt_clock_publish(comm->rc);
     dt_trace_add(comm->rc, DT_NUM_COLLS, 0, now, now, m0, comm->rc->clock);
     return DT_OK;
 }

@@ -38,6 +38,8 @@ typedef struct dt_backend_ops {
     int (*done)(const dt_xfer *x);
     /* gives up a posted transfer (another part of the call failed) */
     void (*cancel)(dt_call *call, dt_xfer *x);
+    /* dt_recv_any: the source whose message to take (blocks until known) */
+    dt_result (*choose_any)(dt_call *call, size_t bytes, int *src);
 } dt_backend_ops;
 
 extern const dt_backend_ops dt_emulation_ops;

@@ -67,8 +67,15 @@ void dt_comm_shared_unref(dt_job *job, dt_comm_shared *sh)
 dt_result dt_comm_make(dt_rank_ctx *rc, dt_comm_shared *sh, int rank, dt_comm **out)
 {
     dt_comm *c = calloc(1, sizeof *c);
-    if (!c)
+    uint32_t *counts = calloc(2 * (size_t)sh->size, sizeof *counts);
+    if (!c || !counts) {
+        free(c->sent_to);
+        free(c);
+        free(counts);
         return dt_fail(DT_ERR_NOMEM, "out of memory for a communicator");
+    }
+    c->sent_to = counts;
+    c->posted_from = counts + sh->size;
     c->rc = rc;
     c->sh = sh;
     c->rank = rank;
@@ -103,6 +110,7 @@ void dt_rank_free_comms(dt_rank_ctx *rc)
             release_handle(c);
         atomic_store(&c->magic, 0);
         pthread_mutex_destroy(&c->stats_lock);
+        free(c->sent_to);
         free(c);
         c = next;
     }

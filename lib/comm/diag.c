@@ -2,13 +2,32 @@
  * what each of its lanes is doing, and a timeout reports them all. */
 #include "diag.h"
 
+#include <sched.h>
 #include <stdio.h>
+#include <string.h>
+
+/* A seqlock: the lane is the only writer; version is odd while it writes. */
+static dt_doing *begin_write(dt_comm *comm, int lane)
+{
+    dt_doing *d = &comm->rc->job->board[comm->rc->world_rank].doing[lane];
+    uint32_t v = atomic_load_explicit(&d->version, memory_order_relaxed);
+    atomic_store_explicit(&d->version, v + 1, memory_order_relaxed);
+    atomic_thread_fence(memory_order_release);
+    return d;
+}
+
+static void end_write(dt_doing *d)
+{
+    uint32_t v = atomic_load_explicit(&d->version, memory_order_relaxed);
+    atomic_store_explicit(&d->version, v + 1, memory_order_release);
+}
 
 void dt_doing_set(dt_comm *comm, int lane, int kind, long seq, size_t count, int root)
 {
-    dt_doing *d = &comm->rc->job->board[comm->rc->world_rank].doing[lane];
+    dt_doing *d = begin_write(comm, lane);
     if (kind < 0) {
         atomic_store_explicit(&d->active, 0, memory_order_relaxed);
+        end_write(d);
         return;
     }
     atomic_store_explicit(&d->kind, kind, memory_order_relaxed);
@@ -16,7 +35,56 @@ void dt_doing_set(dt_comm *comm, int lane, int kind, long seq, size_t count, int
     atomic_store_explicit(&d->seq, seq, memory_order_relaxed);
     atomic_store_explicit(&d->count, (long)count, memory_order_relaxed);
     atomic_store_explicit(&d->root, root, memory_order_relaxed);
+    atomic_store_explicit(&d->from, DT_FROM_NONE, memory_order_relaxed);
+    atomic_store_explicit(&d->waiting, 0, memory_order_relaxed);
     atomic_store_explicit(&d->active, 1, memory_order_relaxed);
+    end_write(d);
+}
+
+void dt_doing_detail(dt_comm *comm, int from, uint32_t want, int waiting)
+{
+    dt_doing *d = begin_write(comm, 0);
+    atomic_store_explicit(&d->from, from, memory_order_relaxed);
+    atomic_store_explicit(&d->want, want, memory_order_relaxed);
+    atomic_store_explicit(&d->waiting, waiting, memory_order_relaxed);
+    end_write(d);
+}
+
+void dt_doing_read(const dt_doing *d, dt_doing_view *out)
+{
+    dt_doing *w = (dt_doing *)d;
+    for (int tries = 1;; tries++) {
+        if (tries % 64 == 0)
+            sched_yield(); /* the writer was preempted halfway */
+        uint32_t v1 = atomic_load_explicit(&w->version, memory_order_acquire);
+        out->active = atomic_load_explicit(&w->active, memory_order_relaxed);
+        out->kind = atomic_load_explicit(&w->kind, memory_order_relaxed);
+        out->comm_id = atomic_load_explicit(&w->comm_id, memory_order_relaxed);
+        out->root = atomic_load_explicit(&w->root, memory_order_relaxed);
+        out->from = atomic_load_explicit(&w->from, memory_order_relaxed);
+        out->waiting = atomic_load_explicit(&w->waiting, memory_order_relaxed);
+        out->want = atomic_load_explicit(&w->want, memory_order_relaxed);
+        out->seq = atomic_load_explicit(&w->seq, memory_order_relaxed);
+        out->count = atomic_load_explicit(&w->count, memory_order_relaxed);
+        atomic_thread_fence(memory_order_acquire);
+        if (!(v1 & 1) && atomic_load_explicit(&w->version, memory_order_relaxed) == v1)
+            return;
+    }
+}
+
+void dt_clock_publish(dt_rank_ctx *rc)
+{
+    uint64_t bits;
+    memcpy(&bits, &rc->clock, sizeof bits);
+    atomic_store_explicit(&rc->job->board[rc->world_rank].clock, bits, memory_order_release);
+}
+
+double dt_clock_published(const dt_board *b)
+{
+    uint64_t bits = atomic_load_explicit(&((dt_board *)b)->clock, memory_order_acquire);
+    double t;
+    memcpy(&t, &bits, sizeof t);
+    return t;
 }
 
 /* "rank R waits in KIND #SEQ (count C, root X)" for each active lane. */

@@ -7,6 +7,22 @@
 
 /* Publishes what lane does (for the timeout report); kind -1 clears. */
 void dt_doing_set(dt_comm *comm, int lane, int kind, long seq, size_t count, int root);
+/* Adds to lane 0's entry: the call waits for message number want (its
+ * k-th user message to this rank) from comm rank from (DT_FROM_ANY: any),
+ * or (waiting 1) for an async collective. */
+void dt_doing_detail(dt_comm *comm, int from, uint32_t want, int waiting);
+
+/* A consistent snapshot of a lane's entry. */
+typedef struct {
+    int active, kind, comm_id, root, from, waiting;
+    uint32_t want;
+    long seq, count;
+} dt_doing_view;
+void dt_doing_read(const dt_doing *d, dt_doing_view *out);
+
+/* Publishes the rank's lane-0 clock on its board (dt_recv_any reads it). */
+void dt_clock_publish(dt_rank_ctx *rc);
+double dt_clock_published(const dt_board *b);
 
 /* The timeout report: what every rank of the job does, e.g. "rank 0 waits
  * in allreduce #3 (count 1000); rank 2 waits in broadcast #3 (count 1000,

@@ -39,7 +39,7 @@ static dt_result emulated_recv(dt_call *call, int peer, void *buf, size_t bytes,
 
 const dt_backend_ops dt_emulation_ops = {
     "emulation", emulated_collective, emulated_send, emulated_recv, dt_msg_wait, dt_msg_done,
-    dt_msg_cancel,
+    dt_msg_cancel, dt_choose_any,
 };
 
 dt_result dt_coll_run(dt_call *call, const dt_coll_args *a)

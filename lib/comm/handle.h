@@ -66,6 +66,9 @@ struct dt_comm {
     dt_algo algo;
     long seq;               /* collectives issued on this comm (lane 0 counts) */
     long p2p_seq;           /* blocking p2p calls, for the timeout report */
+    uint32_t *sent_to;      /* [size] user messages sent to each rank ... */
+    uint32_t *posted_from;  /* [size] ... and receives posted from each: the
+                               k-th receive from a rank takes its k-th send */
     uint32_t sync_gen[DT_LANES];
     pthread_mutex_t stats_lock;
     dt_stats stats;
@@ -88,6 +91,7 @@ typedef struct {
     int counted;        /* 0: internal traffic, not in the stats */
     int kind;           /* dt_coll_kind, or DT_NUM_COLLS for internal work */
     long seq;
+    double poll_s;      /* a sleeping wait looks again this often (0: 0.1 s) */
 } dt_call;
 
 void dt_call_init(dt_call *call, dt_comm *comm, int lane, int kind, long seq, int counted);

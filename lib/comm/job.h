@@ -39,16 +39,25 @@ typedef struct {
     _Atomic uint32_t sleepers;
 } dt_bell;
 
-/* What a rank's lane is doing, for the timeout report. Written by the lane,
- * read by any rank: every field is atomic. */
+/* What a rank's lane is doing: for the timeout report, the mismatch check
+ * and dt_recv_any's rule. Written by the lane (diag.c), read by any rank:
+ * every field is atomic, and version (odd while the lane writes) lets a
+ * reader take a consistent snapshot (dt_doing_read). */
 typedef struct {
+    _Atomic uint32_t version;
     _Atomic int active;  /* 1 while inside a call */
     _Atomic int kind;    /* dt_coll_kind, or DT_NUM_COLLS for internal work */
     _Atomic int comm_id;
     _Atomic long seq;    /* the collective's number on its communicator, from 1 */
     _Atomic long count;
     _Atomic int root;    /* root or peer; -1 when none */
+    _Atomic int from;    /* a receive's source (comm rank); DT_FROM_ANY, DT_FROM_NONE */
+    _Atomic uint32_t want; /* ... and which of its messages: the k-th it sends */
+    _Atomic int waiting; /* 1: dt_wait on an async collective (lane 1 runs it) */
 } dt_doing;
+
+#define DT_FROM_ANY (-1)  /* dt_recv_any */
+#define DT_FROM_NONE (-2) /* not a receive */
 
 typedef enum { DT_RANK_RUNNING = 0, DT_RANK_DONE, DT_RANK_FAILED, DT_RANK_DIED } dt_rank_state;
 
@@ -59,6 +68,9 @@ typedef struct {
     _Alignas(64) _Atomic int state; /* dt_rank_state */
     _Atomic int pid;
     dt_doing doing[DT_LANES];
+    _Atomic uint64_t clock; /* the bits of its lane-0 clock (a double), as of
+                               its last call's end: a lower bound on the
+                               departure of its next message */
     _Atomic int result;  /* the rank's dt_result once it has ended */
     _Atomic int order;   /* 1 + its place among the ranks that ended badly */
     char msg[400];       /* its message (written before state is set) */

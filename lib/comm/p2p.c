@@ -42,8 +42,18 @@ static dt_result p2p_call(dt_comm *c, int kind, int peer, size_t count, const vo
     const dt_backend_ops *be = c->rc->ops;
     dt_xfer sx = {NULL, call.t}, rx = {NULL, call.t};
     dt_result r = DT_OK;
+    if (kind != DT_COLL_RECV)
+        c->sent_to[peer]++;
+    if (kind != DT_COLL_SEND) {
+        if (source == DT_ANY_SOURCE) {
+            dt_doing_detail(c, DT_FROM_ANY, 0, 0);
+            r = be->choose_any(&call, rbytes, &source);
+        }
+        if (r == DT_OK) /* the rank it waits for, and for which message */
+            dt_doing_detail(c, source, ++c->posted_from[source], 0);
+    }
     /* a sendrecv posts both before waiting: no order of peers deadlocks */
-    if (kind != DT_COLL_SEND)
+    if (r == DT_OK && kind != DT_COLL_SEND)
         r = be->post_recv(&call, source, rbuf, rbytes, &rx);
     if (r == DT_OK && kind != DT_COLL_RECV)
         r = be->post_send(&call, peer, sbuf, sbytes, &sx);

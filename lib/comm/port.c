@@ -26,6 +26,7 @@
 #include "stats.h"
 #include "wait.h"
 
+#include <math.h>
 #include <sched.h>
 #include <string.h>
 
@@ -167,6 +168,8 @@ dt_result dt_msg_isend(dt_call *call, int peer, const void *buf, size_t bytes, u
     if (!r)
         list_append(&port->sends, &port->sends_tail, m);
     pthread_mutex_unlock(&port->lock);
+    if (!r) /* a dt_recv_any may be asleep on the port */
+        dt_bell_ring(&job->board[c->sh->world[peer]].bell);
     if (!r && !eager) {
         out->m = m; /* its completion waits for its receive */
         return DT_OK;
@@ -225,6 +228,19 @@ dt_result dt_msg_irecv(dt_call *call, int peer, void *buf, size_t bytes, uint64_
         finish(job, s, state);
     }
     return DT_OK;
+}
+
+void dt_port_pending(dt_call *call, uint64_t tag, double *depart)
+{
+    dt_comm *c = call->comm;
+    dt_port *port = &c->sh->port[c->rank];
+    for (int s = 0; s < c->size; s++)
+        depart[s] = NAN;
+    dt_shared_lock(&port->lock);
+    for (dt_msg *m = port->sends; m; m = m->next)
+        if (m->tag == tag && isnan(depart[m->src]))
+            depart[m->src] = m->depart;
+    pthread_mutex_unlock(&port->lock);
 }
 
 /* ---------------------------------------------------------------- waiting */

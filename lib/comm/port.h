@@ -85,6 +85,14 @@ void dt_msg_cancel(dt_call *call, dt_xfer *x);
 dt_result dt_msg_waitall(dt_call *call, dt_xfer *x, int n);
 int dt_msg_done(const dt_xfer *x);
 
+/* dt_recv_any (recv_any.c): the source of the message to take, by the
+ * rule of dt/comm.h: the first to arrive in modeled time, once no rank can
+ * still send an earlier one. */
+dt_result dt_choose_any(dt_call *call, size_t bytes, int *src);
+/* The departure of the first unmatched send with tag from each source in
+ * the caller's port (depart[0 .. size): NAN where there is none). */
+void dt_port_pending(dt_call *call, uint64_t tag, double *depart);
+
 dt_result dt_msg_send(dt_call *call, int peer, const void *buf, size_t bytes, uint64_t tag);
 dt_result dt_msg_recv(dt_call *call, int peer, void *buf, size_t bytes, uint64_t tag);
 /* Both at once: no order of the peers' calls deadlocks. */

@@ -56,6 +56,7 @@ void dt_api_leave(dt_comm *comm, double w0, double m0, int kind, int new_call)
     comm->stats.time_comm_modeled += rc->clock - m0;
     pthread_mutex_unlock(&comm->stats_lock);
     dt_trace_add(rc, kind, 0, w0, w1, m0, rc->clock);
+    dt_clock_publish(rc);
     dt_doing_set(comm, 0, -1, 0, 0, 0);
 }
 

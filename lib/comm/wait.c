@@ -124,7 +124,9 @@ dt_result dt_wait_until(dt_call *call, int (*cond)(const void *), const void *ar
         double now = dt_now();
         if (now >= deadline)
             return timeout(call, job);
-        double slice = deadline - now < SLEEP_SLICE_S ? deadline - now : SLEEP_SLICE_S;
+        double slice = call->poll_s > 0 ? call->poll_s : SLEEP_SLICE_S;
+        if (deadline - now < slice)
+            slice = deadline - now;
         struct timespec ts = {(time_t)slice, (long)((slice - (double)(time_t)slice) * 1e9)};
         atomic_fetch_add_explicit(&b->sleepers, 1, memory_order_seq_cst);
         if (!cond(arg))

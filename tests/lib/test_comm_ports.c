@@ -244,3 +244,72 @@ TEST_T(comm_ports_algorithms_match_their_closed_forms, 3, 60)
                    last(a.clock, n) * 1e6, dt_net_algo_name(cases[i].form), want * 1e6);
         }
 }
+
+/* ---------------------------------------------------------------- dt_recv_any */
+
+/* dt_recv_any takes messages in the order of their modeled arrival (ties:
+ * the lower rank), whatever order the senders run in: rank r sends at
+ * modeled time (N - r) ms after sleeping r x 15 ms of wall time (the wall
+ * order is the reverse of the modeled one), and rank 1 a second message at
+ * 4 ms. The other ranks then block in a receive from rank 0 (they cannot
+ * send before rank 0 answers them); rank 1 sleeps 50 ms before its third
+ * message (5 ms), while the others, answered, send theirs at 1 s: rank 0
+ * must wait for rank 1's. */
+typedef struct {
+    int order[16], n_order;
+    double clock0;
+} any_arg;
+
+static dt_result any_rank(dt_comm *c, void *argp)
+{
+    any_arg *a = argp;
+    int n = dt_comm_size(c), r = dt_comm_rank(c);
+    int32_t v = r, got = -1;
+    if (r == 0) {
+        for (int i = 0; i < n; i++) { /* n - 1 first messages, and rank 1's second */
+            int src = -1;
+            EXPECT_OK(dt_recv_any(&got, 1, DT_I32, &src, c));
+            EXPECT(got == src, "message %d: source %d, payload %d", i, src, got);
+            a->order[a->n_order++] = src;
+        }
+        for (int j = 2; j < n; j++)
+            EXPECT_OK(dt_send(&v, 1, DT_I32, j, c));
+        int src = -1;
+        EXPECT_OK(dt_recv_any(&got, 1, DT_I32, &src, c)); /* rank 1's late one */
+        a->order[a->n_order++] = src;
+        a->clock0 = dt_clock(c);
+        return DT_OK;
+    }
+    dt_sleep(0.015 * r); /* rank 1 sends first in wall time, last in modeled time */
+    EXPECT_OK(dt_clock_advance(c, 1e-3 * (n - r)));
+    EXPECT_OK(dt_send(&v, 1, DT_I32, 0, c));
+    if (r == 1) {
+        EXPECT_OK(dt_clock_advance(c, 1e-3)); /* now at rank n-2's time, after it */
+        EXPECT_OK(dt_send(&v, 1, DT_I32, 0, c));
+        dt_sleep(0.05); /* rank 0 waits for this one: it is earlier than the others' */
+        EXPECT_OK(dt_clock_advance(c, 1e-3));
+        EXPECT_OK(dt_send(&v, 1, DT_I32, 0, c));
+    } else {
+        EXPECT_OK(dt_recv(&got, 1, DT_I32, 0, c));
+        EXPECT_OK(dt_clock_advance(c, 1.0)); /* after rank 1's last one */
+        EXPECT_OK(dt_send(&v, 1, DT_I32, 0, c));
+    }
+    return DT_OK;
+}
+
+TEST_T(comm_recv_any_takes_the_first_in_modeled_time, 3, 60)
+{
+    for (int rep = 0; rep < 3; rep++) {
+        const int n = 4;
+        any_arg a = {{0}, 0, 0};
+        dt_launch_opts o = port_opts(n);
+        o.net = "none";
+        EXPECT_OK(dt_launch(&o, any_rank, &a));
+        /* modeled departures: rank 3 at 1 ms, rank 2 at 2, rank 1 at 3 and 4 */
+        const int want[] = {3, 2, 1, 1, 1};
+        for (int i = 0; i < 5; i++)
+            EXPECT(a.order[i] == want[i], "run %d: message %d came from rank %d, expected rank "
+                   "%d (modeled order 3, 2, 1, 1, then rank 1's late one)", rep, i, a.order[i],
+                   want[i]);
+    }
+}

@@ -278,7 +278,20 @@ dt_result dt_sendrecv(const void *sendbuf, size_t sendcount, int dest, void *rec
 
 /* Receives the first message that arrives from any rank (a parameter
  * server's loop); *source is set to the sender's rank. The message's count
- * must equal count. */
+ * must equal count. "First" is in modeled time, so that the choice (and
+ * every clock after it) is the same in every run, whatever order the ranks
+ * ran in: among the pending messages, the one whose transfer would start
+ * first at this rank's receive port (THE RULE of dt/net.h; ties: the lower
+ * rank), taken only once no other rank can still send an earlier one. A
+ * rank cannot when it has ended; when it is blocked in a call on this
+ * communicator that cannot complete without this rank (a receive of a
+ * message this rank has not sent yet, a blocking collective); or when its
+ * clock, which each rank publishes at the end of its calls, is already past
+ * the candidate's start. So dt_recv_any waits (in wall time) for a rank
+ * that computes and has not said when it will send. Where every rank that
+ * could still send earlier is itself blocked in a receive from a third rank
+ * (several ranks in dt_recv_any at once, each waiting on the others'
+ * peers), the candidate is taken then: that choice can depend on timing. */
 dt_result dt_recv_any(void *recvbuf, size_t count, dt_dtype dtype, int *source, dt_comm *comm);
 
 /* ---------------------------------------------------------------- async */
@@ -370,16 +383,31 @@ dt_result dt_comm_stats_reset(dt_comm *comm);
 /* ---------------------------------------------------------------- modeled network */
 
 /* Each rank has a virtual clock in modeled seconds (0 at launch), shared by
- * all its communicators. The network is the alpha-beta model: a message of
- * n bytes sent when the sender's clock reads t_s arrives at
- *     t_arrive = t_s + alpha + n / beta
- * and the receiver's clock becomes max(its clock, t_arrive). Sending
- * occupies the sender's link: its clock advances by n / beta per message
- * (so a ring step costs alpha + n/beta, and a root that sends to k ranks
- * one after another pays k * n / beta). Under this model a ring allreduce
- * of n bytes on N ranks that start it together (their clocks equal, e.g.
- * after a barrier) takes 2(N-1)(alpha + n/(N*beta)); ranks whose clocks
- * differ see the difference carried through the ring.
+ * all its communicators; its async collectives run on a second timeline per
+ * communicator, which dt_wait joins. Messages are charged by the network
+ * model of dt/net.h (THE RULE there): every rank has a send port and a
+ * receive port per timeline. A message of n bytes (w = n / beta) that rank
+ * s posts at its clock t_s leaves at d = max(t_s, s's send port free); its
+ * send port is then busy until d + w (a rank's sends go out one after
+ * another). Above the eager limit (16 KiB) it cannot start before the
+ * receiver posted its receive, at t_r: d' = max(d, t_r); an eager message
+ * does not wait (d' = d). The receiver's receive port takes it at
+ * max(d', its receive port free), busy w, in the order the receiver's
+ * program waits for its receives; it arrives alpha after the port is done,
+ * and the receiver's clock becomes at least that arrival. The sender's
+ * clock becomes at least d' + w when it waits for (or, for dt_send,
+ * completes) the send. A reduction of n bytes adds gamma * n to the clock
+ * of the rank that computes it (gamma 0 unless DT_NET gives it).
+ * Worked example: on "alpha=1us,bw=1GB/s", ranks 1, 2 and 3 each dt_send
+ * 64 KiB (w = 65.536 us) to rank 0 at clock 0, and rank 0 has posted
+ * dt_irecv for all three at clock 0: rank 0's receive port takes them at
+ * 0, w and 2w; after dt_waitall rank 0's clock reads alpha + 3w = 197.6 us,
+ * while each sender's reads w. A ring step, where each rank sends to its
+ * right and receives from its left at the same clock t, ends at
+ * t + alpha + w on every rank; a ring allreduce of n bytes on N ranks that
+ * start it together takes 2(N-1)(alpha + n/(N beta)) + (N-1)/N n gamma.
+ * Every figure depends only on program order and modeled times: the clock
+ * is deterministic, whatever order the ranks ran in.
  * Without a network set (no opts.net, no DT_NET) the network is "none":
  * alpha = 0 and an infinite beta, so communication costs no modeled time
  * and the clock counts only compute. */
