@@ -55,6 +55,7 @@ static void run_one(dt_comm *c, dt_request *q)
     double w0 = dt_now(), m0 = call.t;
     int root = q->args.kind == DT_COLL_BROADCAST ? q->args.root : -1;
     dt_doing_set(c, 1, q->args.kind, q->seq, q->args.count, root);
+    dt_coll_call(&call, &q->args);
     dt_clear_error();
     q->result = dt_coll_run(&call, &q->args);
     if (q->result != DT_OK)

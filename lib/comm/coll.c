@@ -4,6 +4,7 @@
  * backend (emulation.c) carries them out. */
 #include "coll.h"
 
+#include "diag.h"
 #include "progress.h"
 #include "shortcut.h"
 #include "stats.h"
@@ -71,6 +72,7 @@ static void resolve_algo(const dt_comm *c, dt_coll_args *a)
 
 static dt_result blocking(dt_comm *comm, dt_coll_args *a)
 {
+    DT_TRY(dt_comm_poisoned(comm));
     resolve_algo(comm, a);
     long seq = ++comm->seq;
     double w0 = dt_now();
@@ -79,6 +81,7 @@ static dt_result blocking(dt_comm *comm, dt_coll_args *a)
     double m0 = comm->rc->clock;
     dt_call call;
     dt_call_init(&call, comm, 0, a->kind, seq, 1);
+    dt_coll_call(&call, a);
     dt_result r = dt_coll_run(&call, a);
     if (call.t > comm->rc->clock)
         comm->rc->clock = call.t;
@@ -88,6 +91,7 @@ static dt_result blocking(dt_comm *comm, dt_coll_args *a)
 
 static dt_result issue(dt_comm *comm, dt_coll_args *a, dt_request **req)
 {
+    DT_TRY(dt_comm_poisoned(comm));
     resolve_algo(comm, a);
     long seq = ++comm->seq;
     DT_TRY(dt_fault_check(comm, a->kind));

@@ -54,8 +54,10 @@ dt_result dt_coll_run(dt_call *call, const dt_coll_args *a);
  * signature, or payload_count when it did not fit. */
 uint32_t dt_coll_sig(const dt_coll_args *a);
 uint64_t dt_coll_sig_count(uint32_t sig, uint64_t payload_count);
-/* "allreduce (count 4, f32, sum, algo tree)" */
-void dt_coll_describe(char *out, size_t n, uint32_t sig, uint64_t count);
+
+/* The call carries the collective's signature and count: its messages and
+ * its board entry say what it is (mismatch.c). */
+void dt_coll_call(dt_call *call, const dt_coll_args *a);
 
 /* What a rank called, as the others see it. */
 typedef struct {

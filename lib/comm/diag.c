@@ -2,6 +2,8 @@
  * what each of its lanes is doing, and a timeout reports them all. */
 #include "diag.h"
 
+#include "wait.h"
+
 #include <sched.h>
 #include <stdio.h>
 #include <string.h>
@@ -37,7 +39,15 @@ void dt_doing_set(dt_comm *comm, int lane, int kind, long seq, size_t count, int
     atomic_store_explicit(&d->root, root, memory_order_relaxed);
     atomic_store_explicit(&d->from, DT_FROM_NONE, memory_order_relaxed);
     atomic_store_explicit(&d->waiting, 0, memory_order_relaxed);
+    atomic_store_explicit(&d->sig, 0, memory_order_relaxed);
     atomic_store_explicit(&d->active, 1, memory_order_relaxed);
+    end_write(d);
+}
+
+void dt_doing_sig(dt_comm *comm, int lane, uint32_t sig)
+{
+    dt_doing *d = begin_write(comm, lane);
+    atomic_store_explicit(&d->sig, sig, memory_order_relaxed);
     end_write(d);
 }
 
@@ -64,6 +74,7 @@ void dt_doing_read(const dt_doing *d, dt_doing_view *out)
         out->from = atomic_load_explicit(&w->from, memory_order_relaxed);
         out->waiting = atomic_load_explicit(&w->waiting, memory_order_relaxed);
         out->want = atomic_load_explicit(&w->want, memory_order_relaxed);
+        out->sig = atomic_load_explicit(&w->sig, memory_order_relaxed);
         out->seq = atomic_load_explicit(&w->seq, memory_order_relaxed);
         out->count = atomic_load_explicit(&w->count, memory_order_relaxed);
         atomic_thread_fence(memory_order_acquire);
@@ -132,4 +143,78 @@ void dt_describe_job(dt_job *job, char *out, size_t n)
             break;
         used += (size_t)w;
     }
+}
+
+/* ---------------------------------------------------------------- mismatches */
+
+/* The layout of a signature is coll.h's (dt_coll_sig). */
+void dt_coll_describe(char *out, size_t n, uint32_t sig, uint64_t count)
+{
+    int kind = (int)(sig & 15), dtype = (int)(sig >> 4 & 7), op = (int)(sig >> 7 & 7);
+    int root = (int)(sig >> 10 & 2047) - 1;
+    int len = snprintf(out, n, "%s (count %llu, %s", dt_coll_name((dt_coll_kind)kind),
+                       (unsigned long long)count, dt_dtype_name((dt_dtype)dtype));
+    if ((kind == DT_COLL_ALLREDUCE || kind == DT_COLL_REDUCE || kind == DT_COLL_REDUCE_SCATTER) && len < (int)n)
+        len += snprintf(out + len, n - (size_t)len, ", %s", dt_redop_name((dt_redop)op));
+    if (root >= 0 && len < (int)n)
+        len += snprintf(out + len, n - (size_t)len, ", root %d", root);
+    if (len < (int)n)
+        snprintf(out + len, n - (size_t)len, ", algo %s)", dt_algo_name((dt_algo)(sig >> 21 & 7)));
+}
+
+dt_result dt_comm_poison(dt_comm *comm, dt_result r)
+{
+    dt_comm_shared *sh = comm->sh;
+    int none = DT_POISON_NONE;
+    if (atomic_compare_exchange_strong(&sh->poison, &none, DT_POISON_WRITING)) {
+        snprintf(sh->poison_why, sizeof sh->poison_why, "%s", dt_last_error());
+        atomic_store_explicit(&sh->poison, DT_POISON_SET, memory_order_release);
+    }
+    dt_job *job = comm->rc->job;
+    for (int i = 0; i < sh->size; i++)
+        if (i != comm->rank)
+            dt_bell_ring(&job->board[sh->world[i]].bell);
+    return r;
+}
+
+dt_result dt_comm_poisoned(const dt_comm *comm)
+{
+    if (atomic_load_explicit(&comm->sh->poison, memory_order_acquire) != DT_POISON_SET)
+        return DT_OK;
+    return dt_fail(DT_ERR_MISMATCH, "%s", comm->sh->poison_why);
+}
+
+/* Member i's entry on either lane for the same collective as the call. */
+static int same_collective(const dt_call *call, const dt_board *b, dt_doing_view *v)
+{
+    for (int lane = 0; lane < DT_LANES; lane++) {
+        dt_doing_read(&b->doing[lane], v);
+        if (v->active && v->comm_id == call->comm->sh->id && v->seq == call->seq &&
+            v->kind < DT_COLL_SEND && v->sig != 0)
+            return 1;
+    }
+    return 0;
+}
+
+dt_result dt_diag_check(dt_call *call)
+{
+    dt_comm *c = call->comm;
+    DT_TRY(dt_comm_poisoned(c));
+    if (call->sig == 0)
+        return DT_OK;
+    const dt_job *job = c->rc->job;
+    for (int i = 0; i < c->size; i++) {
+        dt_doing_view v;
+        if (i == c->rank || !same_collective(call, &job->board[c->sh->world[i]], &v))
+            continue;
+        if (v.sig == call->sig && (uint64_t)v.count == call->count)
+            continue;
+        char mine[160], theirs[160];
+        dt_coll_describe(mine, sizeof mine, call->sig, call->count);
+        dt_coll_describe(theirs, sizeof theirs, v.sig, (uint64_t)v.count);
+        dt_fail(DT_ERR_MISMATCH, "collective #%ld mismatch: rank %d called %s but rank %d "
+                "called %s", call->seq, i, theirs, c->rank, mine);
+        return dt_comm_poison(c, DT_ERR_MISMATCH);
+    }
+    return DT_OK;
 }

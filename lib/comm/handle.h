@@ -30,7 +30,11 @@ typedef struct dt_comm_shared {
     int *world;                /* [size] world rank of each member */
     struct dt_port *port;      /* [size] */
     struct dt_rec *rec[DT_LANES][2]; /* [size] each: the barrier-exchange (sync.c) */
+    _Atomic int poison;        /* DT_POISON_*: the members called different things */
+    char poison_why[360];      /* the first rank's message, once DT_POISON_SET */
 } dt_comm_shared;
+
+enum { DT_POISON_NONE = 0, DT_POISON_WRITING, DT_POISON_SET };
 
 dt_comm_shared *dt_comm_shared_new(dt_job *job, int size, const int *world);
 void dt_comm_shared_unref(dt_job *job, dt_comm_shared *sh);
@@ -92,6 +96,8 @@ typedef struct {
     int kind;           /* dt_coll_kind, or DT_NUM_COLLS for internal work */
     long seq;
     double poll_s;      /* a sleeping wait looks again this often (0: 0.1 s) */
+    uint32_t sig;       /* a collective's signature (coll.h); 0 for other calls */
+    uint64_t count;     /* and its count */
 } dt_call;
 
 void dt_call_init(dt_call *call, dt_comm *comm, int lane, int kind, long seq, int counted);

@@ -50,6 +50,7 @@ typedef struct {
     _Atomic int comm_id;
     _Atomic long seq;    /* the collective's number on its communicator, from 1 */
     _Atomic long count;
+    _Atomic uint32_t sig; /* a collective's signature (coll.h), else 0 */
     _Atomic int root;    /* root or peer; -1 when none */
     _Atomic int from;    /* a receive's source (comm rank); DT_FROM_ANY, DT_FROM_NONE */
     _Atomic uint32_t want; /* ... and which of its messages: the k-th it sends */

@@ -4,6 +4,7 @@
  * check (DT_DEBUG=1) exchanges it before every collective. */
 #include "coll.h"
 
+#include "diag.h"
 #include "sync.h"
 
 #include <stdio.h>
@@ -33,24 +34,17 @@ uint32_t dt_coll_sig(const dt_coll_args *a)
            (uint32_t)(a->shortcut != 0) << 24 | count << 25;
 }
 
+void dt_coll_call(dt_call *call, const dt_coll_args *a)
+{
+    call->sig = dt_coll_sig(a);
+    call->count = a->count;
+    dt_doing_sig(call->comm, call->lane, call->sig);
+}
+
 uint64_t dt_coll_sig_count(uint32_t sig, uint64_t payload_count)
 {
     uint32_t c = sig >> 25 & 63;
     return c < DT_SIG_COUNT_MAX ? c : payload_count;
-}
-
-void dt_coll_describe(char *out, size_t n, uint32_t sig, uint64_t count)
-{
-    int kind = (int)(sig & 15), dtype = (int)(sig >> 4 & 7), op = (int)(sig >> 7 & 7);
-    int root = (int)(sig >> 10 & 2047) - 1;
-    int len = snprintf(out, n, "%s (count %llu, %s", dt_coll_name((dt_coll_kind)kind),
-                       (unsigned long long)count, dt_dtype_name((dt_dtype)dtype));
-    if (reduces(kind) && len < (int)n)
-        len += snprintf(out + len, n - (size_t)len, ", %s", dt_redop_name((dt_redop)op));
-    if (root >= 0 && len < (int)n)
-        len += snprintf(out + len, n - (size_t)len, ", root %d", root);
-    if (len < (int)n)
-        snprintf(out + len, n - (size_t)len, ", algo %s)", dt_algo_name((dt_algo)(sig >> 21 & 7)));
 }
 
 static int same_id(const dt_coll_id *x, const dt_coll_id *y)
@@ -103,11 +97,11 @@ dt_result dt_coll_debug_check(dt_call *call, const dt_coll_args *a)
         return DT_OK;
     dt_coll_id *ids = malloc(sizeof *ids * (size_t)n);
     if (!ids)
-        return dt_fail(DT_ERR_MISMATCH, "collective #%ld mismatch (no memory to say more)",
-                       call->seq);
+        return dt_comm_poison(call->comm, dt_fail(DT_ERR_MISMATCH, "collective #%ld mismatch "
+                                                  "(no memory to say more)", call->seq));
     for (int i = 0; i < n; i++)
         ids[i] = (dt_coll_id){all[i].sig, all[i].u.call.count, all[i].u.call.seq};
     dt_result r = dt_coll_mismatch(call->seq, ids, n);
     free(ids);
-    return r;
+    return dt_comm_poison(call->comm, r);
 }

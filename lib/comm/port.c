@@ -22,6 +22,7 @@
 #include "port.h"
 
 #include "copy.h"
+#include "diag.h"
 #include "shm.h"
 #include "stats.h"
 #include "wait.h"
@@ -117,6 +118,34 @@ static void finish(dt_job *job, dt_msg *m, dt_msg_state state)
     dt_bell_ring(&job->board[owner].bell);
 }
 
+/* Whether a send and a receive belong together: the same size and, for a
+ * collective's messages, the same collective called the same way. Checked
+ * before any byte is copied. */
+static int matches(const dt_msg *s, const dt_msg *r)
+{
+    return s->bytes == r->bytes && s->sig == r->sig && s->count == r->count;
+}
+
+/* A send and a receive that do not match: the message of the side that
+ * finds it, naming both calls. */
+static dt_result mismatch(dt_call *call, int peer, size_t my_bytes, uint32_t sig, uint64_t count,
+                          size_t bytes, int sending)
+{
+    dt_comm *c = call->comm;
+    const char *to = sending ? "to" : "from";
+    if (call->sig == 0 && sig == 0) /* user messages: the sizes differ */
+        return dt_fail(DT_ERR_MISMATCH, "rank %d %s %zu bytes %s rank %d, which %s %zu", c->rank,
+                       sending ? "sends" : "receives", my_bytes, to, peer,
+                       sending ? "receives" : "sends", bytes);
+    char mine[160], theirs[160];
+    dt_coll_describe(mine, sizeof mine, call->sig, call->count);
+    dt_coll_describe(theirs, sizeof theirs, sig, count);
+    dt_fail(DT_ERR_MISMATCH, "collective #%ld mismatch: rank %d called %s but rank %d called %s "
+            "(a message of %zu bytes %s it, of %zu expected)", call->seq, peer, theirs, c->rank,
+            mine, sending ? my_bytes : bytes, sending ? "to" : "from", sending ? bytes : my_bytes);
+    return dt_comm_poison(c, DT_ERR_MISMATCH);
+}
+
 /* The sender found receive r waiting for send m: fills it. */
 static dt_result fill_waiting_recv(dt_call *call, dt_msg *m, dt_msg *r, int peer)
 {
@@ -125,11 +154,15 @@ static dt_result fill_waiting_recv(dt_call *call, dt_msg *m, dt_msg *r, int peer
     r->got_src = c->rank;
     r->got_depart = m->depart;
     r->got_bytes = m->bytes;
-    if (r->bytes != m->bytes) {
-        size_t want = r->bytes; /* read before finish: then the receiver may free r */
+    r->got_sig = m->sig;
+    r->got_count = m->count;
+    if (!matches(m, r)) {
+        /* read before finish: then the receiver may free r */
+        size_t want = r->bytes;
+        uint32_t sig = r->sig;
+        uint64_t count = r->count;
         finish(job, r, DT_MSG_ERROR);
-        return dt_fail(DT_ERR_MISMATCH, "rank %d sends %zu bytes to rank %d, which receives %zu",
-                       c->rank, m->bytes, peer, want);
+        return mismatch(call, peer, m->bytes, sig, count, want, 1);
     }
     dt_result res = dt_copy_to(r->pid, c->rc->pid, r->buf, m->buf, m->bytes);
     finish(job, r, res == DT_OK ? DT_MSG_DONE : DT_MSG_ERROR);
@@ -150,6 +183,8 @@ dt_result dt_msg_isend(dt_call *call, int peer, const void *buf, size_t bytes, u
     m->src = c->rank;
     m->tag = tag;
     m->bytes = bytes;
+    m->sig = call->sig;
+    m->count = call->count;
     double depart = dt_net_depart(call_net(call), call->ports, call->t, (double)bytes);
     m->depart = depart;
     /* eager data lies in shared memory, and so may the sender's buffer */
@@ -197,6 +232,8 @@ dt_result dt_msg_irecv(dt_call *call, int peer, void *buf, size_t bytes, uint64_
     m->src = peer;
     m->tag = tag;
     m->bytes = bytes;
+    m->sig = call->sig;
+    m->count = call->count;
     m->buf = buf;
     m->port_rank = c->rank;
     m->pid = dt_owner_pid(job, c->rc->pid, buf, bytes);
@@ -215,8 +252,10 @@ dt_result dt_msg_irecv(dt_call *call, int peer, void *buf, size_t bytes, uint64_
     m->got_src = s->src;
     m->got_depart = s->depart;
     m->got_bytes = s->bytes;
+    m->got_sig = s->sig;
+    m->got_count = s->count;
     dt_msg_state state = DT_MSG_DONE;
-    if (s->bytes != bytes)
+    if (!matches(s, m))
         state = DT_MSG_ERROR;
     else if (dt_copy_from(s->pid, c->rc->pid, buf, s->buf, bytes) != DT_OK)
         state = DT_MSG_ERROR;
@@ -225,6 +264,9 @@ dt_result dt_msg_irecv(dt_call *call, int peer, void *buf, size_t bytes, uint64_
         dt_shm_free(job, s);
     } else {
         s->got_posted = m->posted;
+        s->got_bytes = m->bytes;
+        s->got_sig = m->sig;
+        s->got_count = m->count;
         finish(job, s, state);
     }
     return DT_OK;
@@ -294,8 +336,7 @@ static void advance(dt_call *call, double t)
 static dt_result received(dt_call *call, dt_msg *m, int *src)
 {
     if (atomic_load_explicit(&m->state, memory_order_acquire) != DT_MSG_DONE)
-        return dt_fail(DT_ERR_MISMATCH, "rank %d receives %zu bytes from rank %d, which sends "
-                       "%zu", call->comm->rank, m->bytes, m->got_src, m->got_bytes);
+        return mismatch(call, m->got_src, m->bytes, m->got_sig, m->got_count, m->got_bytes, 0);
     advance(call, dt_net_arrive(call_net(call), call->ports, m->got_depart, m->posted,
                                 (double)m->got_bytes));
     if (call->counted)
@@ -321,8 +362,7 @@ dt_result dt_msg_wait(dt_call *call, dt_xfer *x, int *src)
     if (m->dir == DT_MSG_RECV)
         r = received(call, m, src);
     else if (atomic_load_explicit(&m->state, memory_order_acquire) != DT_MSG_DONE)
-        r = dt_fail(DT_ERR_MISMATCH, "rank %d sends %zu bytes, the receiver expects another "
-                    "size", call->comm->rank, m->bytes);
+        r = mismatch(call, m->port_rank, m->bytes, m->got_sig, m->got_count, m->got_bytes, 1);
     else
         advance(call, dt_net_sent(call_net(call), m->depart, m->got_posted, (double)m->bytes));
     dt_shm_free(dt_call_job(call), m);

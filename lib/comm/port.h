@@ -29,6 +29,8 @@ typedef struct dt_msg {
     int owner_world;    /* whose doorbell rings on completion */
     int port_rank;      /* the port it waits in: the receiver's */
     int eager;          /* a send whose copy of the data follows the header */
+    uint32_t sig;       /* the collective it belongs to (coll.h); 0: a user message */
+    uint64_t count;     /* ... and the count that collective was called with */
     double depart;      /* send: d, when it left the sender's send port */
     double posted;      /* receive: the receiver's clock when it posted it */
     _Atomic int state;  /* dt_msg_state */
@@ -36,6 +38,8 @@ typedef struct dt_msg {
     int got_src;        /* receive: the sender */
     double got_depart;  /* receive: the send's d */
     size_t got_bytes;   /* receive: the sender's size (an error when it differs) */
+    uint32_t got_sig;   /* the other side's collective (an error when it differs) */
+    uint64_t got_count;
     double got_posted;  /* send: when its receive was posted */
 } dt_msg;
 

@@ -34,6 +34,7 @@
 
 #include "algo.h"
 #include "copy.h"
+#include "diag.h"
 #include "reduce.h"
 #include "replay.h"
 #include "shm.h"
@@ -123,7 +124,7 @@ static dt_result reduce_block(const dt_coll_args *a, const dt_rec *all, int n, i
 /* Whether every rank called the same (the records' signatures and counts);
  * else DT_ERR_MISMATCH naming the rank that differs. Every rank sees the
  * same records, so every rank decides the same. */
-static dt_result agree(const dt_call *call, const dt_rec *all)
+static dt_result agree(dt_call *call, const dt_rec *all)
 {
     int n = call->comm->size, same = 1;
     for (int i = 1; i < n && same; i++)
@@ -134,13 +135,13 @@ static dt_result agree(const dt_call *call, const dt_rec *all)
         return DT_OK;
     dt_coll_id *ids = malloc(sizeof *ids * (size_t)n);
     if (!ids)
-        return dt_fail(DT_ERR_MISMATCH, "collective #%ld mismatch (no memory to say more)",
-                       call->seq);
+        return dt_comm_poison(call->comm, dt_fail(DT_ERR_MISMATCH, "collective #%ld mismatch "
+                                                  "(no memory to say more)", call->seq));
     for (int i = 0; i < n; i++)
         ids[i] = (dt_coll_id){all[i].sig, dt_coll_sig_count(all[i].sig, all[i].u.bufs.count), 0};
     dt_result r = dt_coll_mismatch(call->seq, ids, n);
     free(ids);
-    return r;
+    return dt_comm_poison(call->comm, r);
 }
 
 /* The call ends where the replay of its network algorithm says: the

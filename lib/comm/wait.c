@@ -120,6 +120,8 @@ dt_result dt_wait_until(dt_call *call, int (*cond)(const void *), const void *ar
         uint32_t v = atomic_load_explicit(&b->seq, memory_order_seq_cst);
         if (cond(arg))
             return DT_OK;
+        /* a mismatch first: the rank that found it may have ended since */
+        DT_TRY(dt_diag_check(call)); /* the others called the same, if they wait too */
         DT_TRY(dt_check_peers(job));
         double now = dt_now();
         if (now >= deadline)

@@ -15,13 +15,28 @@
  *    call still synchronizes where the collective would) and buffers may
  *    then be NULL.
  *  - Collective calls must be made by every rank of the communicator, in the
- *    same order, with the same count, dtype, op and root. With debug on
- *    (DT_DEBUG=1, or dt_launch_opts.debug) every collective checks this and
- *    returns DT_ERR_MISMATCH naming the rank that differs, instead of hanging.
+ *    same order, with the same count, dtype, op and root. A call that
+ *    differs never writes out of bounds, and returns DT_ERR_MISMATCH naming
+ *    the ranks and what each called: each call's signature rides on what it
+ *    publishes anyway (the records of the barrier-exchange of the shortcuts,
+ *    every message's header, checked before a byte is copied, and the
+ *    rank's board, which a waiting rank compares with the others' now and
+ *    then). The rank that finds the mismatch marks the communicator out of
+ *    step: every rank waiting on it returns DT_ERR_MISMATCH with that
+ *    message, and so does every later call on it (end the job). A rank that
+ *    had already returned (a broadcast's root, whose sends were copied)
+ *    learns it at its next call. A mismatch that no message or record
+ *    carries goes unseen (two ranks of a broadcast that each name itself
+ *    the root send and receive nothing). With debug on (DT_DEBUG=1, or
+ *    dt_launch_opts.debug) every collective first exchanges its signature
+ *    and number, so every rank returns DT_ERR_MISMATCH before moving data,
+ *    whatever the mismatch, blocking and async calls issued in different
+ *    orders included.
  *  - Every blocking wait has a deadline (dt_launch_opts.timeout_s, env
  *    DT_TIMEOUT, default 30 s). On timeout the call returns DT_ERR_TIMEOUT
  *    and its message lists what every rank of the job is doing, e.g.
- *    "rank 0 waits in allreduce #3 (count 1000); rank 2 in broadcast #3 (root 1)".
+ *    "rank 0 waits in allreduce #3 (count 1000); rank 2 waits in recv #1 (count
+ *    1000, peer 1)".
  *    After a timeout the communicator's ranks are out of step: end the job.
  *  - When another rank of the job has failed (its function returned an
  *    error, or its process died), blocked calls return DT_ERR_PEER_DIED
