@@ -80,6 +80,27 @@ static dt_result allreduce_rd(dt_call *call, const dt_coll_args *a)
     return DT_OK;
 }
 
+/* Binomial trees (dt_reduce_tree, dt_bcast_tree): the sum climbs to rank 0
+ * in ceil(log2 N) rounds and comes down in as many, each moving the whole
+ * vector: 2 ceil(log2 N) (alpha + n/beta). */
+static dt_result allreduce_binomial(dt_call *call, const dt_coll_args *a)
+{
+    size_t es = dt_dtype_size(a->dtype), bytes = a->count * es;
+    char *tmp;
+    DT_TRY(get_scratch(call, bytes, &tmp));
+    copy_if(a->recvbuf, a->sendbuf, bytes);
+    DT_TRY(dt_reduce_tree(call, a->recvbuf, tmp, a->count, a->dtype, a->op, 0, 0));
+    if (call->comm->rank == 0 && a->op == DT_AVG)
+        dt_alg_avg(call, a->recvbuf, a->count, a->dtype, call->comm->size);
+    return dt_bcast_tree(call, a->recvbuf, bytes, 0, 1);
+}
+
+/* Binomial trees stand for the tree algorithms, but for allreduce. */
+static int trees(dt_algo algo)
+{
+    return algo == DT_ALGO_TREE || algo == DT_ALGO_BINOMIAL;
+}
+
 dt_result dt_alg_allreduce(dt_call *call, const dt_coll_args *a)
 {
     int n = call->comm->size, r = call->comm->rank;
@@ -90,6 +111,8 @@ dt_result dt_alg_allreduce(dt_call *call, const dt_coll_args *a)
     }
     if (a->algo == DT_ALGO_TREE)
         return allreduce_rd(call, a);
+    if (a->algo == DT_ALGO_BINOMIAL)
+        return allreduce_binomial(call, a);
     size_t maxc = dt_chunk_len(count, n, 0);
     char *mine = (char *)a->recvbuf + dt_chunk_off(count, n, r) * es, *tmp;
     size_t mylen = dt_chunk_len(count, n, r);
@@ -141,7 +164,7 @@ dt_result dt_alg_broadcast(dt_call *call, const dt_coll_args *a)
         copy_if(a->recvbuf, a->sendbuf, bytes);
     if (n == 1)
         return DT_OK;
-    if (a->algo == DT_ALGO_TREE)
+    if (trees(a->algo))
         return dt_bcast_tree(call, a->recvbuf, bytes, a->root, 0);
     if (a->algo == DT_ALGO_RING)
         return bcast_ring(call, a->recvbuf, bytes, a->root, es);
@@ -238,7 +261,7 @@ dt_result dt_alg_allgather(dt_call *call, const dt_coll_args *a)
         return DT_OK;
     if (a->algo == DT_ALGO_DIRECT)
         return dt_direct_ag(call, a->recvbuf, total, a->dtype, 0);
-    if (a->algo == DT_ALGO_TREE) {
+    if (trees(a->algo)) {
         DT_TRY(dt_gather_tree(call, a->recvbuf, a->count, a->dtype, 0));
         return dt_bcast_tree(call, a->recvbuf, total * es, 0, 1);
     }
@@ -280,7 +303,7 @@ dt_result dt_alg_reduce_scatter(dt_call *call, const dt_coll_args *a)
         copy_if(a->recvbuf, a->sendbuf, total * es);
         return DT_OK;
     }
-    if (a->algo == DT_ALGO_TREE) {
+    if (trees(a->algo)) {
         res = rs_tree(call, a);
     } else if (a->algo == DT_ALGO_DIRECT) {
         DT_TRY(get_scratch(call, total * es, &tmp));

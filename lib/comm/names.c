@@ -4,7 +4,8 @@
 #include <string.h>
 #include <strings.h>
 
-static const char *const algo_names[DT_NUM_ALGOS] = {"auto", "ring", "tree", "direct"};
+static const char *const algo_names[DT_NUM_ALGOS] = {"auto", "ring", "tree", "direct",
+                                                      "binomial"};
 static const char *const backend_names[DT_NUM_BACKENDS] = {"thread", "proc", "mpi", "nccl"};
 static const char *const redop_names[DT_NUM_REDOPS] = {"sum", "prod", "max", "min", "avg"};
 
@@ -35,7 +36,8 @@ dt_result dt_algo_parse(const char *name, dt_algo *out)
 {
     int i = find_name(name, algo_names, DT_NUM_ALGOS);
     if (!out || i < 0)
-        return dt_fail(DT_ERR_INVALID_ARG, "unknown algorithm '%s' (auto, ring, tree, direct)",
+        return dt_fail(DT_ERR_INVALID_ARG, "unknown algorithm '%s' (auto, ring, tree, direct, "
+                       "binomial)",
                        name ? name : "(null)");
     *out = (dt_algo)i;
     return DT_OK;

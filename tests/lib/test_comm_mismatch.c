@@ -81,12 +81,12 @@ static dt_result mm_rank(dt_comm *c, void *argp)
 
 static void run_cases(dt_backend backend)
 {
-    const dt_algo algos[] = {DT_ALGO_AUTO, DT_ALGO_RING, DT_ALGO_TREE, DT_ALGO_DIRECT};
     for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++)
-        for (int ai = 0; ai < 4; ai++)
+        for (int ai = 0; ai < TC_LEN(tc_algos); ai++)
             for (int debug = 0; debug <= 1; debug++) {
                 const mm_case *k = &cases[ci];
                 mm_arg a = {k, {DT_OK, DT_OK, DT_OK}, {0, 0, 0}};
+                const dt_algo *algos = tc_algos;
                 dt_launch_opts o = tc_opts(N, algos[ai]);
                 o.backend = backend;
                 o.debug = debug;

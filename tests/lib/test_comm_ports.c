@@ -206,7 +206,8 @@ static dt_result form_rank(dt_comm *c, void *argp)
     return DT_OK;
 }
 
-/* Each library algorithm against its closed form (dtsim prints the same):
+/* Each library algorithm against its closed form (dtsim prints the same),
+ * the binomial-tree allreduce 2 ceil(log2 N)(alpha + n/beta) + ceil(log2 N) n gamma among them:
  * 64 KiB blocks (rendezvous), equal chunks, gamma 0.5 ns per byte. */
 TEST_T(comm_ports_algorithms_match_their_closed_forms, 3, 60)
 {
@@ -220,6 +221,7 @@ TEST_T(comm_ports_algorithms_match_their_closed_forms, 3, 60)
     } cases[] = {
         {DT_COLL_ALLREDUCE, DT_ALGO_RING, DT_NET_RING_ALLREDUCE, 0, 0},
         {DT_COLL_ALLREDUCE, DT_ALGO_TREE, DT_NET_RECURSIVE_DOUBLING_ALLREDUCE, 0, 0},
+        {DT_COLL_ALLREDUCE, DT_ALGO_BINOMIAL, DT_NET_TREE_ALLREDUCE, 0, 1},
         {DT_COLL_REDUCE_SCATTER, DT_ALGO_RING, DT_NET_RING_REDUCE_SCATTER, 1, 0},
         {DT_COLL_ALLGATHER, DT_ALGO_RING, DT_NET_RING_ALLGATHER, 1, 0},
         {DT_COLL_BROADCAST, DT_ALGO_TREE, DT_NET_BINOMIAL_BROADCAST, 0, 1},

@@ -104,13 +104,16 @@ typedef enum {
 typedef enum {
     DT_ALGO_AUTO = 0,
     DT_ALGO_RING,   /* ring: reduce-scatter then allgather, pipelined chains */
-    DT_ALGO_TREE,   /* recursive doubling / halving, binomial trees; any N */
+    DT_ALGO_TREE,   /* recursive doubling (allreduce), binomial trees; any N */
     DT_ALGO_DIRECT, /* every rank talks to every rank (or the root) at once */
+    DT_ALGO_BINOMIAL, /* binomial trees: allreduce as a reduce to rank 0 then a
+                         broadcast (2 ceil(log2 N) rounds of the whole buffer,
+                         dt_net_tree_allreduce); the other collectives as tree */
     DT_NUM_ALGOS
 } dt_algo;
 
 /* Names for DT_ALGO, DT_BACKEND and messages: "auto", "ring", "tree",
- * "direct"; "thread", "proc", "mpi", "nccl"; "sum", "prod", "max", "min",
+ * "direct", "binomial"; "thread", "proc", "mpi", "nccl"; "sum", "prod", "max", "min",
  * "avg". "?" for a value out of range. */
 const char *dt_algo_name(dt_algo a);
 const char *dt_backend_name(dt_backend b);
