@@ -7,9 +7,10 @@
 dt_result lab_cost_send(double alpha, double beta, double nbytes, double *seconds)
 {
     /* BEGIN STUDENT CODE */
-    /* Check the arguments as setup.h says (return
-     * dt_fail(DT_ERR_INVALID_ARG, "...") naming the bad one), then
-     * *seconds = alpha + nbytes / beta. */
+    /* Postcondition (setup.h): DT_OK with *seconds = the alpha-beta time of
+     * one message (chapter 00, section 5), or DT_ERR_INVALID_ARG naming the
+     * bad argument with *seconds untouched (section 7 lists what is bad).
+     * Stuck? Section 9, hints (a). */
     (void)alpha, (void)beta, (void)nbytes, (void)seconds;
     return DT_ERR_NOT_IMPLEMENTED;
     /* END STUDENT CODE */
@@ -19,8 +20,10 @@ dt_result lab_cost_ring_allreduce(double alpha, double beta, double nbytes, int 
                                   double *seconds)
 {
     /* BEGIN STUDENT CODE */
-    /* Reduce-scatter then allgather: K-1 steps each, every step moves one
-     * chunk of nbytes / K per rank. One rank communicates nothing. */
+    /* Postcondition (setup.h): DT_OK with *seconds = the time of a ring
+     * allreduce of nbytes on nranks ranks, derived in section 6 (0 for one
+     * rank), or DT_ERR_INVALID_ARG with *seconds untouched. Stuck? Section
+     * 9, hints (a). */
     (void)alpha, (void)beta, (void)nbytes, (void)nranks, (void)seconds;
     return DT_ERR_NOT_IMPLEMENTED;
     /* END STUDENT CODE */
@@ -29,6 +32,9 @@ dt_result lab_cost_ring_allreduce(double alpha, double beta, double nbytes, int 
 dt_result lab_ring_bytes_per_rank(double nbytes, int nranks, double *bytes)
 {
     /* BEGIN STUDENT CODE */
+    /* Postcondition (setup.h): DT_OK with *bytes = what each rank of that
+     * ring allreduce sends (section 6), or DT_ERR_INVALID_ARG with *bytes
+     * untouched. */
     (void)nbytes, (void)nranks, (void)bytes;
     return DT_ERR_NOT_IMPLEMENTED;
     /* END STUDENT CODE */

@@ -8,12 +8,11 @@ dt_result lab_rank_report_fill(dt_comm *world, lab_rank_report *out)
     if (!world || !out)
         return dt_fail(DT_ERR_INVALID_ARG, "world and out must not be NULL");
     /* BEGIN STUDENT CODE */
-    /* 1. out->rank and out->size: this rank and the number of ranks.
-     * 2. out->value = (rank + 1) * (rank + 1).
-     * 3. out->sum: the sum of every rank's value, with one dt_allreduce of
-     *    one DT_I32 element and DT_SUM (every rank gets the sum).
-     * 4. From dt_comm_stats after the allreduce: out->allreduce_calls (the
-     *    entry DT_COLL_ALLREDUCE of calls) and out->bytes_sent. */
+    /* Postcondition (setup.h, lab_rank_report): every field of *out holds
+     * this rank's figures; sum is the same on every rank, computed with one
+     * collective call; the last two fields are read from the communicator's
+     * statistics after it. Section 8 walks through each field. Stuck?
+     * Section 9, hints (b). */
     return DT_ERR_NOT_IMPLEMENTED;
     /* END STUDENT CODE */
 }

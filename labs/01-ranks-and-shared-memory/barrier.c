@@ -41,25 +41,22 @@ void lab_pause(lab_barrier *b, uint64_t poll)
 {
     (void)b, (void)poll; /* (so that the empty stub compiles without warnings) */
     /* BEGIN STUDENT CODE */
-    /* Spin with lab_cpu_relax() while poll < b->spin_polls, then
-     * sched_yield() for the next b->yield_polls polls, then nap with
-     * dt_sleep(20e-6). Count each poll in b->polls, each yield in b->yields
-     * and each nap in b->sleeps. */
+    /* Postcondition (ranks.h, lab_pause): after poll number `poll` of a
+     * wait, this rank has spun, yielded or napped as the policy in b says,
+     * and counted it in b->polls, b->yields and b->sleeps. Section 4, "How
+     * to wait", says why each phase exists. Stuck? Section 11, hints (1a). */
     /* END STUDENT CODE */
 }
 
 dt_result lab_barrier_wait(lab_barrier *b)
 {
     /* BEGIN STUDENT CODE */
-    /* 1. Check b (NULL, or b->shared NULL: DT_ERR_INVALID_ARG).
-     * 2. Flip b->my_sense: that is the sense of this episode.
-     * 3. atomic_fetch_add_explicit on shared->arrived (which memory order?
-     *    section 4). The last rank to arrive resets arrived to 0 and then
-     *    stores the new sense (release): that opens the barrier.
-     * 4. Every other rank polls shared->sense (acquire) until it equals
-     *    the episode's sense, calling lab_pause(b, poll) after each failed
-     *    poll and returning dt_fail(DT_ERR_TIMEOUT, ...) once dt_now()
-     *    passes the deadline (check the clock every few dozen polls). */
+    /* Postcondition (ranks.h, lab_barrier_wait): returns DT_OK only once
+     * every rank has entered this episode; the barrier can be entered again
+     * at once; what a rank wrote before its wait is visible to every rank
+     * after theirs; DT_ERR_TIMEOUT after b->timeout_s. Section 4 derives the
+     * sense-reversing barrier and the memory order of each access (section 3
+     * explains the orders). Stuck? Section 11, hints (1b). */
     (void)b;
     return DT_ERR_NOT_IMPLEMENTED;
     /* END STUDENT CODE */

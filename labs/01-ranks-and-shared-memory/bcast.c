@@ -18,8 +18,9 @@ dt_result lab_bcast_linear(void *buf, size_t count, dt_dtype dtype, int root, dt
 {
     DT_CHECK(check_root("lab_bcast_linear", root, comm));
     /* BEGIN STUDENT CODE */
-    /* The root sends buf to every other rank in turn (dt_send); every
-     * other rank receives it from the root (dt_recv). */
+    /* Postcondition: buf on every rank holds the root's count elements; the
+     * root sent N-1 messages, every other rank received one. Section 6
+     * derives what it costs. Stuck? Section 11, hints (2a). */
     (void)buf, (void)count, (void)dtype;
     return DT_ERR_NOT_IMPLEMENTED;
     /* END STUDENT CODE */
@@ -29,12 +30,12 @@ dt_result lab_bcast_tree(void *buf, size_t count, dt_dtype dtype, int root, dt_c
 {
     DT_CHECK(check_root("lab_bcast_tree", root, comm));
     /* BEGIN STUDENT CODE */
-    /* Work with rel = (rank - root + N) mod N, so that the root is 0.
-     * A rank rel > 0 receives once, from rel - lowbit(rel) (lowbit(x) is
-     * x & -x); the root starts from the smallest power of two >= N.
-     * Then it sends to rel + d for d = lowbit/2, lowbit/4, ..., 1 (largest
-     * first: section 6 says why), skipping rel + d >= N. Convert back to
-     * real ranks with (rel' + root) mod N. */
+    /* Postcondition: buf on every rank holds the root's count elements;
+     * every rank but the root received exactly once, N-1 copies were sent
+     * in all, and the last rank has them ceil(log2 N) message times after
+     * the start. Section 6 derives the tree: whom each rank hears from, whom
+     * it sends to and in which order, for any root. Stuck? Section 11,
+     * hints (2b). */
     (void)buf, (void)count, (void)dtype;
     return DT_ERR_NOT_IMPLEMENTED;
     /* END STUDENT CODE */

@@ -13,10 +13,11 @@ dt_result lab_ring_pass(const void *sendbuf, void *recvbuf, size_t count, dt_dty
     if (!dt_dtype_valid(dtype))
         return dt_fail(DT_ERR_INVALID_ARG, "lab_ring_pass: unknown dtype %d", (int)dtype);
     /* BEGIN STUDENT CODE */
-    /* One rank: copy. Otherwise send to (rank+1) mod N and receive from
-     * (rank-1) mod N in an order that cannot deadlock when every send
-     * waits for its receiver (section 7): for example even ranks send
-     * first and odd ranks receive first. dt_sendrecv is allowed too. */
+    /* Postcondition: recvbuf holds what rank (rank-1) mod N sent; every rank
+     * sent one message; and it works for any N and any count, also above
+     * the 16 KiB from which a send waits for its receiver (section 5).
+     * Section 7 derives two ways to get there without deadlock. Stuck?
+     * Section 11, hints (3). */
     (void)sendbuf, (void)recvbuf, (void)count, (void)rank;
     return DT_ERR_NOT_IMPLEMENTED;
     /* END STUDENT CODE */

@@ -8,12 +8,11 @@ dt_result lab_recursive_doubling_allreduce(const void *sendbuf, void *recvbuf, s
                                            dt_dtype dtype, dt_redop op, dt_comm *comm)
 {
     /* BEGIN STUDENT CODE */
-    /* Copy sendbuf to recvbuf (unless in place). P = the largest power of
-     * two <= K. Ranks >= P: send to rank - P, receive the result from it.
-     * Ranks < K - P: first receive rank + P's buffer and reduce it in.
-     * Ranks < P: for mask = 1, 2, 4, ... < P, dt_sendrecv the whole buffer
-     * with rank ^ mask and reduce what arrives. Then ranks < K - P send the
-     * result to rank + P. */
+    /* On return, recvbuf is what lab_naive_allreduce gives, computed in
+     * log2 P rounds of whole-buffer exchanges among ranks 0 .. P-1 (P the
+     * largest power of two <= K), with ranks P .. K-1 served by a partner
+     * below P. Full contract: collectives.h. Section 6 derives the rounds
+     * and what they cost. Stuck? Section 11, hints (c). */
     (void)sendbuf, (void)recvbuf, (void)count, (void)dtype, (void)op, (void)comm;
     return DT_ERR_NOT_IMPLEMENTED;
     /* END STUDENT CODE */

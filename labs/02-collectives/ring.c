@@ -11,13 +11,13 @@ dt_result lab_ring_reduce_scatter(const void *sendbuf, void *recvbuf, size_t cou
                                   dt_dtype dtype, dt_redop op, dt_comm *comm)
 {
     /* BEGIN STUDENT CODE */
-    /* K-1 steps with dt_sendrecv to rank+1 / from rank-1. At step s, send
-     * your running partial of block (rank - s - 1) mod K (at step 0: your own
-     * data of that block, straight from sendbuf) and receive the partial of
-     * block (rank - s - 2) mod K into a scratch block; add your own data of
-     * that block to it (lab_reduce_local). The block received at the last
-     * step is your own, complete: copy it to recvbuf. Mind the in-place
-     * case (recvbuf lies inside sendbuf) and blocks of 0 elements. */
+    /* On return, recvbuf holds this rank's block of the reduced vector,
+     * after K-1 steps of one block to rank + 1 and one from rank - 1 at the
+     * same time. Full contract: collectives.h. Section 5 derives which block
+     * travels at each step, and why the block a rank completes last is its
+     * own. Mind the in-place case (recvbuf lies inside sendbuf), blocks of
+     * unequal and of zero length, and one rank. Stuck? Section 11, hints
+     * (b1). */
     (void)sendbuf, (void)recvbuf, (void)count, (void)dtype, (void)op, (void)comm;
     return DT_ERR_NOT_IMPLEMENTED;
     /* END STUDENT CODE */
@@ -27,10 +27,10 @@ dt_result lab_ring_allgather(const void *sendbuf, void *recvbuf, size_t count, d
                              dt_comm *comm)
 {
     /* BEGIN STUDENT CODE */
-    /* Put your block at its place in recvbuf (unless in place), then K-1
-     * steps: at step s, dt_sendrecv block (rank - s) mod K to rank+1 and
-     * receive block (rank - s - 1) mod K from rank-1, both straight in
-     * recvbuf. */
+    /* On return, recvbuf on every rank holds all K blocks, block b from
+     * rank b, after K-1 steps of one block to rank + 1 and one from
+     * rank - 1. Full contract: collectives.h; section 5. No reduction here,
+     * only moving complete blocks. Stuck? Section 11, hints (b2). */
     (void)sendbuf, (void)recvbuf, (void)count, (void)dtype, (void)comm;
     return DT_ERR_NOT_IMPLEMENTED;
     /* END STUDENT CODE */
@@ -40,9 +40,10 @@ dt_result lab_ring_allreduce(const void *sendbuf, void *recvbuf, size_t count, d
                              dt_redop op, dt_comm *comm)
 {
     /* BEGIN STUDENT CODE */
-    /* Copy sendbuf to recvbuf (unless in place), then
-     * lab_ring_reduce_scatter in place on recvbuf (your block's address is
-     * lab_elem(recvbuf, offset, dtype)), then lab_ring_allgather in place. */
+    /* On return, recvbuf is what lab_naive_allreduce gives, computed by
+     * your reduce-scatter and then your allgather: 2 (K-1) steps in all.
+     * Section 5 ("In place, and composing the two halves") says how the
+     * two compose. Stuck? Section 11, hints (b3). */
     (void)sendbuf, (void)recvbuf, (void)count, (void)dtype, (void)op, (void)comm;
     return DT_ERR_NOT_IMPLEMENTED;
     /* END STUDENT CODE */

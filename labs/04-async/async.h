@@ -219,12 +219,9 @@ dt_result lab_ps_reply(lab_server *s, int w, int stop);
  *   asynchronous, no bound (cfg->bound < 0): always 1.
  *   asynchronous, bound b >= 0: let F be the number of workers in flight
  *                 and v0 the oldest version one of them pulled (V if F = 0).
- *                 1 when (V - v0) + F <= b.
- *                 Why: the oldest worker in flight will see at most F-1
- *                 more updates before its own (one per other worker in
- *                 flight), and answering this pull adds one more: its
- *                 staleness stays <= (V - v0) + F. So every applied
- *                 gradient has tau <= b. */
+ *                 1 when (V - v0) + F <= b: the rule of chapter 04,
+ *                 section 7, which derives why it keeps every applied
+ *                 gradient's tau <= b. */
 dt_result lab_ps_admit(const lab_server *s, int w, int *admit);
 
 /* Task 3: takes in the gradient s->grad that worker w pushed, computed on

@@ -13,7 +13,8 @@
 dt_result lab_hogwild_read(float *dst, const _Atomic float *src, size_t n)
 {
     /* BEGIN STUDENT CODE */
-    /* dst[i] = atomic_load_explicit(&src[i], memory_order_relaxed) */
+    /* Postcondition (async.h): dst holds a word-by-word relaxed copy of
+     * src. Section 8, "Races in C, done honestly". */
     (void)dst, (void)src, (void)n;
     return DT_ERR_NOT_IMPLEMENTED;
     /* END STUDENT CODE */
@@ -22,7 +23,9 @@ dt_result lab_hogwild_read(float *dst, const _Atomic float *src, size_t n)
 dt_result lab_hogwild_apply(_Atomic float *params, const float *grad, size_t n, float lr)
 {
     /* BEGIN STUDENT CODE */
-    /* load (relaxed), subtract lr * grad[i], store (relaxed): no lock */
+    /* Postcondition (async.h): each word moved by -lr * grad[i], without a
+     * lock and without a read-modify-write: a concurrent update of the
+     * same word may be lost (section 8). Stuck? Section 14, hints (5). */
     (void)params, (void)grad, (void)n, (void)lr;
     return DT_ERR_NOT_IMPLEMENTED;
     /* END STUDENT CODE */
@@ -38,11 +41,11 @@ dt_result lab_hogwild_worker(dt_comm *comm, const lab_hogwild_config *cfg,
     const size_t n = t.model.num_params;
     dt_result r;
     /* BEGIN STUDENT CODE */
-    /* dt_win_allocate(comm, LAB_HOGWILD_PARAMS + n * sizeof(float), ...);
-     * rank 0 stores t.model.params into the parameters; dt_barrier; while
-     * atomic_fetch_add on the counter returns less than cfg->updates: read,
-     * gradient of batch (w, step), apply, res->steps[w]++; dt_barrier; rank
-     * 0 reads the result into res->params; dt_win_free. */
+    /* Postcondition (async.h): exactly cfg->updates gradients were applied
+     * to the shared parameters in all, each claimed once; res holds each
+     * worker's count and, from rank 0, the final parameters; barriers were
+     * the only communication. Section 8, task 5. Stuck? Section 14, hints
+     * (5). */
     (void)w, (void)n, (void)res;
     r = DT_ERR_NOT_IMPLEMENTED;
     /* END STUDENT CODE */

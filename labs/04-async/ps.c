@@ -9,9 +9,9 @@
 dt_result lab_shard_range(size_t n, int parts, int part, size_t *offset, size_t *count)
 {
     /* BEGIN STUDENT CODE */
-    /* Shard `part` of `parts`: n / parts elements, one more for the first
-     * n % parts shards; each starts where the previous one ends. Check the
-     * arguments first (async.h). */
+    /* Postcondition (async.h): DT_OK with shard `part` of the even cut of
+     * section 4, task 1, or DT_ERR_INVALID_ARG for a bad argument with the
+     * outputs untouched. Stuck? Chapter 04, section 14, hints (1). */
     (void)n, (void)parts, (void)part, (void)offset, (void)count;
     return DT_ERR_NOT_IMPLEMENTED;
     /* END STUDENT CODE */
@@ -22,8 +22,10 @@ dt_result lab_shard_range(size_t n, int parts, int part, size_t *offset, size_t 
 dt_result lab_ps_admit(const lab_server *s, int w, int *admit)
 {
     /* BEGIN STUDENT CODE */
-    /* Synchronous: pushes[w] == V. No bound: always. Bound b: (V - v0) + F
-     * <= b over the workers in flight (async.h, chapter section 6). */
+    /* Postcondition (async.h): *admit says whether answering w's pull now
+     * keeps the mode's promise: the synchronous round (section 5), or every
+     * applied gradient's staleness <= the bound (section 7 derives the
+     * rule). Reads the state only. Stuck? Section 14, hints (4). */
     (void)s, (void)w, (void)admit;
     return DT_ERR_NOT_IMPLEMENTED;
     /* END STUDENT CODE */
@@ -34,16 +36,16 @@ dt_result lab_ps_admit(const lab_server *s, int w, int *admit)
 dt_result lab_ps_apply(lab_server *s, int w, int version)
 {
     /* BEGIN STUDENT CODE */
-    /* tau = V - version, recorded with lab_ps_record; then the update of
-     * async.h, asynchronous or synchronous. */
+    /* Postcondition (async.h): the gradient is recorded with its staleness
+     * (section 2's definition) and applied as the mode says (section 4,
+     * task 3); w is no longer in flight. Stuck? Section 14, hints (3). */
     (void)s, (void)w, (void)version;
     return DT_ERR_NOT_IMPLEMENTED;
     /* END STUDENT CODE */
 }
 
 /* BEGIN STUDENT CODE */
-/* Your helpers for the server's loop, if any: for example one that takes
- * in one message and one that answers the waiting pulls. */
+/* Your helpers for the server's loop, if any. */
 /* END STUDENT CODE */
 
 dt_result lab_ps_server(dt_comm *comm, const lab_ps_config *cfg, lab_ps_result *res)
@@ -52,10 +54,11 @@ dt_result lab_ps_server(dt_comm *comm, const lab_ps_config *cfg, lab_ps_result *
     DT_CHECK(lab_server_setup(&s, comm, cfg, res));
     dt_result r;
     /* BEGIN STUDENT CODE */
-    /* Until s.open is 0: dt_recv_any a header; PULL, PUSH (then dt_recv the
-     * gradient from the same rank and lab_ps_apply it) or BYE; then answer
-     * what waits (stop from server 0 when the budget is spent, else
-     * lab_ps_admit, then lab_ps_reply and update the state). */
+    /* Postcondition (async.h): returns once no worker is open, every
+     * message received has been handled, and every pull was answered as
+     * soon as lab_ps_admit allowed it (stop from server 0 once the budget
+     * is spent). Section 4, task 3, and section 6 say why the order of
+     * messages makes this safe. Stuck? Section 14, hints (3). */
     (void)comm;
     r = DT_ERR_NOT_IMPLEMENTED;
     /* END STUDENT CODE */
@@ -77,9 +80,11 @@ dt_result lab_ps_worker(dt_comm *comm, const lab_ps_config *cfg, lab_ps_result *
                               w == cfg->slow_worker ? cfg->slow_compute_s : cfg->compute_s));
     dt_result r;
     /* BEGIN STUDENT CODE */
-    /* The shard ranges; then steps until server 0 says stop: pull every
-     * shard in server order, lab_trainer_gradient(&t, w, step, comm,
-     * NULL), push every shard with its version. */
+    /* Postcondition (async.h): the worker has pushed one gradient per
+     * granted pull, each tagged with the version it was computed on, and
+     * returned after server 0 said stop (BYE sent to the other servers).
+     * Section 4, task 2; section 7 says why the pulls go in server order.
+     * Stuck? Section 14, hints (2). */
     (void)w, (void)res;
     r = DT_ERR_NOT_IMPLEMENTED;
     /* END STUDENT CODE */

@@ -9,8 +9,9 @@
 dt_result lab_fit_amdahl(const int *n, const double *t, size_t count, lab_amdahl *out)
 {
     /* BEGIN STUDENT CODE */
-    /* Least squares of T on x = 1/N: T = a + b x; then t1 = a + b,
-     * p = b / (a + b), and the root mean square residual. */
+    /* Postcondition (scaling.h): p, T_1 and the residual of the least-squares
+     * line of section 4, every point weighted alike (T_1 fitted, not taken
+     * from the first point). Stuck? Chapter 12, section 14, hints (c). */
     (void)n, (void)t, (void)count, (void)out;
     return DT_ERR_NOT_IMPLEMENTED;
     /* END STUDENT CODE */
@@ -19,6 +20,8 @@ dt_result lab_fit_amdahl(const int *n, const double *t, size_t count, lab_amdahl
 dt_result lab_predict_speedup(const lab_amdahl *fit, int n, double *speedup)
 {
     /* BEGIN STUDENT CODE */
+    /* Postcondition (scaling.h): Amdahl's speedup (section 3) with the
+     * fitted p. */
     (void)fit, (void)n, (void)speedup;
     return DT_ERR_NOT_IMPLEMENTED;
     /* END STUDENT CODE */

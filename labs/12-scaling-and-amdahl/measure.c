@@ -8,9 +8,10 @@
 dt_result lab_measure_step(dt_comm *comm, const lab_workload *w, int step, lab_step_time *out)
 {
     /* BEGIN STUDENT CODE */
-    /* Read dt_clock(comm) before and after each of lab_work_serial,
-     * lab_work_parallel and lab_work_allreduce (in that order, once each):
-     * each part's time is a difference of two readings. */
+    /* Postcondition (scaling.h): the step ran its three parts once each, in
+     * order, and *out holds the time of each part and of the step, as the
+     * clock read between them (section 2, rule 3). Stuck? Section 14,
+     * hints (b1). */
     (void)comm, (void)w, (void)step, (void)out;
     return DT_ERR_NOT_IMPLEMENTED;
     /* END STUDENT CODE */
@@ -19,8 +20,9 @@ dt_result lab_measure_step(dt_comm *comm, const lab_workload *w, int step, lab_s
 dt_result lab_measure_job(dt_comm *comm, const lab_workload *w, int steps, lab_job_time *out)
 {
     /* BEGIN STUDENT CODE */
-    /* Step 0 is the warm-up; average steps 1 .. steps; then combine the
-     * ranks: T_N is the maximum of the ranks' mean step times. */
+    /* Postcondition (scaling.h): every rank holds the same figures of the
+     * job, measured by section 2's rules (the slowest rank, the warm-up
+     * left out, the parts apart). Stuck? Section 14, hints (b2). */
     (void)comm, (void)w, (void)steps, (void)out;
     return DT_ERR_NOT_IMPLEMENTED;
     /* END STUDENT CODE */

@@ -8,6 +8,8 @@
 dt_result lab_strong_scaling(double t1, double tn, int n, double *speedup, double *efficiency)
 {
     /* BEGIN STUDENT CODE */
+    /* Postcondition (scaling.h): the speedup and efficiency of section 2,
+     * or DT_ERR_INVALID_ARG with the outputs untouched. */
     (void)t1, (void)tn, (void)n, (void)speedup, (void)efficiency;
     return DT_ERR_NOT_IMPLEMENTED;
     /* END STUDENT CODE */
@@ -16,6 +18,8 @@ dt_result lab_strong_scaling(double t1, double tn, int n, double *speedup, doubl
 dt_result lab_weak_efficiency(double t1, double tn, double *efficiency)
 {
     /* BEGIN STUDENT CODE */
+    /* Postcondition (scaling.h): the weak-scaling efficiency of section 5
+     * (mind which formula: the section says why it is not the strong one). */
     (void)t1, (void)tn, (void)efficiency;
     return DT_ERR_NOT_IMPLEMENTED;
     /* END STUDENT CODE */
@@ -24,6 +28,7 @@ dt_result lab_weak_efficiency(double t1, double tn, double *efficiency)
 dt_result lab_load_imbalance(const double *t, size_t count, double *imbalance)
 {
     /* BEGIN STUDENT CODE */
+    /* Postcondition (scaling.h): the imbalance of section 7. */
     (void)t, (void)count, (void)imbalance;
     return DT_ERR_NOT_IMPLEMENTED;
     /* END STUDENT CODE */

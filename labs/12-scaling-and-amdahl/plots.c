@@ -9,17 +9,16 @@
 #include "dt/metrics.h"
 
 /* BEGIN STUDENT CODE */
-/* Your helpers, if any: e.g. the functions of N that dt_plot_add_function
- * draws (the Amdahl curve, the ideal line). */
+/* Your helpers, if any. */
 /* END STUDENT CODE */
 
 dt_result lab_write_plots(const lab_scaling_data *data, const lab_amdahl *fit,
                           const char *speedup_svg, const char *efficiency_svg)
 {
     /* BEGIN STUDENT CODE */
-    /* dt_plot_create, dt_plot_set_xscale / _yscale (DT_AXIS_LOG2),
-     * dt_plot_add_series (DT_SERIES_POINTS), dt_plot_add_function,
-     * dt_plot_write_svg, dt_plot_free: see dt/metrics.h. */
+    /* Postcondition (scaling.h): the two files hold exactly the series the
+     * header names, each point where its value goes on its axis (section
+     * 10, task (d)). Stuck? Section 14, hints (d). */
     (void)data, (void)fit, (void)speedup_svg, (void)efficiency_svg;
     return DT_ERR_NOT_IMPLEMENTED;
     /* END STUDENT CODE */

@@ -25,7 +25,17 @@ struct dt_gantt {
 };
 
 enum { G_LEFT = 80, G_TOP = 40, G_ROW = 28, G_GAP = 4, G_BOTTOM = 56, G_WIDTH = 800,
-       G_LEGEND = 160 };
+       G_LEGEND = 160, G_STRIP = 12 };
+
+/* The rows' geometry: a box of G_ROW - G_GAP pixels per row, and above it,
+ * when some label does not fit inside its box, a strip of G_STRIP pixels
+ * where such labels go instead. */
+typedef struct {
+    double x0, x1;  /* the time axis, in pixels */
+    double pitch;   /* from one row to the next */
+    double strip;   /* 0 or G_STRIP */
+    double *ink;    /* per row: where the last outside label ends */
+} layout;
 
 void dt_gantt_free(dt_gantt *g)
 {
@@ -134,12 +144,17 @@ static void draw_time_axis(svg_writer *w, const svg_axis *ax, double x0, double 
     svg_printf(w, "</g>\n");
 }
 
+/* About 7 px a character at the default 12 px font; 6 px at 10 px. */
+static int label_fits(const char *label, double width) { return width >= 7.0 * strlen(label) + 4; }
+
+static double box_top(const layout *lay, int row) { return G_TOP + row * lay->pitch + lay->strip + G_GAP / 2.0; }
+
 static void draw_region(svg_writer *w, const dt_gantt *g, const region *rg, const svg_axis *ax,
-                        double x0, double x1)
+                        layout *lay)
 {
-    double a = x0 + svg_axis_pos(ax, rg->start) * (x1 - x0);
-    double b = x0 + svg_axis_pos(ax, rg->end) * (x1 - x0);
-    double y = G_TOP + rg->row * G_ROW + G_GAP / 2.0;
+    double a = lay->x0 + svg_axis_pos(ax, rg->start) * (lay->x1 - lay->x0);
+    double b = lay->x0 + svg_axis_pos(ax, rg->end) * (lay->x1 - lay->x0);
+    double y = box_top(lay, rg->row);
     double h = G_ROW - G_GAP;
     svg_printf(w, "<rect class=\"region\" x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%.1f\" "
                   "fill=\"%s\" stroke=\"white\" stroke-width=\"0.5\"><title>",
@@ -150,9 +165,17 @@ static void draw_region(svg_writer *w, const dt_gantt *g, const region *rg, cons
         svg_escaped(w, rg->label);
     }
     svg_printf(w, " [%g, %g)</title></rect>\n", rg->start, rg->end);
-    /* The label goes inside the box only when it fits (about 7 px a character). */
-    if (rg->label && rg->label[0] && (b - a) >= 7.0 * strlen(rg->label) + 4)
+    if (!rg->label || !rg->label[0]) return;
+    if (label_fits(rg->label, b - a)) {
         svg_text(w, (a + b) / 2, y + h / 2 + 4, "middle", "class=\"label\" fill=\"white\"", rg->label);
+        return;
+    }
+    /* A thin box: its label goes in the strip above it, centred on it, but
+     * never over the previous outside label of the row. */
+    double half = 3.0 * strlen(rg->label), mid = fmax((a + b) / 2, lay->ink[rg->row] + half + 2);
+    lay->ink[rg->row] = mid + half;
+    svg_text(w, mid, y - 3, "middle", "class=\"label outside\" font-size=\"10\" fill=\"#333\"",
+             rg->label);
 }
 
 dt_result dt_gantt_write_svg(const dt_gantt *g, const char *path)
@@ -177,18 +200,33 @@ dt_result dt_gantt_write_svg(const dt_gantt *g, const char *path)
     ax.nticks -= first;
     ax.lo = lo;
     ax.hi = hi;
-    int height = G_TOP + g->rows * G_ROW + G_BOTTOM;
-    double x0 = G_LEFT, x1 = G_WIDTH - G_LEGEND, y0 = G_TOP, y1 = G_TOP + g->rows * G_ROW;
+    layout lay = {G_LEFT, G_WIDTH - G_LEGEND, G_ROW, 0, NULL};
+    for (size_t i = 0; i < g->nregions && lay.strip == 0; i++) {
+        const region *rg = &g->regions[i];
+        double width = (svg_axis_pos(&ax, rg->end) - svg_axis_pos(&ax, rg->start)) * (lay.x1 - lay.x0);
+        if (rg->label && rg->label[0] && !label_fits(rg->label, width)) lay.strip = G_STRIP;
+    }
+    lay.pitch = G_ROW + lay.strip;
+    lay.ink = dt_mem_alloc(DT_MEM_OTHER, (size_t)g->rows * sizeof(double));
+    if (!lay.ink) return dt_fail(DT_ERR_NOMEM, "write gantt: no memory for %d rows", g->rows);
+    for (int r = 0; r < g->rows; r++) lay.ink[r] = -INFINITY;
+    int height = (int)(G_TOP + g->rows * lay.pitch + G_BOTTOM);
+    double x0 = lay.x0, x1 = lay.x1, y0 = G_TOP, y1 = G_TOP + g->rows * lay.pitch;
 
     svg_writer w;
-    DT_CHECK(svg_open(&w, path, G_WIDTH, height));
+    dt_result r0 = svg_open(&w, path, G_WIDTH, height);
+    if (r0 != DT_OK) {
+        dt_mem_free(lay.ink);
+        return r0;
+    }
     svg_text(&w, G_WIDTH / 2.0, 24, "middle", "class=\"title\" font-size=\"16\"", g->title);
     draw_time_axis(&w, &ax, x0, x1, y0, y1);
     svg_printf(&w, "<g class=\"rows\" fill=\"#333\">\n");
     for (int r = 0; r < g->rows; r++)
-        svg_text(&w, x0 - 8, G_TOP + r * G_ROW + G_ROW / 2.0 + 4, "end", NULL, g->row_labels[r]);
+        svg_text(&w, x0 - 8, box_top(&lay, r) + (G_ROW - G_GAP) / 2.0 + 4, "end", NULL, g->row_labels[r]);
     svg_printf(&w, "</g>\n<g class=\"regions\">\n");
-    for (size_t i = 0; i < g->nregions; i++) draw_region(&w, g, &g->regions[i], &ax, x0, x1);
+    for (size_t i = 0; i < g->nregions; i++) draw_region(&w, g, &g->regions[i], &ax, &lay);
+    dt_mem_free(lay.ink);
     svg_printf(&w, "</g>\n");
     svg_text(&w, (x0 + x1) / 2, height - 14, "middle", "class=\"xlabel\"", g->xlabel);
     svg_printf(&w, "<g class=\"legend\">\n");

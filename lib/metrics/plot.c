@@ -1,5 +1,5 @@
 /* plot.c - line plots as SVG: axes with ticks (linear, log2, log10), a
- * legend, and series drawn as points, lines or both.
+ * legend, and series drawn as points, lines, both, or bars (histograms).
  *
  * Layout (pixels):
  *
@@ -13,6 +13,7 @@
 #include "svg_out.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 typedef struct {
@@ -121,7 +122,8 @@ dt_result dt_plot_add_series(dt_plot *plot, const char *name, const double *x, c
         return dt_fail(DT_ERR_INVALID_ARG, "add series: NULL %s", !plot ? "plot" : !x ? "x" : "y");
     if (!name) name = "";
     if (count == 0) return dt_fail(DT_ERR_INVALID_ARG, "add series '%s': no points", name);
-    if (style != DT_SERIES_POINTS && style != DT_SERIES_LINE && style != DT_SERIES_POINTS_AND_LINE)
+    if (style != DT_SERIES_POINTS && style != DT_SERIES_LINE && style != DT_SERIES_POINTS_AND_LINE &&
+        style != DT_SERIES_BARS)
         return dt_fail(DT_ERR_INVALID_ARG, "add series '%s': unknown style %d", name, (int)style);
     DT_CHECK(check_values("x", plot->xscale, x, count, name));
     DT_CHECK(check_values("y", plot->yscale, y, count, name));
@@ -174,16 +176,55 @@ typedef struct {
 static double px(const frame *fr, double v) { return fr->x0 + svg_axis_pos(&fr->xa, v) * (fr->x1 - fr->x0); }
 static double py(const frame *fr, double v) { return fr->y1 - svg_axis_pos(&fr->ya, v) * (fr->y1 - fr->y0); }
 
-static void data_range(const dt_plot *plot, double *xmin, double *xmax, double *ymin, double *ymax)
+/* Bars are laid out in the x axis's own coordinate: x on a linear axis,
+ * log x on a log one, where equal gaps look equal. */
+static double axis_coord(dt_axis_scale scale, double v) { return scale == DT_AXIS_LINEAR ? v : log(v); }
+static double axis_value(dt_axis_scale scale, double c) { return scale == DT_AXIS_LINEAR ? c : exp(c); }
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* The smallest gap between two distinct x of a bar series, in axis
+ * coordinates: every bar is 80% of it wide, so that neighbours never touch.
+ * A series with one distinct x gets the gap 1 (linear) or log 2 (log). */
+static dt_result bar_gap(const series *s, dt_axis_scale scale, double *gap)
+{
+    double *c = dt_mem_alloc(DT_MEM_OTHER, s->count * sizeof *c);
+    if (!c) return dt_fail(DT_ERR_NOMEM, "bars of '%s': no memory for %zu points", s->name, s->count);
+    for (size_t k = 0; k < s->count; k++) c[k] = axis_coord(scale, s->x[k]);
+    qsort(c, s->count, sizeof *c, cmp_double);
+    *gap = INFINITY;
+    for (size_t k = 1; k < s->count; k++)
+        if (c[k] > c[k - 1]) *gap = fmin(*gap, c[k] - c[k - 1]);
+    if (isinf(*gap)) *gap = scale == DT_AXIS_LINEAR ? 1.0 : log(2.0);
+    dt_mem_free(c);
+    return DT_OK;
+}
+
+/* The range every series covers: its points, and for bars the half bar
+ * beyond the outer ones and the y = 0 they stand on (linear y axis). */
+static dt_result data_range(const dt_plot *plot, double *xmin, double *xmax, double *ymin,
+                            double *ymax)
 {
     *xmin = *xmax = plot->series[0].x[0];
     *ymin = *ymax = plot->series[0].y[0];
-    for (size_t i = 0; i < plot->nseries; i++)
-        for (size_t k = 0; k < plot->series[i].count; k++) {
-            double x = plot->series[i].x[k], y = plot->series[i].y[k];
-            *xmin = fmin(*xmin, x), *xmax = fmax(*xmax, x);
-            *ymin = fmin(*ymin, y), *ymax = fmax(*ymax, y);
+    for (size_t i = 0; i < plot->nseries; i++) {
+        const series *s = &plot->series[i];
+        for (size_t k = 0; k < s->count; k++) {
+            *xmin = fmin(*xmin, s->x[k]), *xmax = fmax(*xmax, s->x[k]);
+            *ymin = fmin(*ymin, s->y[k]), *ymax = fmax(*ymax, s->y[k]);
         }
+        if (s->style != DT_SERIES_BARS) continue;
+        double gap;
+        DT_CHECK(bar_gap(s, plot->xscale, &gap));
+        *xmin = fmin(*xmin, axis_value(plot->xscale, axis_coord(plot->xscale, *xmin) - gap / 2));
+        *xmax = fmax(*xmax, axis_value(plot->xscale, axis_coord(plot->xscale, *xmax) + gap / 2));
+        if (plot->yscale == DT_AXIS_LINEAR) *ymin = fmin(*ymin, 0), *ymax = fmax(*ymax, 0);
+    }
+    return DT_OK;
 }
 
 static int legend_width(const dt_plot *plot)
@@ -228,7 +269,28 @@ static void draw_axes(svg_writer *w, const dt_plot *plot, const frame *fr)
     svg_text(w, 16, ly, "middle", rot, plot->ylabel);
 }
 
-static void draw_series(svg_writer *w, const series *s, size_t index, const frame *fr)
+/* One <rect class="bar"> per point, from y = 0 (the bottom of a log axis)
+ * to the point, clipped to the plot area. */
+static dt_result draw_bars(svg_writer *w, const series *s, const frame *fr, const char *colour)
+{
+    double gap;
+    DT_CHECK(bar_gap(s, fr->xa.scale, &gap));
+    double base = fr->ya.scale == DT_AXIS_LINEAR ? py(fr, 0) : fr->y1;
+    base = fmin(fmax(base, fr->y0), fr->y1);
+    for (size_t k = 0; k < s->count; k++) {
+        double c = axis_coord(fr->xa.scale, s->x[k]);
+        double left = fmax(px(fr, axis_value(fr->xa.scale, c - 0.4 * gap)), fr->x0);
+        double right = fmin(px(fr, axis_value(fr->xa.scale, c + 0.4 * gap)), fr->x1);
+        double top = fmin(fmax(py(fr, s->y[k]), fr->y0), fr->y1);
+        svg_printf(w, "<rect class=\"bar\" x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" "
+                      "fill=\"%s\"><title>%g: %g</title></rect>\n",
+                   left, fmin(top, base), fmax(right - left, 0), fabs(base - top), colour,
+                   s->x[k], s->y[k]);
+    }
+    return DT_OK;
+}
+
+static dt_result draw_series(svg_writer *w, const series *s, size_t index, const frame *fr)
 {
     const char *colour = svg_colour(index);
     svg_printf(w, "<g class=\"series\" id=\"series-%zu\">\n<title>", index);
@@ -244,7 +306,9 @@ static void draw_series(svg_writer *w, const series *s, size_t index, const fram
         for (size_t k = 0; k < s->count; k++)
             svg_printf(w, "<circle cx=\"%.2f\" cy=\"%.2f\" r=\"3.5\" fill=\"%s\"/>\n",
                        px(fr, s->x[k]), py(fr, s->y[k]), colour);
+    dt_result r = s->style == DT_SERIES_BARS ? draw_bars(w, s, fr, colour) : DT_OK;
     svg_printf(w, "</g>\n");
+    return r;
 }
 
 static void draw_legend(svg_writer *w, const dt_plot *plot, const frame *fr)
@@ -260,6 +324,9 @@ static void draw_legend(svg_writer *w, const dt_plot *plot, const frame *fr)
                           "stroke-width=\"2\"/>\n", x, y, x + 20, y, colour);
         if (s->style & DT_SERIES_POINTS)
             svg_printf(w, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3.5\" fill=\"%s\"/>\n", x + 10, y, colour);
+        if (s->style == DT_SERIES_BARS)
+            svg_printf(w, "<rect x=\"%.1f\" y=\"%.1f\" width=\"12\" height=\"10\" fill=\"%s\"/>\n",
+                       x + 4, y - 5, colour);
         svg_text(w, x + 26, y + 4, NULL, NULL, s->name);
         y += 18;
     }
@@ -272,7 +339,7 @@ dt_result dt_plot_write_svg(const dt_plot *plot, const char *path)
     if (plot->nseries == 0) return dt_fail(DT_ERR_INVALID_ARG, "write plot '%s': no series", plot->title);
     frame fr;
     double xmin, xmax, ymin, ymax;
-    data_range(plot, &xmin, &xmax, &ymin, &ymax);
+    DT_CHECK(data_range(plot, &xmin, &xmax, &ymin, &ymax));
     svg_axis_fit(&fr.xa, plot->xscale, xmin, xmax);
     svg_axis_fit(&fr.ya, plot->yscale, ymin, ymax);
     int lw = legend_width(plot);
@@ -284,7 +351,10 @@ dt_result dt_plot_write_svg(const dt_plot *plot, const char *path)
     svg_writer w;
     DT_CHECK(svg_open(&w, path, plot->width, plot->height));
     draw_axes(&w, plot, &fr);
-    for (size_t i = 0; i < plot->nseries; i++) draw_series(&w, &plot->series[i], i, &fr);
+    dt_result r = DT_OK;
+    for (size_t i = 0; i < plot->nseries && r == DT_OK; i++)
+        r = draw_series(&w, &plot->series[i], i, &fr);
     if (lw > 0) draw_legend(&w, plot, &fr);
-    return svg_close(&w, path);
+    dt_result closed = svg_close(&w, path);
+    return r != DT_OK ? r : closed;
 }

@@ -66,17 +66,17 @@ static dt_result efficiency_plot(const lab_scaling_data *d, lab_amdahl *fit, con
 {
     dt_plot *pl;
     char name[64];
-    DT_CHECK(dt_plot_create(&pl, "Efficiency: strong (measured) and weak scaling", "ranks N",
+    DT_CHECK(dt_plot_create(&pl, "Efficiency: strong and weak scaling", "ranks N",
                             "efficiency"));
     double nmax = d->n[d->count - 1];
     snprintf(name, sizeof name, "Amdahl, p = %.3f", fit->p);
     dt_result r = dt_plot_set_xscale(pl, DT_AXIS_LOG2);
     if (r == DT_OK) r = dt_plot_add_function(pl, name, amdahl_efficiency, fit, 1, nmax, 64);
     for (size_t i = 0; i < d->count; i++) y[i] = d->strong[0] / (d->n[i] * d->strong[i]);
-    if (r == DT_OK) r = dt_plot_add_series(pl, "measured", x, y, d->count, DT_SERIES_POINTS);
+    if (r == DT_OK) r = dt_plot_add_series(pl, "strong scaling", x, y, d->count, DT_SERIES_POINTS);
     if (d->weak) {
         for (size_t i = 0; i < d->count; i++) y[i] = d->weak[0] / d->weak[i];
-        if (r == DT_OK) r = dt_plot_add_series(pl, "weak", x, y, d->count, DT_SERIES_POINTS);
+        if (r == DT_OK) r = dt_plot_add_series(pl, "weak scaling", x, y, d->count, DT_SERIES_POINTS);
     }
     if (r == DT_OK) r = dt_plot_write_svg(pl, path);
     dt_plot_free(pl);

@@ -158,9 +158,10 @@ typedef struct {
  *    "Amdahl..." (a name that begins with "Amdahl", e.g. "Amdahl, p = 0.950")
  *                the curve 1 / ((1 - p) + p / N) of fit, N from 1 to n[count-1];
  *  efficiency_svg: linear y axis (efficiency), two or three series:
- *    "measured"  the points (n[i], strong[0] / (n[i] strong[i])), as points;
+ *    "strong scaling"  the points (n[i], strong[0] / (n[i] strong[i])), as
+ *                points;
  *    "Amdahl..." the curve of the fit's efficiency S(N) / N;
- *    "weak"      only when data->weak is not NULL: the points
+ *    "weak scaling"  only when data->weak is not NULL: the points
  *                (n[i], weak[0] / weak[i]), as points.
  * Series names other than these are not allowed; the order of the series,
  * titles and axis labels are yours. n[0] must be 1 and n increasing. */

@@ -8,6 +8,7 @@
  * one rank costs (K-1) n / beta. Checked through the functions themselves. */
 TEST_HIDDEN(cost_ring_bandwidth_term_flat_in_k, 2)
 {
+    dt_test_see("chapter 00, section 6");
     const double n = 1e9, beta = 1e10;
     for (int k = 2; k <= 64; k *= 2) {
         double ring, one;
@@ -22,6 +23,7 @@ TEST_HIDDEN(cost_ring_bandwidth_term_flat_in_k, 2)
 /* The latency term grows with K: 2 (K-1) alpha for an empty buffer. */
 TEST_HIDDEN(cost_ring_latency_term, 1)
 {
+    dt_test_see("chapter 00, section 6");
     for (int k = 1; k <= 33; k += 4) {
         double t;
         EXPECT_OK(lab_cost_ring_allreduce(1e-6, 1e9, 0, k, &t));

@@ -8,6 +8,7 @@
 
 TEST(cost_send_examples, 2)
 {
+    dt_test_see("chapter 00, section 5");
     double t = -1;
     /* 1 MB over 1 GB/s with 2 us latency: 2e-6 + 1e6 / 1e9 = 1.002e-3 s. */
     EXPECT_OK(lab_cost_send(2e-6, 1e9, 1e6, &t));
@@ -35,6 +36,7 @@ static double ring_by_steps(double alpha, double beta, double n, int k)
 
 TEST(cost_ring_allreduce_examples, 3)
 {
+    dt_test_see("chapter 00, section 6");
     double t = -1;
     /* K = 4, alpha = 10 us, 1 GB/s, 400 MB: 6 steps of 10 us + 0.1 s = 0.60006 s. */
     EXPECT_OK(lab_cost_ring_allreduce(10e-6, 1e9, 4e8, 4, &t));
@@ -49,6 +51,7 @@ TEST(cost_ring_allreduce_examples, 3)
 
 TEST(cost_ring_matches_step_by_step, 3)
 {
+    dt_test_see("chapter 00, section 6");
     const double alphas[] = {0, 1e-6, 30e-6};
     const double betas[] = {1.25e9, 300e9};
     const double sizes[] = {0, 1, 4096, 1e6 + 3, 1e9};
@@ -64,6 +67,7 @@ TEST(cost_ring_matches_step_by_step, 3)
 
 TEST(cost_ring_bytes_per_rank, 2)
 {
+    dt_test_see("chapter 00, section 6");
     double b = -1;
     /* K = 4, 1000 bytes: 3 reduce-scatter + 3 allgather chunks of 250 = 1500. */
     EXPECT_OK(lab_ring_bytes_per_rank(1000, 4, &b));
@@ -77,6 +81,7 @@ TEST(cost_ring_bytes_per_rank, 2)
 
 TEST(cost_rejects_bad_arguments, 2)
 {
+    dt_test_see("chapter 00, section 7");
     double t = 42;
     /* A valid call first, so that a stub cannot pass by failing everything. */
     EXPECT_OK(lab_cost_send(1e-6, 1e9, 100, &t));

@@ -59,16 +59,19 @@ static void run_job(int nranks)
 
 TEST(ranks_one_rank, 1)
 {
+    dt_test_see("chapter 00, section 8");
     run_job(1);
 }
 
 TEST(ranks_four_ranks, 2)
 {
+    dt_test_see("chapter 00, section 8");
     run_job(4);
 }
 
 TEST(ranks_one_to_eight, 2)
 {
+    dt_test_see("chapter 00, section 8");
     for (int k = 1; k <= 8; k++)
         run_job(k);
 }

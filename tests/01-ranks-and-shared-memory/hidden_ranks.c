@@ -7,7 +7,10 @@
 /* ---------------------------------------------------------------- barrier */
 
 /* Rank 2 arrives 20 ms late at every barrier: the others must wait for it
- * (the shared counter), and rank 0 must have waited about that long. */
+ * through every phase of lab_pause (spins, yields, naps), which the shared
+ * counter shows: nobody leaves barrier i before rank 2 has added its
+ * arrival. (No check of how long rank 0 waited: a verdict must not depend
+ * on how the machine schedules the threads.) */
 static dt_result straggler_rank(dt_comm *w, void *arg)
 {
     (void)arg;
@@ -21,17 +24,13 @@ static dt_result straggler_rank(dt_comm *w, void *arg)
     for (int i = 0; i < 5; i++) {
         if (rank == 2)
             dt_sleep(0.02);
-        double t0 = dt_now();
         atomic_fetch_add_explicit(arrivals, 1, memory_order_relaxed);
         EXPECT_OK(lab_barrier_wait(&b));
-        double waited = dt_now() - t0;
         long long seen = atomic_load_explicit(arrivals, memory_order_relaxed);
         EXPECT(seen >= (long long)(i + 1) * n,
-               "barrier %d: left having seen %lld arrivals, expected at least %lld", i, seen,
-               (long long)(i + 1) * n);
-        if (rank == 0)
-            EXPECT(waited >= 0.01, "barrier %d: rank 0 waited %.4f s for a rank 20 ms late", i,
-                   waited);
+               "barrier %d: left having seen %lld arrivals, expected at least %lld: a rank "
+               "left before the late rank 2 arrived",
+               i, seen, (long long)(i + 1) * n);
     }
     EXPECT_OK(dt_win_free(win));
     EXPECT_OK(lab_barrier_destroy(&b));
@@ -40,6 +39,7 @@ static dt_result straggler_rank(dt_comm *w, void *arg)
 
 TEST_HIDDEN(hidden_barrier_waits_for_a_straggler, 2)
 {
+    dt_test_see("chapter 01, section 4");
     dt_launch_opts o = t01_opts(4, NULL, 10);
     EXPECT_OK(dt_launch(&o, straggler_rank, NULL));
 }
@@ -98,6 +98,7 @@ static dt_result eth_rank(dt_comm *w, void *arg)
 
 TEST_HIDDEN_T(hidden_bcast_costs_on_eth10_u8, 2, 20)
 {
+    dt_test_see("chapter 01, sections 5 and 6");
     for (int tree = 0; tree <= 1; tree++)
         for (int n = 2; n <= 8; n++) {
             dt_launch_opts o = t01_opts(n, "eth10", 5);
@@ -133,6 +134,7 @@ static dt_result i8_rank(dt_comm *w, void *arg)
 
 TEST_HIDDEN(hidden_bcast_i8_every_root_of_6, 1)
 {
+    dt_test_see("chapter 01, section 6");
     for (int root = 0; root < 6; root++) {
         dt_launch_opts o = t01_opts(6, NULL, 5);
         EXPECT_OK(dt_launch(&o, i8_rank, &root));
@@ -168,6 +170,7 @@ static dt_result circle_rank(dt_comm *w, void *arg)
 
 TEST_HIDDEN(hidden_ring_pass_all_the_way_around, 2)
 {
+    dt_test_see("chapter 01, section 7");
     const int sizes[] = {2, 5, 8};
     for (int k = 0; k < 3; k++) {
         dt_launch_opts o = t01_opts(sizes[k], NULL, 3);

@@ -59,11 +59,13 @@ static void every_n_every_root(bcast_fn fn, const char *name)
 
 TEST_T(bcast_linear_every_n_every_root, 3, 20)
 {
+    dt_test_see("chapter 01, section 6");
     every_n_every_root(lab_bcast_linear, "lab_bcast_linear");
 }
 
 TEST_T(bcast_tree_every_n_every_root, 3, 20)
 {
+    dt_test_see("chapter 01, section 6");
     every_n_every_root(lab_bcast_tree, "lab_bcast_tree");
 }
 
@@ -156,16 +158,19 @@ static void cost_sweep(bcast_fn fn, const char *name, cost_check check)
 
 TEST_T(bcast_linear_costs_n_minus_1_sends_at_root, 2, 20)
 {
+    dt_test_see("chapter 01, sections 5 and 6");
     cost_sweep(lab_bcast_linear, "lab_bcast_linear", CHECK_LINEAR_TIME);
 }
 
 TEST_T(bcast_tree_sends_n_minus_1_copies, 2, 20)
 {
+    dt_test_see("chapter 01, section 6");
     cost_sweep(lab_bcast_tree, "lab_bcast_tree", CHECK_TREE_BYTES);
 }
 
 TEST_T(bcast_tree_takes_log2_rounds, 2, 20)
 {
+    dt_test_see("chapter 01, section 6");
     cost_sweep(lab_bcast_tree, "lab_bcast_tree", CHECK_TREE_TIME);
 }
 
@@ -191,6 +196,7 @@ static dt_result bad_root_rank(dt_comm *w, void *arg)
 
 TEST(bcast_rejects_a_root_out_of_range, 1)
 {
+    dt_test_see("chapter 01, section 6");
     dt_launch_opts o = t01_opts(3, NULL, 5);
     EXPECT_OK(dt_launch(&o, bad_root_rank, NULL));
 }

@@ -34,6 +34,7 @@ static dt_result data_rank(dt_comm *w, void *arg)
 
 TEST_T(ring_pass_every_n, 3, 30)
 {
+    dt_test_see("chapter 01, section 7");
     for (int n = 1; n <= 8; n++) {
         dt_launch_opts o = t01_opts(n, NULL, 3);
         EXPECT_OK(dt_launch(&o, data_rank, NULL));
@@ -88,6 +89,7 @@ static dt_result cost_rank(dt_comm *w, void *arg)
 
 TEST_T(ring_pass_sends_one_message_per_rank, 2, 20)
 {
+    dt_test_see("chapter 01, section 7");
     for (int n = 2; n <= 8; n++) {
         dt_launch_opts o = t01_opts(n, RING_NET, 3);
         EXPECT_OK(dt_launch(&o, cost_rank, NULL));

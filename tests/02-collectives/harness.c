@@ -132,7 +132,7 @@ static void expect_no_library_collective(const case_info *c, dt_comm *comm)
     EXPECT_OK(dt_comm_stats(comm, &st));
     for (int kind = DT_COLL_ALLREDUCE; kind <= DT_COLL_BARRIER; kind++)
         EXPECT(st.calls[kind] == 0,
-               CASE_FMT ": called the library's %s %llu time(s); use dt_send, dt_recv, "
+               CASE_FMT ": called the library's %s (%llu calls); use only dt_send, dt_recv, "
                         "dt_sendrecv",
                CASE_ARGS(c), dt_coll_name((dt_coll_kind)kind), (unsigned long long)st.calls[kind]);
     int k = dt_comm_size(comm);
@@ -337,11 +337,14 @@ typedef struct {
     size_t count;
     dt_dtype t;
     double want, rel;  /* time */
-    bytes_fn bytes;    /* bytes, when set */
+    traffic_fn traffic; /* bytes and messages, when set */
 } one_arg;
 
 /* The buffers of one call of algo: sendbuf and recvbuf as the algorithm
- * takes them (zeros: only time and bytes are checked). */
+ * takes them (zeros: only time and traffic are checked). The call must
+ * not use a library collective: those charge the bytes, messages and
+ * modeled time of the algorithm they stand for, so that only the count of
+ * calls gives them away. */
 static void one_call(const one_arg *a, dt_comm *comm)
 {
     int k = dt_comm_size(comm), rank = dt_comm_rank(comm);
@@ -349,6 +352,7 @@ static void one_call(const one_arg *a, dt_comm *comm)
     block_of(a->count, k, rank, &off, &len);
     char *send = calloc(a->count + 1, es), *recv = calloc(a->count + 1, es);
     EXPECT(send && recv, "out of memory");
+    EXPECT_OK(dt_comm_stats_reset(comm));
     dt_result r;
     if (a->algo == ALGO_RING_AG)
         r = lab_ring_allgather(send, recv, a->count, a->t, comm);
@@ -356,6 +360,8 @@ static void one_call(const one_arg *a, dt_comm *comm)
         r = call_algo(a->algo, send, recv, a->count, a->t, DT_SUM, comm);
     EXPECT(r == DT_OK, "%s on %d ranks, count %zu: returned %s%s%s", algo_name(a->algo), k,
            a->count, dt_strerror(r), dt_last_error()[0] ? ": " : "", dt_last_error());
+    case_info c = {algo_name(a->algo), a->count, a->t, DT_SUM, 0, k};
+    expect_no_library_collective(&c, comm);
     free(send);
     free(recv);
 }
@@ -388,26 +394,30 @@ void check_time(lab_algo algo, int nranks, const char *net, size_t count, dt_dty
     EXPECT_OK(dt_launch(&o, time_rank, &a));
 }
 
-static dt_result bytes_rank(dt_comm *world, void *argp)
+static dt_result traffic_rank(dt_comm *world, void *argp)
 {
     const one_arg *a = argp;
     int k = dt_comm_size(world), rank = dt_comm_rank(world);
-    EXPECT_OK(dt_comm_stats_reset(world));
     one_call(a, world);
     dt_stats st;
     EXPECT_OK(dt_comm_stats(world, &st));
-    double want, tol;
-    a->bytes(rank, k, a->count, dt_dtype_size(a->t), &want, &tol);
-    EXPECT(fabs((double)st.bytes_sent - want) <= tol,
+    traffic want = a->traffic(rank, k, a->count, dt_dtype_size(a->t));
+    EXPECT(fabs((double)st.bytes_sent - want.bytes) <= want.tol,
            "%s on %d ranks, count %zu of %s: rank %d sent %llu bytes, expected %.0f (+- %.0f)",
            algo_name(a->algo), k, a->count, dt_dtype_name(a->t), rank,
-           (unsigned long long)st.bytes_sent, want, tol);
+           (unsigned long long)st.bytes_sent, want.bytes, want.tol);
+    EXPECT(st.msgs_sent == want.msgs && st.msgs_recv == want.msgs,
+           "%s on %d ranks, count %zu of %s: rank %d sent %llu and received %llu messages, "
+           "expected %llu of each",
+           algo_name(a->algo), k, a->count, dt_dtype_name(a->t), rank,
+           (unsigned long long)st.msgs_sent, (unsigned long long)st.msgs_recv,
+           (unsigned long long)want.msgs);
     return DT_OK;
 }
 
-void check_bytes(lab_algo algo, int nranks, size_t count, dt_dtype dtype, bytes_fn want)
+void check_traffic(lab_algo algo, int nranks, size_t count, dt_dtype dtype, traffic_fn want)
 {
     one_arg a = {algo, count, dtype, 0, 0, want};
     dt_launch_opts o = opts_for(nranks, "none");
-    EXPECT_OK(dt_launch(&o, bytes_rank, &a));
+    EXPECT_OK(dt_launch(&o, traffic_rank, &a));
 }

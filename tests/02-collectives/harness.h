@@ -53,13 +53,22 @@ int standard_counts(int k, size_t large, size_t *out);
 void check_time(lab_algo algo, int nranks, const char *net, size_t count, dt_dtype dtype,
                 double want_seconds, double rel);
 
-/* The bytes a rank should send: *want, give or take *tol. */
-typedef void (*bytes_fn)(int rank, int nranks, size_t count, size_t elem_size, double *want,
-                         double *tol);
+/* What one rank sends in one call of an algorithm: bytes, give or take
+ * tol (blocks that differ by one element), and messages, exactly. */
+typedef struct {
+    double bytes, tol;
+    uint64_t msgs;
+} traffic;
 
-/* Runs algo once on K ranks with count elements of dtype and checks each
- * rank's bytes_sent (dt_comm_stats) against want(rank, ...). */
-void check_bytes(lab_algo algo, int nranks, size_t count, dt_dtype dtype, bytes_fn want);
+typedef traffic (*traffic_fn)(int rank, int nranks, size_t count, size_t elem_size);
+
+/* Runs algo once on K ranks with count elements of dtype and checks, on
+ * each rank, dt_comm_stats against want(rank, ...): bytes_sent, msgs_sent
+ * and msgs_recv (a rank receives as many messages as it sends in every
+ * algorithm of the lab), and no call of a library collective. The library's
+ * own collectives count the bytes and messages of the algorithm they stand
+ * for, so only calls[] tells them apart from the lab's. */
+void check_traffic(lab_algo algo, int nranks, size_t count, dt_dtype dtype, traffic_fn want);
 
 /* Like run_sweep, but the algorithm runs on communicators made by splitting
  * the world of nranks ranks by rank % ngroups (each group a ring of its

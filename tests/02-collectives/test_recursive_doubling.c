@@ -10,6 +10,7 @@ static const dt_redop sum_max[] = {DT_SUM, DT_MAX};
 
 TEST_T(recursive_doubling_results, 3, 20)
 {
+    dt_test_see("chapter 02, sections 3 and 6");
     for (int k = 1; k <= 8; k++) {
         size_t counts[5];
         int nc = standard_counts(k, k == 3 || k == 8 ? 100003 : 0, counts);
@@ -28,23 +29,24 @@ static int floor_log2(int k)
 
 /* P = 2^floor(log2 K). Ranks P.. send their buffer once (to their
  * partner); their partners send it back once more; every rank below P
- * sends the whole buffer in each of the log2 P rounds. */
-static void rd_bytes(int rank, int k, size_t count, size_t es, double *want, double *tol)
+ * sends the whole buffer in each of the log2 P rounds: one message per
+ * round, and one more to or from an extra rank. */
+static traffic rd_traffic(int rank, int k, size_t count, size_t es)
 {
     int l = floor_log2(k), p = 1 << l;
     double n = (double)count * (double)es;
     if (rank >= p)
-        *want = n;
-    else
-        *want = (l + (rank < k - p ? 1 : 0)) * n;
-    *tol = 0;
+        return (traffic){n, 0, 1};
+    int msgs = l + (rank < k - p ? 1 : 0);
+    return (traffic){msgs * n, 0, (uint64_t)msgs};
 }
 
 TEST(recursive_doubling_bytes, 1)
 {
+    dt_test_see("chapter 02, section 6");
     const int ks[] = {2, 4, 6, 7, 8};
     for (int i = 0; i < 5; i++)
-        check_bytes(ALGO_RD, ks[i], 1001, DT_F32, rd_bytes);
+        check_traffic(ALGO_RD, ks[i], 1001, DT_F32, rd_traffic);
 }
 
 /* Each round moves the whole buffer both ways at once: alpha + n/beta, so a
@@ -87,6 +89,7 @@ static double rd_time(double alpha, double beta, double n, int k)
 
 TEST_T(recursive_doubling_modeled_time, 2, 20)
 {
+    dt_test_see("chapter 02, sections 2 and 6");
     const char *nets[] = {"ib100", "eth10"};
     const int ks[] = {2, 3, 4, 5, 6, 8};
     const size_t counts[] = {256, 1 << 15};

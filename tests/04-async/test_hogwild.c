@@ -3,6 +3,7 @@
 
 TEST(hogwild_read_apply_exact, 2)
 {
+    dt_test_see("chapter 04, section 8");
     _Atomic float p[4];
     const float init[4] = {1, 2, 3, 4}, g[4] = {2, 4, -2, 0};
     float out[4] = {0};
@@ -27,6 +28,7 @@ TEST(hogwild_read_apply_exact, 2)
 
 TEST_T(hogwild_one_worker_equals_serial_sgd, 3, 20)
 {
+    dt_test_see("chapter 04, section 8");
     ref_data();
     lab_hogwild_config cfg = {.updates = 40, .batch = 16, .lr = 0.1f, .slow_worker = -1,
                               .seed = 1, .train = &ref_train};
@@ -48,6 +50,7 @@ TEST_T(hogwild_one_worker_equals_serial_sgd, 3, 20)
  * vector. (With 600, a busy machine gave 87% to 96%: too close to 90%.) */
 TEST_T(hogwild_trains_digits, 3, 30)
 {
+    dt_test_see("chapter 04, section 8");
     ref_data();
     const int K = 3;
     lab_hogwild_config cfg = {.updates = 1200, .batch = 16, .lr = 0.1f, .slow_worker = -1,

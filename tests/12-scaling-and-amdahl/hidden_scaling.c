@@ -13,6 +13,7 @@
  * T_1 = 5735/634, p = 4408/5735; squared errors sum to 730/317. */
 TEST_HIDDEN(fit_unsorted_repeated_points, 2)
 {
+    dt_test_see("chapter 12, section 4");
     const int n[] = {4, 1, 2, 1, 8, 1};
     const double t[] = {3.5, 9, 6, 10, 3, 8};
     lab_amdahl fit = {0};
@@ -24,6 +25,7 @@ TEST_HIDDEN(fit_unsorted_repeated_points, 2)
 
 TEST_HIDDEN(predict_large_n, 1)
 {
+    dt_test_see("chapter 12, section 3");
     lab_amdahl fit = {.p = 0.99, .t1 = 1, .residual = 0};
     double s = -1;
     /* 1 / (0.01 + 0.99 / 1024) = 1024 / (10.24 + 0.99) */
@@ -36,6 +38,7 @@ TEST_HIDDEN(predict_large_n, 1)
  * allreduce makes T_N grow and the efficiency fall below 1. */
 TEST_HIDDEN_T(weak_sweep_efficiency, 2, 20)
 {
+    dt_test_see("chapter 12, section 5");
     lab_workload w;
     lab_workload_init(&w);
     w.weak = 1, w.samples = 5, w.sample_s = 0.01, w.serial_s = 0.01, w.grad_count = 64;
@@ -73,6 +76,7 @@ static dt_result job_rank(dt_comm *comm, void *arg)
  * mean 80/3 ms; imbalance 10 / (80/3) = 0.375; rank 2 waits 10 ms. */
 TEST_HIDDEN(measure_job_uneven_batch, 1)
 {
+    dt_test_see("chapter 12, section 7");
     job_arg a;
     lab_workload_init(&a.w);
     a.w.samples = 8, a.w.sample_s = 0.01, a.w.serial_s = 0.005;

@@ -9,6 +9,7 @@
 /* Data that follow Amdahl's law exactly: T_N = T_1 ((1 - p) + p / N). */
 TEST(fit_exact_data, 2)
 {
+    dt_test_see("chapter 12, section 4");
     int n[8];
     double t[8];
     for (int i = 0; i < 8; i++) n[i] = i + 1, t[i] = 2.0 * (0.1 + 0.9 / n[i]); /* p 0.9, T_1 2 */
@@ -33,6 +34,7 @@ TEST(fit_exact_data, 2)
  * the spec asks for T_1 fitted with p.) */
 TEST(fit_noisy_known_answer, 3)
 {
+    dt_test_see("chapter 12, section 4");
     const int n[] = {1, 2, 4, 8};
     const double t[] = {9, 6, 3.5, 3};
     lab_amdahl fit = {0};
@@ -44,6 +46,7 @@ TEST(fit_noisy_known_answer, 3)
 
 TEST(predict_examples, 2)
 {
+    dt_test_see("chapter 12, sections 3 and 4");
     lab_amdahl fit = {.p = 0.9, .t1 = 1, .residual = 0};
     double s = -1;
     /* 1 / (0.1 + 0.9/8) = 1 / 0.2125 */
@@ -68,6 +71,7 @@ TEST(predict_examples, 2)
 /* The predictions at N = 8, 64, 1024 follow from the fitted p exactly. */
 TEST(predictions_follow_fit, 2)
 {
+    dt_test_see("chapter 12, section 4");
     const int n[] = {1, 2, 4, 8};
     const double t[] = {9, 6, 3.5, 3};
     lab_amdahl fit = {0};
@@ -82,6 +86,7 @@ TEST(predictions_follow_fit, 2)
 
 TEST(fit_rejects_bad_arguments, 1)
 {
+    dt_test_see("chapter 12, sections 4 and 10");
     const int n[] = {1, 2}, same[] = {4, 4}, zero[] = {0, 2}, up[] = {2, 4};
     const double t[] = {2, 1.5}, neg[] = {2, -1}, nan_t[] = {2, NAN}, rising[] = {1, 3};
     lab_amdahl fit = {.p = 42, .t1 = 42, .residual = 42};

@@ -53,6 +53,7 @@ static dt_result step_parts_rank(dt_comm *comm, void *arg)
 
 TEST(measure_step_parts, 3)
 {
+    dt_test_see("chapter 12, sections 1 and 2");
     lab_workload w;
     lab_workload_init(&w);
     w.samples = 7, w.sample_s = 0.01, w.serial_s = 0.05, w.warmup_s = 0.2, w.grad_count = 10;
@@ -81,6 +82,7 @@ static dt_result step_network_rank(dt_comm *comm, void *arg)
 
 TEST(measure_step_comm_is_the_network, 2)
 {
+    dt_test_see("chapter 12, sections 8 and 9");
     lab_workload w;
     lab_workload_init(&w);
     w.samples = 16, w.sample_s = 0.001, w.serial_s = 0.002, w.grad_count = 4096;
@@ -113,6 +115,7 @@ static void expect_same_on_every_rank(const job_arg *a, int n)
  * step 0, which must not count: every step takes 40 ms. */
 TEST(measure_job_balanced, 2)
 {
+    dt_test_see("chapter 12, section 2");
     job_arg a = {.steps = 3};
     lab_workload_init(&a.w);
     a.w.samples = 8, a.w.sample_s = 0.01, a.w.serial_s = 0.02, a.w.warmup_s = 1.0;
@@ -133,6 +136,7 @@ TEST(measure_job_balanced, 2)
  * 0.8; the others wait 20 ms in the allreduce: mean comm 15 ms. */
 TEST(measure_job_straggler, 3)
 {
+    dt_test_see("chapter 12, sections 2 and 7");
     job_arg a = {.steps = 2};
     lab_workload_init(&a.w);
     a.w.samples = 8, a.w.sample_s = 0.01, a.w.serial_s = 0.02, a.w.warmup_s = 0.5;
@@ -153,6 +157,7 @@ TEST(measure_job_straggler, 3)
  * well under a millisecond) and fitted: p within 0.02 of 0.9. */
 TEST_T(measured_p_matches_injected_serial_fraction, 3, 20)
 {
+    dt_test_see("chapter 12, sections 2 and 4");
     lab_workload w;
     lab_workload_init(&w);
     w.samples = 840, w.sample_s = 1e-3, w.serial_s = 0.84 / 9, w.warmup_s = 0.3, w.grad_count = 256;

@@ -7,6 +7,7 @@
 
 TEST(strong_scaling_examples, 2)
 {
+    dt_test_see("chapter 12, section 2");
     double s = -1, e = -1;
     /* 12 s on one rank, 4 s on four: speedup 3, efficiency 3/4 */
     EXPECT_OK(lab_strong_scaling(12, 4, 4, &s, &e));
@@ -24,6 +25,7 @@ TEST(strong_scaling_examples, 2)
 
 TEST(weak_efficiency_examples, 2)
 {
+    dt_test_see("chapter 12, section 5");
     double e = -1;
     /* the work per rank is fixed: ideal T_N = T_1, efficiency 1 */
     EXPECT_OK(lab_weak_efficiency(3, 3, &e));
@@ -37,6 +39,7 @@ TEST(weak_efficiency_examples, 2)
 
 TEST(load_imbalance_examples, 2)
 {
+    dt_test_see("chapter 12, section 7");
     double b = -1;
     const double three[] = {1, 2, 3};     /* (3 - 1) / 2 = 1 */
     EXPECT_OK(lab_load_imbalance(three, 3, &b));
@@ -57,6 +60,7 @@ TEST(load_imbalance_examples, 2)
 
 TEST(metrics_reject_bad_arguments, 1)
 {
+    dt_test_see("chapter 12, section 10");
     double s = 42, e = 42, b = 42;
     const double ok[] = {1, 2}, neg[] = {1, -2}, zeros[] = {0, 0}, nan_t[] = {1, NAN};
     EXPECT_OK(lab_strong_scaling(2, 1, 2, &s, &e)); /* valid calls first */

@@ -80,6 +80,7 @@ static void expect_points(const xml_series *s, const char *what, size_t count, c
 
 TEST(plots_are_well_formed_with_their_series, 2)
 {
+    dt_test_see("chapter 12, section 10, task (d)");
     lab_scaling_data d = {5, N5, STRONG5, WEAK5};
     lab_amdahl fit = {.p = 0.9, .t1 = 100, .residual = 0};
     char *sdoc, *edoc;
@@ -92,9 +93,12 @@ TEST(plots_are_well_formed_with_their_series, 2)
     const xml_series *a = xml_find_series(s, k, "Amdahl", 1);
     EXPECT(a && a->has_line, "speedup plot: no curve named \"Amdahl...\"");
     k = read_svg(edoc, "efficiency", s, 8);
-    EXPECT(k == 3, "efficiency plot: %d series, expected 3 (measured, Amdahl, weak)", k);
-    EXPECT(xml_find_series(s, k, "measured", 0), "efficiency plot: no series named \"measured\"");
-    EXPECT(xml_find_series(s, k, "weak", 0), "efficiency plot: no series named \"weak\"");
+    EXPECT(k == 3, "efficiency plot: %d series, expected 3 (strong scaling, Amdahl, weak scaling)",
+           k);
+    EXPECT(xml_find_series(s, k, "strong scaling", 0),
+           "efficiency plot: no series named \"strong scaling\"");
+    EXPECT(xml_find_series(s, k, "weak scaling", 0),
+           "efficiency plot: no series named \"weak scaling\"");
     a = xml_find_series(s, k, "Amdahl", 1);
     EXPECT(a && a->has_line, "efficiency plot: no curve named \"Amdahl...\"");
     free(sdoc);
@@ -103,7 +107,7 @@ TEST(plots_are_well_formed_with_their_series, 2)
     d.weak = NULL;
     EXPECT_OK(call_lab_write_plots(&d, &fit, 0, &sdoc, &edoc));
     k = read_svg(edoc, "efficiency", s, 8);
-    EXPECT(k == 2 && !xml_find_series(s, k, "weak", 0),
+    EXPECT(k == 2 && !xml_find_series(s, k, "weak scaling", 0),
            "efficiency plot without weak data: %d series, expected 2", k);
     free(sdoc);
     free(edoc);
@@ -111,6 +115,7 @@ TEST(plots_are_well_formed_with_their_series, 2)
 
 TEST(plots_put_the_measured_points_right, 3)
 {
+    dt_test_see("chapter 12, sections 10 and 11");
     lab_scaling_data d = {5, N5, STRONG5, WEAK5};
     lab_amdahl fit = {.p = 0.9, .t1 = 100, .residual = 0};
     char *sdoc, *edoc;
@@ -126,14 +131,17 @@ TEST(plots_put_the_measured_points_right, 3)
     int k = read_svg(sdoc, "speedup", s, 8);
     expect_points(xml_find_series(s, k, "measured", 0), "speedup plot, measured", 5, x, sp, 1);
     k = read_svg(edoc, "efficiency", s, 8);
-    expect_points(xml_find_series(s, k, "measured", 0), "efficiency plot, measured", 5, x, eff, 0);
-    expect_points(xml_find_series(s, k, "weak", 0), "efficiency plot, weak", 5, x, weak, 0);
+    expect_points(xml_find_series(s, k, "strong scaling", 0), "efficiency plot, strong scaling", 5,
+                  x, eff, 0);
+    expect_points(xml_find_series(s, k, "weak scaling", 0), "efficiency plot, weak scaling", 5, x,
+                  weak, 0);
     free(sdoc);
     free(edoc);
 }
 
 TEST(plots_reject_bad_arguments, 1)
 {
+    dt_test_see("chapter 12, section 10");
     lab_amdahl fit = {.p = 0.9, .t1 = 100, .residual = 0};
     lab_scaling_data good = {5, N5, STRONG5, NULL};
     char *sdoc, *edoc;

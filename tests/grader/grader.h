@@ -37,9 +37,16 @@ typedef struct dt_test {
 
 void dt_test_register(dt_test *t);
 
-/* Ends the test as failed with "FAIL: file:line: [rank R: ]message". */
+/* Ends the test as failed with "FAIL: file:line: [rank R: ]message", and
+ * " (see WHERE)" when the test named WHERE with dt_test_see. */
 void dt_test_fail(const char *file, int line, const char *fmt, ...)
     __attribute__((format(printf, 3, 4), noreturn));
+
+/* Names the text that explains what this test checks, e.g.
+ * dt_test_see("chapter 02, section 5"): every failure of the test from
+ * here on ends with " (see chapter 02, section 5)". Call it first in the
+ * test, before any rank starts; where is a string literal. */
+void dt_test_see(const char *where);
 
 #define DT_TEST_DEFINE(name_, points_, timeout_, hidden_)                    \
     static void name_(void);                                                 \

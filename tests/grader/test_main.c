@@ -16,6 +16,9 @@
 #include <unistd.h>
 
 static dt_test *first, **last = &first;
+/* Set by the running test (dt_test_see) before it starts any rank; read
+ * only when it fails. One test runs per process (or one after another). */
+static const char *see_where;
 
 void dt_test_register(dt_test *t)
 {
@@ -36,12 +39,18 @@ void dt_test_fail(const char *file, int line, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(msg + n, sizeof msg - (size_t)n - 1, fmt, ap);
     va_end(ap);
+    if (see_where) {
+        size_t used = strlen(msg);
+        snprintf(msg + used, sizeof msg - used - 1, " (see %s)", see_where);
+    }
     strcat(msg, "\n");
     fflush(stdout);
     ssize_t w = write(STDERR_FILENO, msg, strlen(msg));
     (void)w;
     _exit(1);
 }
+
+void dt_test_see(const char *where) { see_where = where; }
 
 int main(int argc, char **argv)
 {
@@ -66,6 +75,7 @@ int main(int argc, char **argv)
         int n = 0;
         for (dt_test *t = first; t; t = t->next, n++) {
             fprintf(stderr, "-- %s\n", t->name);
+            see_where = NULL;
             t->fn();
         }
         fprintf(stderr, "%d passed, 0 failed\n", n);

@@ -204,6 +204,30 @@ static char *read_svg(const char *path)
     return doc;
 }
 
+/* Writes the plot (or chart) to a temporary file, frees it, and returns
+ * the text read back (well-formed, checked); the file is removed. */
+static char *plot_svg(dt_plot *plot, const char *what)
+{
+    char path[128];
+    temp_path(path, sizeof path, what);
+    EXPECT_OK(dt_plot_write_svg(plot, path));
+    dt_plot_free(plot);
+    char *doc = read_svg(path);
+    unlink(path);
+    return doc;
+}
+
+static char *gantt_svg(dt_gantt *g, const char *what)
+{
+    char path[128];
+    temp_path(path, sizeof path, what);
+    EXPECT_OK(dt_gantt_write_svg(g, path));
+    dt_gantt_free(g);
+    char *doc = read_svg(path);
+    unlink(path);
+    return doc;
+}
+
 /* The fill colour of the <rect> whose <title> starts at title. */
 static void region_fill(const char *doc, const char *title, char out[16])
 {
@@ -258,13 +282,7 @@ TEST(metrics_plot_speedup_svg, 2)
     EXPECT_OK(dt_plot_add_function(plot, "Amdahl p=0.93", amdahl_curve, &p, 1, 16, 40));
     double ideal_x[] = {1, 16};
     EXPECT_OK(dt_plot_add_series(plot, "ideal", ideal_x, ideal_x, 2, DT_SERIES_LINE));
-    char path[128];
-    temp_path(path, sizeof path, "speedup");
-    EXPECT_OK(dt_plot_write_svg(plot, path));
-    dt_plot_free(plot);
-
-    char *doc = read_svg(path);
-    unlink(path);
+    char *doc = plot_svg(plot, "speedup");
     EXPECT(strstr(doc, "speedup &lt;N&gt; &amp; &quot;fit&quot;"), "title escaped");
     EXPECT(count_in(doc, NULL, "<g class=\"series\"") == 3, "3 series groups");
     const char *g0 = strstr(doc, "id=\"series-0\""), *g1 = strstr(doc, "id=\"series-1\""),
@@ -304,12 +322,7 @@ TEST(metrics_plot_linear_and_log10, 1)
     EXPECT_OK(dt_plot_set_size(plot, 800, 500));
     EXPECT_OK(dt_plot_add_series(plot, NULL, x, y, 4, DT_SERIES_POINTS));
     EXPECT_OK(dt_plot_set_xscale(plot, DT_AXIS_LOG10));
-    char path[128];
-    temp_path(path, sizeof path, "eff");
-    EXPECT_OK(dt_plot_write_svg(plot, path));
-    dt_plot_free(plot);
-    char *doc = read_svg(path);
-    unlink(path);
+    char *doc = plot_svg(plot, "eff");
     EXPECT(strstr(doc, "width=\"800\" height=\"500\""), "size kept");
     EXPECT(count_in(doc, NULL, "<circle") == 4, "4 points and no legend marker");
     EXPECT(count_in(doc, NULL, "<polyline") == 0, "points style draws no line");
@@ -317,6 +330,78 @@ TEST(metrics_plot_linear_and_log10, 1)
     EXPECT(strstr(doc, ">0.2</text>") && strstr(doc, ">0.6</text>") && strstr(doc, ">1</text>"),
            "linear y ticks 0.2 to 1 in steps of 0.2");
     free(doc);
+}
+
+/* The bars of a series, left to right as written: x, y, width, height. */
+typedef struct {
+    double x, y, w, h;
+} bar_box;
+
+static int read_bars(const char *from, const char *to, bar_box *out, int max)
+{
+    int n = 0;
+    for (const char *p = strstr(from, "<rect class=\"bar\""); p && (!to || p < to) && n < max;
+         p = strstr(p + 1, "<rect class=\"bar\"")) {
+        bar_box b;
+        if (sscanf(p, "<rect class=\"bar\" x=\"%lf\" y=\"%lf\" width=\"%lf\" height=\"%lf\"",
+                   &b.x, &b.y, &b.w, &b.h) == 4)
+            out[n++] = b;
+    }
+    return n;
+}
+
+/* A histogram: one bar per point, standing on y = 0 (every bar's bottom on
+ * one line), as tall as its count (height / count the same for all), as
+ * wide as each other, apart from their neighbours and inside the frame;
+ * the x range holds the outer bars whole. On a log y axis the bars stand on
+ * the bottom of the plot. */
+TEST(metrics_plot_bars_histogram, 2)
+{
+    double tau[] = {0, 1, 2, 3, 31, 45}, count[] = {0, 12, 273, 40, 1, 8};
+    const int nb = 6;
+    for (int logy = 0; logy < 2; logy++) {
+        dt_plot *plot = NULL;
+        EXPECT_OK(dt_plot_create(&plot, "staleness", "tau", "gradients"));
+        EXPECT_OK(dt_plot_add_series(plot, "asynchronous", tau + logy, count + logy,
+                                     (size_t)(nb - logy), DT_SERIES_BARS));
+        if (logy) EXPECT_OK(dt_plot_set_yscale(plot, DT_AXIS_LOG10));
+        char *doc = plot_svg(plot, logy ? "bars_log" : "bars");
+        double fx, fy, fw, fh;
+        const char *frame = strstr(doc, "fill=\"none\" stroke=\"#333\"");
+        EXPECT(frame, "the plot area's frame");
+        while (frame > doc && strncmp(frame, "<rect", 5) != 0) frame--;
+        EXPECT(sscanf(frame, "<rect x=\"%lf\" y=\"%lf\" width=\"%lf\" height=\"%lf\"", &fx, &fy,
+                      &fw, &fh) == 4, "frame geometry");
+        const char *leg = strstr(doc, "<g class=\"legend\">");
+        EXPECT(leg && strstr(leg, ">asynchronous</text>"), "the legend names the bars");
+        bar_box b[8];
+        int n = read_bars(doc, leg, b, 8);
+        EXPECT(n == nb - logy, "%d bars, expected %d", n, nb - logy);
+        EXPECT(count_in(doc, NULL, "<circle") == 0 && count_in(doc, NULL, "<polyline") == 0,
+               "bars draw no points and no line");
+        double base = b[n - 1].y + b[n - 1].h, unit = b[n - 1].h / count[nb - 1];
+        if (logy) EXPECT(fabs(base - (fy + fh)) < 0.01, "log y: bars stand on the bottom");
+        for (int k = 0; k < n; k++) {
+            const double c = count[k + logy];
+            EXPECT(fabs(b[k].y + b[k].h - base) < 0.02, "bar %d's bottom at %g, not %g", k,
+                   b[k].y + b[k].h, base);
+            if (!logy)
+                EXPECT(fabs(b[k].h - c * unit) < 0.02, "bar %d (count %g) is %g px tall, expected "
+                       "%g", k, c, b[k].h, c * unit);
+            EXPECT(fabs(b[k].w - b[0].w) < 0.02 && b[k].w > 0, "bar %d is %g px wide, bar 0 %g", k,
+                   b[k].w, b[0].w);
+            EXPECT(b[k].x >= fx - 0.01 && b[k].x + b[k].w <= fx + fw + 0.01 && b[k].y >= fy - 0.01,
+                   "bar %d [%g, %g] outside the frame [%g, %g]", k, b[k].x, b[k].x + b[k].w, fx,
+                   fx + fw);
+            if (k > 0)
+                EXPECT(b[k].x > b[k - 1].x + b[k - 1].w, "bar %d touches bar %d", k, k - 1);
+        }
+        free(doc);
+    }
+    dt_plot *plot = NULL;
+    EXPECT_OK(dt_plot_create(&plot, "t", "x", "y"));
+    EXPECT_ERR(dt_plot_add_series(plot, "s", tau, count, 2, (dt_series_style)5), DT_ERR_INVALID_ARG);
+    dt_plot_free(plot);
 }
 
 TEST(metrics_plot_errors, 1)
@@ -370,12 +455,7 @@ TEST(metrics_gantt_pipeline_svg, 2)
             snprintf(label, sizeof label, "B%d", m);
             EXPECT_OK(dt_gantt_add(g, s, b, b + 1, "backward", label));
         }
-    char path[128];
-    temp_path(path, sizeof path, "gantt");
-    EXPECT_OK(dt_gantt_write_svg(g, path));
-    dt_gantt_free(g);
-    char *doc = read_svg(path);
-    unlink(path);
+    char *doc = gantt_svg(g, "gantt");
     EXPECT(count_in(doc, NULL, "<rect class=\"region\"") == 32, "32 regions, got %zu",
            count_in(doc, NULL, "<rect class=\"region\""));
     const char *leg = strstr(doc, "<g class=\"legend\">");
@@ -391,6 +471,54 @@ TEST(metrics_gantt_pipeline_svg, 2)
     region_fill(doc, b, fill_b);
     EXPECT(fill_f[0] == '#' && strcmp(fill_f, fill_b) != 0, "colours %s and %s", fill_f, fill_b);
     free(doc);
+}
+
+/* A box too thin for its label: the label goes in a strip above the box
+ * (a row grows by that strip), centred on it and clear of the previous such
+ * label; a wide box keeps its label inside. A chart whose labels all fit
+ * keeps rows of 28 px. */
+TEST(metrics_gantt_thin_box_labels, 1)
+{
+    for (int thin = 0; thin < 2; thin++) {
+        dt_gantt *g = NULL;
+        EXPECT_OK(dt_gantt_create(&g, "labels", "time", 2));
+        EXPECT_OK(dt_gantt_add(g, 0, 0, 50, "compute", "wide"));
+        if (thin) {
+            EXPECT_OK(dt_gantt_add(g, 0, 50, 50.2, "compute", "L9"));
+            EXPECT_OK(dt_gantt_add(g, 0, 50.2, 50.4, "compute", "L0"));
+        }
+        EXPECT_OK(dt_gantt_add(g, 1, 0, 100, "allreduce", "b0"));
+        char *doc = gantt_svg(g, thin ? "gantt_thin" : "gantt_wide");
+        int height = 0;
+        EXPECT(sscanf(strstr(doc, "height=\"") + 8, "%d", &height) == 1, "svg height");
+        EXPECT(height == 40 + 2 * (28 + 12 * thin) + 56, "%s: height %d, expected %d",
+               thin ? "thin labels" : "labels that fit", height, 40 + 2 * (28 + 12 * thin) + 56);
+        EXPECT(strstr(doc, "class=\"label\" fill=\"white\">wide</text>") &&
+                   strstr(doc, "class=\"label\" fill=\"white\">b0</text>"),
+               "labels that fit are inside their boxes");
+        if (!thin) {
+            EXPECT(!strstr(doc, "label outside"), "no label outside when all fit");
+            free(doc);
+            continue;
+        }
+        double l9x, l9y, l0x, boxy;
+        const char *t9 = strstr(doc, "<title>compute L9"), *t0 = strstr(doc, "<title>compute L0");
+        EXPECT(t9 && t0, "tooltips of the thin boxes");
+        const char *r9 = t9;
+        while (r9 > doc && strncmp(r9, "<rect", 5) != 0) r9--;
+        EXPECT(sscanf(strstr(r9, " y=\"") + 4, "%lf", &boxy) == 1, "thin box's y");
+        const char *o9 = strstr(doc, ">L9</text>"), *o0 = strstr(doc, ">L0</text>");
+        EXPECT(o9 && o0, "the thin boxes' labels are written");
+        while (o9 > doc && strncmp(o9, "<text", 5) != 0) o9--;
+        while (o0 > doc && strncmp(o0, "<text", 5) != 0) o0--;
+        EXPECT(sscanf(o9, "<text x=\"%lf\" y=\"%lf\"", &l9x, &l9y) == 2 &&
+                   sscanf(o0, "<text x=\"%lf\"", &l0x) == 1,
+               "label positions");
+        EXPECT(strstr(o9, "label outside") && l9y < boxy, "L9 at y %g, above its box at %g", l9y,
+               boxy);
+        EXPECT(l0x - l9x >= 12, "L0 at x %g overlaps L9 at x %g", l0x, l9x);
+        free(doc);
+    }
 }
 
 TEST(metrics_gantt_errors, 1)
@@ -423,12 +551,7 @@ TEST(metrics_gantt_trace_in_clock_seconds, 1)
     EXPECT_OK(dt_gantt_create(&g, "trace", "time (s)", 2));
     EXPECT_OK(dt_gantt_add(g, 0, 5000.0, 5002.0, "compute", NULL));
     EXPECT_OK(dt_gantt_add(g, 1, 5001.0, 5004.0, "allreduce", NULL));
-    char path[128];
-    temp_path(path, sizeof path, "trace");
-    EXPECT_OK(dt_gantt_write_svg(g, path));
-    dt_gantt_free(g);
-    char *doc = read_svg(path);
-    unlink(path);
+    char *doc = gantt_svg(g, "trace");
     const char *first = strstr(doc, "<rect class=\"region\" x=\"");
     double x = -1, w = -1;
     EXPECT(first && sscanf(first + 24, "%lf\" y=\"%*f\" width=\"%lf", &x, &w) == 2, "region geometry");

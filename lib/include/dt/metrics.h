@@ -98,11 +98,16 @@ typedef enum {
     DT_AXIS_LOG10, /* ticks at powers of ten: sizes, times */
 } dt_axis_scale;
 
-/* How a series is drawn: its points as dots, joined by a line, or both. */
+/* How a series is drawn: its points as dots, joined by a line, or both;
+ * or as bars, for a histogram: a bar from y = 0 (the bottom of a log y
+ * axis) up to each point, centred on its x, all of one width that leaves a
+ * gap between the closest two. A bar series widens the x range by half a
+ * bar on each side, and the y range of a linear axis always holds 0. */
 typedef enum {
     DT_SERIES_POINTS = 1,
     DT_SERIES_LINE = 2,
     DT_SERIES_POINTS_AND_LINE = 3,
+    DT_SERIES_BARS = 4,
 } dt_series_style;
 
 /* A line plot: a title, two labelled axes and any number of named series,
@@ -144,7 +149,8 @@ dt_result dt_plot_add_function(dt_plot *plot, const char *name,
 /* Writes the plot as an SVG document to path. Fails with
  * DT_ERR_INVALID_ARG if the plot has no series, DT_ERR_IO if the file cannot
  * be opened or written. Each series is one <g class="series"> holding a
- * <polyline> (line style) and one <circle> per point (points style). */
+ * <polyline> (line style), one <circle> per point (points style) or one
+ * <rect class="bar"> per point (bars). */
 dt_result dt_plot_write_svg(const dt_plot *plot, const char *path);
 
 /* ---------------------------------------------------------------- Gantt charts */

@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# bench/chapter.sh - every table and figure of one chapter, from one command:
+#
+#   bash bench/chapter.sh NN [FIGURES]
+#
+# NN is the chapter (00, 01, 02, 03, 04, 12); without it (as `make bench`
+# runs it) every chapter in turn. Runs the lab's program with
+# each setting the chapter's tables come from, prints each run's output
+# under a heading that names the table it feeds, and writes the chapter's
+# figures into FIGURES (default $BUILD/chapters, so that `make bench` leaves
+# the tree alone; chapters/figures to regenerate the book's own).
+#
+# IMPL picks the code that runs: solutions when the tree has them (the
+# chapter's numbers), else labs (your code). Modeled-clock tables come out
+# the same on any machine; wall-clock ones and the asynchronous runs of
+# chapter 04 change from run to run, as their chapters say.
+set -euo pipefail
+
+nn=${1:-}
+BUILD=${BUILD:-build}
+FIG=${2:-$BUILD/chapters}
+if [ -z "$nn" ]; then
+    for c in 00 01 02 03 04 12; do
+        bash "$0" "$c" "$FIG"
+    done
+    exit 0
+fi
+if [ -z "${IMPL:-}" ]; then
+    IMPL=labs
+    [ -d solutions ] && IMPL=solutions
+fi
+mkdir -p "$FIG"
+
+run_lab() { # LAB ARGS...: one run of the lab's program, under a heading
+    local lab=$1
+    shift
+    echo
+    echo "==== make run-lab LAB=$lab IMPL=$IMPL ARGS=\"$*\""
+    make -s --no-print-directory run-lab LAB="$lab" IMPL="$IMPL" BUILD="$BUILD" ARGS="$*"
+}
+
+table() { echo; echo "#### chapter $nn: $*"; }
+
+case "$nn" in
+00)
+    table "section 7, exercises (costs on 8 ranks); section 8 (what each rank reports)"
+    run_lab 00 8
+    run_lab 00 4
+    ;;
+01)
+    table "section 9, the table of each rank's clock; the figure 01-bcast-time over N = 1..16"
+    run_lab 01 --plot "$FIG/01-bcast-time.svg"
+    table "section 4, microseconds per barrier (wall clock: varies with the machine's load)"
+    for spin in 0 20 200 2000; do
+        run_lab 01 --count 0 --barriers 3000 --spin "$spin"
+    done
+    run_lab 01 --count 0 --barriers 30 --spin 1000000000
+    for spin in 0 20 2000; do
+        run_lab 01 --ranks 2 --count 0 --barriers 3000 --spin "$spin"
+    done
+    ;;
+02)
+    table "section 9, K = 8 on ib100; figures 02-busbw-ib100 (modeled) and 02-busbw-wall"
+    run_lab 02 -n 8 -net ib100 -max 16M -o "$FIG/02-busbw-ib100.svg" -wall "$FIG/02-busbw-wall.svg"
+    table "section 9, K = 8 on eth10"
+    run_lab 02 -n 8 -net eth10 -max 16M -o "$BUILD/02-busbw-eth10.svg" -wall "$BUILD/02-busbw-eth10-wall.svg"
+    table "section 9, recursive doubling on K = 6, ib100"
+    run_lab 02 -n 6 -net ib100 -max 16M -o "$BUILD/02-busbw-k6.svg" -wall "$BUILD/02-busbw-k6-wall.svg"
+    ;;
+03)
+    table "section 10, every table; the figure 03-overlap"
+    run_lab 03 --svg "$FIG/03-overlap.svg"
+    table "section 10, the same on real data (make run: wall times vary)"
+    make -s --no-print-directory run BUILD="$BUILD"
+    ;;
+04)
+    table "section 11, the run table, the staleness histogram; figures 04-accuracy-time and 04-staleness"
+    run_lab 04 --figures "$FIG"
+    table "section 11, accuracy at lr 0.4 in eight runs"
+    for i in 1 2 3 4 5 6 7 8; do
+        run_lab 04 --lr 0.4
+    done
+    table "section 11, no straggler"
+    run_lab 04 --slow-ms 0
+    table "section 11, a straggler on the network (10 ms per message)"
+    run_lab 04 --slow-ms 0 --delay-ms 10
+    ;;
+12)
+    table "section 11, every table; figures 12-speedup and 12-efficiency (eth10)"
+    run_lab 12 --out "$FIG"
+    table "section 12, the column 'none' (a network that costs nothing)"
+    run_lab 12 --net none --out "$BUILD"
+    ;;
+*)
+    echo "usage: bash bench/chapter.sh NN [FIGURES]   (NN: 00 01 02 03 04 12)" >&2
+    exit 2
+    ;;
+esac
+echo
+echo "chapter $nn: figures in $FIG"
