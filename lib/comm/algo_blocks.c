@@ -1,5 +1,5 @@
 /* algo_blocks.c - the building blocks of the collective algorithms, each
- * written once over the transport (dt_msg_*): ring reduce-scatter and
+ * written once over the messages of port.h (dt_msg_*): ring reduce-scatter and
  * allgather, direct (all-to-all) exchange, binomial trees.
  *
  * A buffer of count elements on N ranks is cut in N chunks; chunk i starts

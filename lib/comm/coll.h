@@ -69,6 +69,13 @@ typedef struct {
  * differs and what it called, against what the others called. */
 dt_result dt_coll_mismatch(long seq, const dt_coll_id *ids, int n);
 
+/* The same over the records of a barrier-exchange, id_of reading what each
+ * says; a mismatch also poisons the communicator. Every rank sees the same
+ * records, so every rank decides the same. */
+struct dt_rec;
+dt_result dt_coll_agree(dt_call *call, const struct dt_rec *all,
+                        dt_coll_id (*id_of)(const struct dt_rec *r));
+
 /* The debug check: all ranks exchange what they called; DT_ERR_MISMATCH
  * naming the rank that differs. */
 dt_result dt_coll_debug_check(dt_call *call, const dt_coll_args *a);

@@ -82,17 +82,17 @@ dt_result dt_coll_mismatch(long seq, const dt_coll_id *ids, int n)
                    "called %s", seq, bad, x, ref, y);
 }
 
-/* All ranks publish what they called (and its number on the communicator:
- * blocking and async calls issued in different orders show up here). */
-dt_result dt_coll_debug_check(dt_call *call, const dt_coll_args *a)
+static int same_id(const dt_coll_id *x, const dt_coll_id *y);
+
+dt_result dt_coll_agree(dt_call *call, const struct dt_rec *all,
+                        dt_coll_id (*id_of)(const struct dt_rec *r))
 {
-    dt_rec mine = {.sig = dt_coll_sig(a), .u.call = {a->count, (uint64_t)call->seq}};
-    const dt_rec *all;
-    DT_TRY(dt_sync_exchange(call, &mine, &all));
     int n = call->comm->size, same = 1;
-    for (int i = 1; i < n && same; i++)
-        same = all[i].sig == all[0].sig && all[i].u.call.count == all[0].u.call.count &&
-               all[i].u.call.seq == all[0].u.call.seq;
+    dt_coll_id first = id_of(&all[0]);
+    for (int i = 1; i < n && same; i++) {
+        dt_coll_id id = id_of(&all[i]);
+        same = same_id(&id, &first);
+    }
     if (same)
         return DT_OK;
     dt_coll_id *ids = malloc(sizeof *ids * (size_t)n);
@@ -100,8 +100,24 @@ dt_result dt_coll_debug_check(dt_call *call, const dt_coll_args *a)
         return dt_comm_poison(call->comm, dt_fail(DT_ERR_MISMATCH, "collective #%ld mismatch "
                                                   "(no memory to say more)", call->seq));
     for (int i = 0; i < n; i++)
-        ids[i] = (dt_coll_id){all[i].sig, all[i].u.call.count, all[i].u.call.seq};
+        ids[i] = id_of(&all[i]);
     dt_result r = dt_coll_mismatch(call->seq, ids, n);
     free(ids);
     return dt_comm_poison(call->comm, r);
+}
+
+/* The debug check's records: the call as issued, with its number. */
+static dt_coll_id debug_id(const dt_rec *r)
+{
+    return (dt_coll_id){r->sig, r->u.call.count, r->u.call.seq};
+}
+
+/* All ranks publish what they called (and its number on the communicator:
+ * blocking and async calls issued in different orders show up here). */
+dt_result dt_coll_debug_check(dt_call *call, const dt_coll_args *a)
+{
+    dt_rec mine = {.sig = dt_coll_sig(a), .u.call = {a->count, (uint64_t)call->seq}};
+    const dt_rec *all;
+    DT_TRY(dt_sync_exchange(call, &mine, &all));
+    return dt_coll_agree(call, all, debug_id);
 }

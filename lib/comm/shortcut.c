@@ -40,7 +40,6 @@
 #include "shm.h"
 #include "stats.h"
 
-#include <stdlib.h>
 
 #include <math.h>
 #include <string.h>
@@ -121,27 +120,11 @@ static dt_result reduce_block(const dt_coll_args *a, const dt_rec *all, int n, i
     return DT_OK;
 }
 
-/* Whether every rank called the same (the records' signatures and counts);
- * else DT_ERR_MISMATCH naming the rank that differs. Every rank sees the
- * same records, so every rank decides the same. */
-static dt_result agree(dt_call *call, const dt_rec *all)
+/* A shortcut's record: its signature and its count (in the signature, or
+ * beside the buffers' addresses when it does not fit). */
+static dt_coll_id shortcut_id(const dt_rec *r)
 {
-    int n = call->comm->size, same = 1;
-    for (int i = 1; i < n && same; i++)
-        same = all[i].sig == all[0].sig &&
-               dt_coll_sig_count(all[i].sig, all[i].u.bufs.count) ==
-                   dt_coll_sig_count(all[0].sig, all[0].u.bufs.count);
-    if (same)
-        return DT_OK;
-    dt_coll_id *ids = malloc(sizeof *ids * (size_t)n);
-    if (!ids)
-        return dt_comm_poison(call->comm, dt_fail(DT_ERR_MISMATCH, "collective #%ld mismatch "
-                                                  "(no memory to say more)", call->seq));
-    for (int i = 0; i < n; i++)
-        ids[i] = (dt_coll_id){all[i].sig, dt_coll_sig_count(all[i].sig, all[i].u.bufs.count), 0};
-    dt_result r = dt_coll_mismatch(call->seq, ids, n);
-    free(ids);
-    return dt_comm_poison(call->comm, r);
+    return (dt_coll_id){r->sig, dt_coll_sig_count(r->sig, r->u.bufs.count), 0};
 }
 
 /* The call ends where the replay of its network algorithm says: the
@@ -164,7 +147,7 @@ static dt_result tiny_allreduce(dt_call *call, const dt_coll_args *a)
         memcpy(mine.u.words, a->sendbuf, bytes);
     const dt_rec *all;
     DT_TRY(dt_sync_exchange(call, &mine, &all));
-    DT_TRY(agree(call, all));
+    DT_TRY(dt_coll_agree(call, all, shortcut_id));
     uint64_t acc[DT_TINY_MAX / sizeof(uint64_t)];
     dt_reduce3_fast(acc, all[0].u.words, all[1].u.words, a->count, a->dtype, a->op);
     for (int j = 2; j < c->size; j++)
@@ -198,7 +181,7 @@ static dt_result shortcut_begin(dt_call *call, const dt_coll_args *a, size_t sen
                               dt_owner_pid(job, pid, a->sendbuf, send_bytes),
                               dt_owner_pid(job, pid, a->recvbuf, recv_bytes), a->count}};
     DT_TRY(dt_sync_exchange(call, &mine, all));
-    DT_TRY(agree(call, *all));
+    DT_TRY(dt_coll_agree(call, *all, shortcut_id));
     return dt_replay_ring(&job->net, *all, c->size, c->rank, ring_count,
                           dt_dtype_size(a->dtype), phases, rp);
 }

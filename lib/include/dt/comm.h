@@ -130,7 +130,8 @@ typedef struct {
     dt_backend backend;    /* default: env DT_BACKEND, else thread */
     const char *net;       /* network model: a preset name ("eth10") or
                               "alpha=2us,bw=10GB/s"; NULL: env DT_NET, else
-                              "none" (a zero-cost network, see dt_net_parse) */
+                              "none" (a zero-cost network; the strings of
+                              dt_net_link in dt/net.h, gamma= included) */
     double timeout_s;      /* deadline of each blocking wait; 0: env
                               DT_TIMEOUT, else 30 s */
     int debug;             /* 1: check that collectives match across ranks;
