@@ -94,14 +94,18 @@ static dt_result bench_rank(dt_comm *world, void *argp)
 
 /* The network model's time for each algorithm (dt/net.h, chapter 02):
  *   naive  2 alpha + 2 (K-1) n / beta (rank 0's ports take the K-1 buffers
- *          and the K-1 results one after another);
+ *          and the K-1 results one after another), and K-2 latencies more
+ *          above the eager limit: rank 0 posts its receives one at a time,
+ *          and each buffer waits for its receive;
  *   ring   2 (K-1) (alpha + n / (K beta));
  *   rd     log2 K (alpha + n / beta), or at most (floor(log2 K) + 2) rounds;
  *   dt_allreduce (auto): recursive doubling up to 32 KiB, ring above. */
 static double predict(int alg, const dt_net *link, double n, int k)
 {
     switch (alg) {
-    case ALG_NAIVE: return dt_net_naive_allreduce(link, n, k);
+    case ALG_NAIVE:
+        return dt_net_naive_allreduce(link, n, k) +
+               (n > DT_NET_EAGER_MAX && k > 2 ? (k - 2) * link->alpha : 0);
     case ALG_RING: return dt_net_ring_allreduce(link, n, k);
     case ALG_RD: return dt_net_recursive_doubling_allreduce(link, n, k);
     default:
