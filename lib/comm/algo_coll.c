@@ -353,7 +353,7 @@ dt_result dt_alg_barrier(dt_call *call)
     while ((1 << rounds) < n)
         rounds++;
     call->t = dt_sync_max_clock(all, n) + rounds * c->rc->job->net.alpha;
-    if (call->counted)
-        dt_stats_traffic(c, 0, (uint64_t)rounds, 0, (uint64_t)rounds);
+    dt_call_traffic(call, 1, 0, (uint64_t)rounds);
+    dt_call_traffic(call, 0, 0, (uint64_t)rounds);
     return DT_OK;
 }

@@ -54,13 +54,14 @@ static void run_one(dt_comm *c, dt_request *q)
         call.t = q->t_issue;
     double w0 = dt_now(), m0 = call.t;
     int root = q->args.kind == DT_COLL_BROADCAST ? q->args.root : -1;
-    dt_doing_set(c, 1, q->args.kind, q->seq, q->args.count, root);
     dt_coll_call(&call, &q->args);
+    dt_doing_set(c, 1, q->args.kind, q->seq, q->args.count, root, call.sig);
     dt_clear_error();
     q->result = dt_coll_run(&call, &q->args);
+    dt_stats_traffic(c, &call.traffic);
     if (q->result != DT_OK)
         strncpy(q->err, dt_last_error(), sizeof q->err - 1);
-    dt_doing_set(c, 1, -1, 0, 0, 0);
+    dt_doing_set(c, 1, -1, 0, 0, 0, 0);
     c->stream_clock = call.t;
     q->t_done = call.t;
     dt_trace_add(rc, q->args.kind, 1, w0, dt_now(), m0, call.t);
@@ -184,6 +185,7 @@ dt_result dt_p2p_post(dt_comm *c, int send, void *buf, size_t bytes, int peer, d
         free(q);
         return r;
     }
+    dt_stats_traffic(c, &call.traffic); /* a send is counted when posted */
     /* the send holds the rank's send port now; the clock waits for dt_wait */
     *req = q;
     return DT_OK;
@@ -227,21 +229,21 @@ dt_result dt_wait(dt_request *req)
     double w0 = dt_now(), m0 = c->rc->clock;
     int kind = req->type == REQ_COLL ? req->args.kind
                                      : req->type == REQ_SEND ? DT_COLL_SEND : DT_COLL_RECV;
-    dt_doing_set(c, 0, kind, req->seq, req->args.count, -1);
+    dt_doing_set(c, 0, kind, req->seq, req->args.count, -1, 0);
     if (req->type != REQ_SEND) /* dt_recv_any's rule: whom a wait waits for */
         dt_doing_detail(c, req->type == REQ_RECV ? req->peer : DT_FROM_NONE, req->want,
                         req->type == REQ_COLL);
+    dt_call call;
+    dt_call_init(&call, c, 0, kind, 0, 1);
+    call.tag = 0;
     if (req->type == REQ_COLL) {
         r = wait_coll(req);
     } else {
-        dt_call call;
-        dt_call_init(&call, c, 0, kind, 0, 1);
-        call.tag = 0;
         r = c->rc->ops->wait(&call, &req->xfer, NULL);
         if (call.t > c->rc->clock)
             c->rc->clock = call.t;
     }
-    dt_api_leave(c, w0, m0, kind, 0);
+    dt_api_leave(c, w0, m0, kind, 0, &call.traffic);
     free(req);
     return r;
 }

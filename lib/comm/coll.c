@@ -77,15 +77,16 @@ static dt_result blocking(dt_comm *comm, dt_coll_args *a)
     long seq = ++comm->seq;
     double w0 = dt_now();
     int root = (a->kind == DT_COLL_BROADCAST || a->kind == DT_COLL_REDUCE) ? a->root : -1;
-    DT_TRY(dt_api_enter(comm, a->kind, seq, a->count, root));
-    double m0 = comm->rc->clock;
     dt_call call;
     dt_call_init(&call, comm, 0, a->kind, seq, 1);
     dt_coll_call(&call, a);
+    DT_TRY(dt_api_enter(comm, a->kind, seq, a->count, root, call.sig));
+    double m0 = comm->rc->clock;
+    call.t = m0; /* a delay fault may have moved the clock */
     dt_result r = dt_coll_run(&call, a);
     if (call.t > comm->rc->clock)
         comm->rc->clock = call.t;
-    dt_api_leave(comm, w0, m0, a->kind, 1);
+    dt_api_leave(comm, w0, m0, a->kind, 1, &call.traffic);
     return r;
 }
 

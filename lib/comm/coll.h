@@ -55,8 +55,9 @@ dt_result dt_coll_run(dt_call *call, const dt_coll_args *a);
 uint32_t dt_coll_sig(const dt_coll_args *a);
 uint64_t dt_coll_sig_count(uint32_t sig, uint64_t payload_count);
 
-/* The call carries the collective's signature and count: its messages and
- * its board entry say what it is (mismatch.c). */
+/* The call carries the collective's signature and count: its messages say
+ * what it is, and so does its board entry, which the caller sets with them
+ * (mismatch.c). */
 void dt_coll_call(dt_call *call, const dt_coll_args *a);
 
 /* What a rank called, as the others see it. */

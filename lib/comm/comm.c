@@ -179,7 +179,7 @@ dt_result dt_comm_split(dt_comm *comm, int color, int key, dt_comm **newcomm)
     long seq = ++comm->seq;
     dt_call call;
     dt_call_init(&call, comm, 0, DT_NUM_COLLS, seq, 0);
-    dt_doing_set(comm, 0, DT_NUM_COLLS, seq, 0, -1);
+    dt_doing_set(comm, 0, DT_NUM_COLLS, seq, 0, -1, 0);
     dt_rec mine = {.u.split = {color, key}};
     const dt_rec *all;
     dt_result r = dt_sync_exchange(&call, &mine, &all);
@@ -223,7 +223,7 @@ dt_result dt_comm_split(dt_comm *comm, int color, int key, dt_comm **newcomm)
             r = dt_comm_make(comm->rc, sh, me, newcomm);
     }
     free(mem);
-    dt_doing_set(comm, 0, -1, 0, 0, 0);
+    dt_doing_set(comm, 0, -1, 0, 0, 0, 0);
     return r;
 }
 

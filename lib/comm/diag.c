@@ -24,14 +24,15 @@ static void end_write(dt_doing *d)
     atomic_store_explicit(&d->version, v + 1, memory_order_release);
 }
 
-void dt_doing_set(dt_comm *comm, int lane, int kind, long seq, size_t count, int root)
+void dt_doing_set(dt_comm *comm, int lane, int kind, long seq, size_t count, int root,
+                  uint32_t sig)
 {
-    dt_doing *d = begin_write(comm, lane);
-    if (kind < 0) {
-        atomic_store_explicit(&d->active, 0, memory_order_relaxed);
-        end_write(d);
+    if (kind < 0) { /* one store: a reader that sees it inactive reads no more */
+        dt_doing *d = &comm->rc->job->board[comm->rc->world_rank].doing[lane];
+        atomic_store_explicit(&d->active, 0, memory_order_release);
         return;
     }
+    dt_doing *d = begin_write(comm, lane);
     atomic_store_explicit(&d->kind, kind, memory_order_relaxed);
     atomic_store_explicit(&d->comm_id, comm->sh->id, memory_order_relaxed);
     atomic_store_explicit(&d->seq, seq, memory_order_relaxed);
@@ -39,15 +40,8 @@ void dt_doing_set(dt_comm *comm, int lane, int kind, long seq, size_t count, int
     atomic_store_explicit(&d->root, root, memory_order_relaxed);
     atomic_store_explicit(&d->from, DT_FROM_NONE, memory_order_relaxed);
     atomic_store_explicit(&d->waiting, 0, memory_order_relaxed);
-    atomic_store_explicit(&d->sig, 0, memory_order_relaxed);
-    atomic_store_explicit(&d->active, 1, memory_order_relaxed);
-    end_write(d);
-}
-
-void dt_doing_sig(dt_comm *comm, int lane, uint32_t sig)
-{
-    dt_doing *d = begin_write(comm, lane);
     atomic_store_explicit(&d->sig, sig, memory_order_relaxed);
+    atomic_store_explicit(&d->active, 1, memory_order_relaxed);
     end_write(d);
 }
 

@@ -5,10 +5,10 @@
 
 #include "handle.h"
 
-/* Publishes what lane does (for the timeout report); kind -1 clears. */
-void dt_doing_set(dt_comm *comm, int lane, int kind, long seq, size_t count, int root);
-/* Adds a collective's signature to the lane's entry (the mismatch check). */
-void dt_doing_sig(dt_comm *comm, int lane, uint32_t sig);
+/* Publishes what lane does (for the timeout report and the mismatch check:
+ * sig, a collective's signature, else 0); kind -1 clears. */
+void dt_doing_set(dt_comm *comm, int lane, int kind, long seq, size_t count, int root,
+                  uint32_t sig);
 /* Adds to lane 0's entry: the call waits for message number want (its
  * k-th user message to this rank) from comm rank from (DT_FROM_ANY: any),
  * or (waiting 1) for an async collective. */

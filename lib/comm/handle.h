@@ -84,6 +84,11 @@ struct dt_comm {
     struct dt_comm *next_of_rank;
 };
 
+/* Traffic of a call, added to its communicator's stats when it ends. */
+typedef struct {
+    uint64_t bytes_sent, msgs_sent, bytes_recv, msgs_recv;
+} dt_traffic;
+
 /* One call in progress on one lane (a collective, a point-to-point call):
  * its messages are charged to this timeline and these stats. */
 typedef struct {
@@ -93,6 +98,7 @@ typedef struct {
     dt_net_ports *ports; /* the lane's ports */
     uint64_t tag;       /* base tag: kind, sequence; low bits = step */
     int counted;        /* 0: internal traffic, not in the stats */
+    dt_traffic traffic; /* what it sent and received so far (when counted) */
     int kind;           /* dt_coll_kind, or DT_NUM_COLLS for internal work */
     long seq;
     double poll_s;      /* a sleeping wait looks again this often (0: 0.1 s) */

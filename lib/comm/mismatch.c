@@ -38,7 +38,6 @@ void dt_coll_call(dt_call *call, const dt_coll_args *a)
 {
     call->sig = dt_coll_sig(a);
     call->count = a->count;
-    dt_doing_sig(call->comm, call->lane, call->sig);
 }
 
 uint64_t dt_coll_sig_count(uint32_t sig, uint64_t payload_count)

@@ -34,7 +34,7 @@ static dt_result p2p_call(dt_comm *c, int kind, int peer, size_t count, const vo
 {
     long seq = ++c->p2p_seq;
     double w0 = dt_now();
-    DT_TRY(dt_api_enter(c, kind, seq, count, peer));
+    DT_TRY(dt_api_enter(c, kind, seq, count, peer, 0));
     double m0 = c->rc->clock;
     dt_call call;
     dt_call_init(&call, c, 0, kind, seq, 1);
@@ -66,7 +66,7 @@ static dt_result p2p_call(dt_comm *c, int kind, int peer, size_t count, const vo
     }
     if (call.t > c->rc->clock)
         c->rc->clock = call.t;
-    dt_api_leave(c, w0, m0, kind, 1);
+    dt_api_leave(c, w0, m0, kind, 1, &call.traffic);
     return r;
 }
 

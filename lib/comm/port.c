@@ -195,8 +195,7 @@ dt_result dt_msg_isend(dt_call *call, int peer, const void *buf, size_t bytes, u
     m->buf = eager ? (void *)(m + 1) : (void *)buf;
     if (eager && bytes)
         memcpy(m->buf, buf, bytes);
-    if (call->counted)
-        dt_stats_msg(c, 1, bytes, 1);
+    dt_call_traffic(call, 1, bytes, 1);
 
     dt_shared_lock(&port->lock);
     dt_msg *r = list_take(&port->recvs, &port->recvs_tail, c->rank, tag, 1);
@@ -339,8 +338,7 @@ static dt_result received(dt_call *call, dt_msg *m, int *src)
         return mismatch(call, m->got_src, m->bytes, m->got_sig, m->got_count, m->got_bytes, 0);
     advance(call, dt_net_arrive(call_net(call), call->ports, m->got_depart, m->posted,
                                 (double)m->got_bytes));
-    if (call->counted)
-        dt_stats_msg(call->comm, 0, m->got_bytes, 1);
+    dt_call_traffic(call, 0, m->got_bytes, 1);
     if (src)
         *src = m->got_src;
     return DT_OK;

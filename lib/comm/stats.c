@@ -7,27 +7,18 @@
 
 #include <string.h>
 
-void dt_stats_msg(dt_comm *comm, int sent, uint64_t bytes, uint64_t msgs)
+static void add_traffic(dt_comm *comm, const dt_traffic *t)
 {
-    pthread_mutex_lock(&comm->stats_lock);
-    if (sent) {
-        comm->stats.bytes_sent += bytes;
-        comm->stats.msgs_sent += msgs;
-    } else {
-        comm->stats.bytes_recv += bytes;
-        comm->stats.msgs_recv += msgs;
-    }
-    pthread_mutex_unlock(&comm->stats_lock);
+    comm->stats.bytes_sent += t->bytes_sent;
+    comm->stats.msgs_sent += t->msgs_sent;
+    comm->stats.bytes_recv += t->bytes_recv;
+    comm->stats.msgs_recv += t->msgs_recv;
 }
 
-void dt_stats_traffic(dt_comm *comm, uint64_t bytes_sent, uint64_t msgs_sent,
-                      uint64_t bytes_recv, uint64_t msgs_recv)
+void dt_stats_traffic(dt_comm *comm, const dt_traffic *t)
 {
     pthread_mutex_lock(&comm->stats_lock);
-    comm->stats.bytes_sent += bytes_sent;
-    comm->stats.msgs_sent += msgs_sent;
-    comm->stats.bytes_recv += bytes_recv;
-    comm->stats.msgs_recv += msgs_recv;
+    add_traffic(comm, t);
     pthread_mutex_unlock(&comm->stats_lock);
 }
 
@@ -39,25 +30,28 @@ void dt_stats_call(dt_comm *comm, int kind)
 }
 
 /* The call is counted in dt_api_leave: one lock per call. */
-dt_result dt_api_enter(dt_comm *comm, int kind, long seq, size_t count, int root)
+dt_result dt_api_enter(dt_comm *comm, int kind, long seq, size_t count, int root, uint32_t sig)
 {
     DT_TRY(dt_fault_check(comm, kind));
-    dt_doing_set(comm, 0, kind, seq, count, root);
+    dt_doing_set(comm, 0, kind, seq, count, root, sig);
     return DT_OK;
 }
 
-void dt_api_leave(dt_comm *comm, double w0, double m0, int kind, int new_call)
+void dt_api_leave(dt_comm *comm, double w0, double m0, int kind, int new_call,
+                  const dt_traffic *traffic)
 {
     double w1 = dt_now();
     dt_rank_ctx *rc = comm->rc;
     pthread_mutex_lock(&comm->stats_lock);
+    if (traffic)
+        add_traffic(comm, traffic);
     comm->stats.calls[kind] += new_call != 0;
     comm->stats.time_comm_wall += w1 - w0;
     comm->stats.time_comm_modeled += rc->clock - m0;
     pthread_mutex_unlock(&comm->stats_lock);
     dt_trace_add(rc, kind, 0, w0, w1, m0, rc->clock);
     dt_clock_publish(rc);
-    dt_doing_set(comm, 0, -1, 0, 0, 0);
+    dt_doing_set(comm, 0, -1, 0, 0, 0, 0);
 }
 
 dt_result dt_comm_stats(const dt_comm *comm, dt_stats *out)

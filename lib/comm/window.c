@@ -27,9 +27,9 @@ static dt_result win_sync(dt_comm *comm, dt_rec *mine, const dt_rec **all)
     long seq = ++comm->seq;
     dt_call call;
     dt_call_init(&call, comm, 0, DT_NUM_COLLS, seq, 0);
-    dt_doing_set(comm, 0, DT_NUM_COLLS, seq, mine->u.win.bytes, -1);
+    dt_doing_set(comm, 0, DT_NUM_COLLS, seq, mine->u.win.bytes, -1, 0);
     dt_result r = dt_sync_exchange(&call, mine, all);
-    dt_doing_set(comm, 0, -1, 0, 0, 0);
+    dt_doing_set(comm, 0, -1, 0, 0, 0, 0);
     return r;
 }
 

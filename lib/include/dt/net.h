@@ -48,6 +48,8 @@
 
 #include "dt/core.h"
 
+#include <math.h>
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -83,9 +85,6 @@ dt_result dt_net_parse(const char *spec, double *alpha, double *beta);
 /* A preset by name only (no "alpha=..." strings). */
 dt_result dt_net_preset(const char *name, double *alpha, double *beta);
 
-/* n / beta: the time a port is busy with n bytes (0 when beta is infinite). */
-double dt_net_wire(const dt_net *link, double bytes);
-
 /* ---------------------------------------------------------------- one message */
 
 /* Messages of at most this many bytes are eager (THE RULE, step 2). */
@@ -96,23 +95,56 @@ typedef struct {
     double send_free, recv_free;
 } dt_net_ports;
 
+/* The functions of THE RULE are inline: the communicator calls them for
+ * every message it moves and every one a shortcut replays. */
+
+/* n / beta: the time a port is busy with n bytes (0 when beta is infinite). */
+static inline double dt_net_wire(const dt_net *link, double bytes)
+{
+    return link->beta == INFINITY ? 0.0 : bytes / link->beta;
+}
+
+/* gamma * bytes: the time to reduce bytes (two operands into one). */
+static inline double dt_net_reduce_time(const dt_net *link, double bytes)
+{
+    return link->gamma * bytes;
+}
+
+static inline double dt_net_max_(double a, double b) { return a > b ? a : b; }
+
 /* Step 1: a sender whose clock reads t_send posts bytes; returns the
- * departure d and marks its send port busy. */
-double dt_net_depart(const dt_net *link, dt_net_ports *sender, double t_send, double bytes);
+ * departure d = max(t_send, send_free) and marks its send port busy until
+ * d + w. */
+static inline double dt_net_depart(const dt_net *link, dt_net_ports *sender, double t_send,
+                                   double bytes)
+{
+    double d = dt_net_max_(t_send, sender->send_free);
+    sender->send_free = d + dt_net_wire(link, bytes);
+    return d;
+}
 
 /* Step 5: when the send of a message that departed at d completes, given
  * the time t_posted at which its receive was posted (ignored for an eager
- * message). */
-double dt_net_sent(const dt_net *link, double depart, double t_posted, double bytes);
+ * message): d' + w, d' = max(d, t_posted) above the eager limit, else d. */
+static inline double dt_net_sent(const dt_net *link, double depart, double t_posted,
+                                 double bytes)
+{
+    double d = bytes > DT_NET_EAGER_MAX ? dt_net_max_(depart, t_posted) : depart;
+    return d + dt_net_wire(link, bytes);
+}
 
 /* Steps 2 to 4: the receiver takes a message that departed at d, its
- * receive having been posted at t_posted; returns the arrival and marks the
- * receiver's receive port busy. */
-double dt_net_arrive(const dt_net *link, dt_net_ports *receiver, double depart,
-                     double t_posted, double bytes);
-
-/* gamma * bytes: the time to reduce bytes (two operands into one). */
-double dt_net_reduce_time(const dt_net *link, double bytes);
+ * receive having been posted at t_posted: the receive port takes it at
+ * s = max(d', recv_free) and is busy until s + w; it arrives at
+ * s + alpha + w (the return). */
+static inline double dt_net_arrive(const dt_net *link, dt_net_ports *receiver, double depart,
+                                   double t_posted, double bytes)
+{
+    double d = bytes > DT_NET_EAGER_MAX ? dt_net_max_(depart, t_posted) : depart;
+    double s = dt_net_max_(d, receiver->recv_free), w = dt_net_wire(link, bytes);
+    receiver->recv_free = s + w;
+    return s + link->alpha + w;
+}
 
 /* ---------------------------------------------------------------- collectives */
 
