@@ -2,7 +2,7 @@
  * what each of its lanes is doing, and a timeout reports them all. */
 #include "diag.h"
 
-#include "wait.h"
+#include "bell.h"
 
 #include <sched.h>
 #include <stdio.h>

@@ -8,39 +8,14 @@
  * slices, checking for failed peers and the deadline. */
 #include "wait.h"
 
+#include "bell.h"
 #include "diag.h"
 
-#include <limits.h>
-#include <linux/futex.h>
 #include <sched.h>
-#include <sys/syscall.h>
-#include <time.h>
 #include <unistd.h>
 
 #define YIELD_S 200e-6     /* how long a wait yields before it sleeps */
 #define SLEEP_SLICE_S 0.1  /* a sleeper looks at peers and the deadline this often */
-
-/* ---------------------------------------------------------------- doorbells */
-
-static long futex_op(_Atomic uint32_t *addr, int op, uint32_t val, const struct timespec *ts)
-{
-    /* Not FUTEX_PRIVATE: the word may lie in memory shared by processes. */
-    return syscall(SYS_futex, (uint32_t *)addr, op, val, ts, NULL, 0);
-}
-
-/* The caller has just published what the sleeper waits for. The fence
- * orders that store before the load of sleepers; a waiter counts itself a
- * sleeper before its last look at the condition (dt_wait_until), so either
- * it sees the condition or we see it and wake it. No sleeper: no write to
- * the bell's cache line at all. */
-void dt_bell_ring(dt_bell *b)
-{
-    atomic_thread_fence(memory_order_seq_cst);
-    if (atomic_load_explicit(&b->sleepers, memory_order_seq_cst) > 0) {
-        atomic_fetch_add_explicit(&b->seq, 1, memory_order_seq_cst);
-        futex_op(&b->seq, FUTEX_WAKE, INT_MAX, NULL);
-    }
-}
 
 static inline void cpu_relax(void)
 {
@@ -129,10 +104,9 @@ dt_result dt_wait_until(dt_call *call, int (*cond)(const void *), const void *ar
         double slice = call->poll_s > 0 ? call->poll_s : SLEEP_SLICE_S;
         if (deadline - now < slice)
             slice = deadline - now;
-        struct timespec ts = {(time_t)slice, (long)((slice - (double)(time_t)slice) * 1e9)};
         atomic_fetch_add_explicit(&b->sleepers, 1, memory_order_seq_cst);
         if (!cond(arg))
-            futex_op(&b->seq, FUTEX_WAIT, v, &ts);
+            dt_bell_sleep(b, v, slice);
         atomic_fetch_sub_explicit(&b->sleepers, 1, memory_order_seq_cst);
     }
 }

@@ -1,14 +1,11 @@
-/* wait.h - how a rank waits (wait.c): doorbells, and the wait policy
- * (spin, yield, sleep on the doorbell, deadline, failed peers). Every
- * blocking wait of the communicator goes through dt_wait_until. */
+/* wait.h - how a rank waits (wait.c): the wait policy (spin, yield, sleep on
+ * the doorbell, deadline, mismatches, failed peers). Every blocking wait of
+ * the communicator goes through dt_wait_until. */
 #ifndef DT_COMM_WAIT_H
 #define DT_COMM_WAIT_H
 
+#include "bell.h"
 #include "handle.h"
-
-/* Wakes the threads of a rank that sleep on its doorbell. The caller has
- * just published what they wait for. */
-void dt_bell_ring(dt_bell *b);
 
 /* Waits until cond(arg) is true, within the job's deadline: a spin, a
  * while yielding, then sleeps on the rank's doorbell. DT_ERR_TIMEOUT with
