@@ -20,15 +20,16 @@ dt_result dt_comm_check(const dt_comm *comm, const char *fn)
 
 void dt_call_init(dt_call *call, dt_comm *comm, int lane, int kind, long seq, int counted)
 {
-    memset(call, 0, sizeof *call);
-    call->comm = comm;
-    call->lane = lane;
-    call->kind = kind;
-    call->seq = seq;
-    call->counted = counted;
-    call->tag = DT_TAG(kind, seq);
-    call->t = lane == 0 ? comm->rc->clock : comm->stream_clock;
-    call->ports = lane == 0 ? &comm->rc->ports : &comm->stream_ports;
+    *call = (dt_call){
+        .comm = comm,
+        .lane = lane,
+        .t = lane == 0 ? comm->rc->clock : comm->stream_clock,
+        .ports = lane == 0 ? &comm->rc->ports : &comm->stream_ports,
+        .tag = DT_TAG(kind, seq),
+        .counted = counted,
+        .kind = kind,
+        .seq = seq,
+    };
 }
 
 void *dt_scratch(dt_comm *comm, int lane, size_t bytes)

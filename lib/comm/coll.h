@@ -50,15 +50,31 @@ dt_result dt_coll_run(dt_call *call, const dt_coll_args *a);
 
 /* A collective's signature: kind, dtype, op, root, algorithm and (when
  * small) count in 32 bits, the part of a call that every rank must agree
- * on (mismatch.c). dt_coll_sig_count gives the count back: from the
- * signature, or payload_count when it did not fit. */
-uint32_t dt_coll_sig(const dt_coll_args *a);
+ * on (mismatch.c): bits 0-3 kind, 4-6 dtype, 7-9 op (reductions), 10-20
+ * root + 1 (rooted collectives), 21-23 algorithm, 24 shortcut, 25-30 the
+ * count when it is below DT_SIG_COUNT_MAX (else DT_SIG_COUNT_MAX: the count
+ * travels beside it). The API gives a collective that does not reduce the
+ * op DT_SUM (0), and one without a root the root -1: their bits are 0.
+ * Inline: every collective computes it. */
+#define DT_SIG_COUNT_MAX 63u
+static inline uint32_t dt_coll_sig(const dt_coll_args *a)
+{
+    uint32_t count = a->count < DT_SIG_COUNT_MAX ? (uint32_t)a->count : DT_SIG_COUNT_MAX;
+    return (uint32_t)a->kind | (uint32_t)a->dtype << 4 | (uint32_t)a->op << 7 |
+           (uint32_t)(a->root + 1) << 10 | (uint32_t)a->algo << 21 |
+           (uint32_t)(a->shortcut != 0) << 24 | count << 25;
+}
+
+/* The count back: from the signature, or payload_count when it did not fit. */
 uint64_t dt_coll_sig_count(uint32_t sig, uint64_t payload_count);
 
 /* The call carries the collective's signature and count: its messages say
- * what it is, and so does its board entry, which the caller sets with them
- * (mismatch.c). */
-void dt_coll_call(dt_call *call, const dt_coll_args *a);
+ * what it is, and so does its board entry, which the caller sets with them. */
+static inline void dt_coll_call(dt_call *call, const dt_coll_args *a)
+{
+    call->sig = dt_coll_sig(a);
+    call->count = a->count;
+}
 
 /* What a rank called, as the others see it. */
 typedef struct {

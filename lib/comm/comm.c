@@ -95,6 +95,8 @@ static void release_handle(dt_comm *c)
     for (int l = 0; l < DT_LANES; l++) {
         dt_mem_free(c->scratch[l]);
         c->scratch[l] = NULL;
+        free(c->memo[l]);
+        c->memo[l] = NULL;
         c->scratch_bytes[l] = 0;
     }
     dt_comm_shared_unref(c->rc->job, c->sh);

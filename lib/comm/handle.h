@@ -78,6 +78,7 @@ struct dt_comm {
     dt_stats stats;
     void *scratch[DT_LANES]; /* kept between calls: no page faults each time */
     size_t scratch_bytes[DT_LANES];
+    struct dt_replay_memo *memo[DT_LANES]; /* the tiny allreduce's last replay */
     dt_progress *progress;  /* the async lane, started on first use */
     double stream_clock;    /* the end of its timeline (lane 1) ... */
     dt_net_ports stream_ports; /* ... and its ports: its progress thread's only */

@@ -11,35 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The signature in 32 bits:
- *   bits 0-3 kind, 4-6 dtype, 7-9 op (reductions), 10-20 root + 1 (rooted
- *   collectives), 21-23 algorithm, 24 shortcut, 25-30 the count when it is
- *   below DT_SIG_COUNT_MAX (else DT_SIG_COUNT_MAX: the count travels in
- *   the record's payload). */
-#define DT_SIG_COUNT_MAX 63u
-
-static int reduces(int kind)
-{
-    return kind == DT_COLL_ALLREDUCE || kind == DT_COLL_REDUCE || kind == DT_COLL_REDUCE_SCATTER;
-}
-
-static int rooted(int kind) { return kind == DT_COLL_BROADCAST || kind == DT_COLL_REDUCE; }
-
-uint32_t dt_coll_sig(const dt_coll_args *a)
-{
-    uint32_t count = a->count < DT_SIG_COUNT_MAX ? (uint32_t)a->count : DT_SIG_COUNT_MAX;
-    return (uint32_t)a->kind | (uint32_t)a->dtype << 4 |
-           (uint32_t)(reduces(a->kind) ? a->op : 0) << 7 |
-           (uint32_t)(rooted(a->kind) ? a->root + 1 : 0) << 10 | (uint32_t)a->algo << 21 |
-           (uint32_t)(a->shortcut != 0) << 24 | count << 25;
-}
-
-void dt_coll_call(dt_call *call, const dt_coll_args *a)
-{
-    call->sig = dt_coll_sig(a);
-    call->count = a->count;
-}
-
 uint64_t dt_coll_sig_count(uint32_t sig, uint64_t payload_count)
 {
     uint32_t c = sig >> 25 & 63;

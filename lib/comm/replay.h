@@ -24,8 +24,23 @@ typedef enum { DT_REPLAY_RS = 1, DT_REPLAY_AG = 2, DT_REPLAY_RS_AG = 3 } dt_repl
 dt_result dt_replay_ring(const dt_net *link, const dt_rec *all, int n, int me, size_t count,
                          size_t es, dt_replay_phases phases, dt_replay *out);
 
-/* Recursive doubling of allreduce_rd (algo_coll.c) on bytes. */
+/* The last recursive-doubling replay of a lane (its inputs and rank me's
+ * result): a replay with the same inputs (every rank entered in the same
+ * state: a loop of tiny allreduces where no modeled time passes, without
+ * a network or compute regions) has the same result, taken from here. */
+#define DT_REPLAY_MEMO_N 8
+typedef struct dt_replay_memo {
+    int n;              /* 0: empty */
+    size_t bytes;
+    dt_net link;
+    double clock[DT_REPLAY_MEMO_N];
+    dt_net_ports ports[DT_REPLAY_MEMO_N];
+    dt_replay out;
+} dt_replay_memo;
+
+/* Recursive doubling of allreduce_rd (algo_coll.c) on bytes; memo (may be
+ * NULL): the lane's last one, consulted and kept up to date. */
 dt_result dt_replay_rd(const dt_net *link, const dt_rec *all, int n, int me, size_t bytes,
-                       dt_replay *out);
+                       dt_replay *out, dt_replay_memo *memo);
 
 #endif /* DT_COMM_REPLAY_H */
