@@ -26,8 +26,9 @@ dt_result dt_replay_ring(const dt_net *link, const dt_rec *all, int n, int me, s
 
 /* The last recursive-doubling replay of a lane (its inputs and rank me's
  * result): a replay with the same inputs (every rank entered in the same
- * state: a loop of tiny allreduces where no modeled time passes, without
- * a network or compute regions) has the same result, taken from here. */
+ * state: a loop of tiny allreduces where no modeled time passes, on the
+ * network "none" without compute regions) has the same result, taken from
+ * here. */
 #define DT_REPLAY_MEMO_N 8
 typedef struct dt_replay_memo {
     int n;              /* 0: empty */

@@ -159,10 +159,14 @@ static dt_result tiny_allreduce(dt_call *call, const dt_coll_args *a)
     if (a->op == DT_AVG)
         dt_reduce_avg_fast(acc, a->count, a->dtype, c->size);
     dt_replay rp;
+    /* Without a network (no cost), a loop of tiny allreduces leaves the
+     * clocks where they are: the last replay is kept and taken again. */
+    const dt_net *net = &c->rc->job->net;
     dt_replay_memo **memo = &c->memo[call->lane]; /* kept with the handle */
-    if (!*memo && c->size <= DT_REPLAY_MEMO_N)
+    int keep = net->alpha == 0 && net->beta == INFINITY && net->gamma == 0;
+    if (keep && !*memo && c->size <= DT_REPLAY_MEMO_N)
         *memo = calloc(1, sizeof **memo); /* none: replayed every time */
-    DT_TRY(dt_replay_rd(&c->rc->job->net, all, c->size, c->rank, bytes, &rp, *memo));
+    DT_TRY(dt_replay_rd(net, all, c->size, c->rank, bytes, &rp, keep ? *memo : NULL));
     if (bytes)
         memcpy(a->recvbuf, acc, bytes);
     charge(call, &rp);
