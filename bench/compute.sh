@@ -6,7 +6,11 @@
 #   3. one training step of the MLP 784-1024-1024-10 (ReLU, softmax
 #      cross-entropy, plain SGD, batch 64, float32): libdt (build/bin/dttrain)
 #      vs PyTorch (Debian's python3-torch under /usr/bin/python3), run in
-#      turns in the same session, medians of the per-run medians.
+#      turns in the same session, medians of the per-run medians. libdt runs
+#      three ways: its defaults (SGD folded into the backward GEMM, the
+#      feature-major layout), --no-fuse (gradients, then SGD) and
+#      --reference (the plain code the chapters describe); each run's JSON
+#      must say that it ran the path its row names.
 # One thread means OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 for both: Debian's
 # torch does its matrix work through OpenBLAS, which starts its own threads.
 #
@@ -51,14 +55,25 @@ MODEL="--model mlp:784,1024,1024,10 --data synthetic --batch 64 --steps $STEPS -
 median() { sort -g | awk '{v[NR]=$1} END {print (NR%2) ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}'; }
 field() { sed -n "s/.*\"$1\": \([0-9.e+-]*\).*/\1/p"; }
 ratios() { paste -d/ <(printf '%s\n' "${!1}") <(printf '%s\n' "${!2}") | bc -l | median; }
+# one libdt run: its JSON, after checking that it ran the update and layout expected
+libdt() { # update layout options...
+    local want="$1 $2" j got
+    shift 2
+    j=$("$BUILD/bin/dttrain" $MODEL "$@" --json) || exit 1
+    got="$(echo "$j" | sed -n 's/.*"update": "\([a-z_]*\)".*/\1/p') $(echo "$j" | sed -n 's/.*"layout": "\([a-z_]*\)".*/\1/p')"
+    [ "$got" = "$want" ] || { echo "dttrain $*: ran $got, expected $want" >&2; exit 1; }
+    echo "$j"
+}
 # wall and CPU (of the calling thread) step medians of each run
-fw=() fc=() pw=() pc=() tw=() tc=()
+fw=() fc=() pw=() pc=() rw=() rc=() tw=() tc=()
 for r in $(seq "$ROUNDS"); do
-    j=$("$BUILD/bin/dttrain" $MODEL --json) || exit 1
+    j=$(libdt fused_sgd feature_major) || exit 1
     fw+=("$(echo "$j" | field step_ms_median)") fc+=("$(echo "$j" | field step_cpu_ms_median)")
-    j=$("$BUILD/bin/dttrain" $MODEL --no-fuse --json) || exit 1
+    j=$(libdt sgd feature_major --no-fuse) || exit 1
     pw+=("$(echo "$j" | field step_ms_median)") pc+=("$(echo "$j" | field step_cpu_ms_median)")
-    line="round $r: libdt fused ${fw[-1]} ms (cpu ${fc[-1]}), unfused ${pw[-1]} ms (cpu ${pc[-1]})"
+    j=$(libdt sgd batch_major --reference) || exit 1
+    rw+=("$(echo "$j" | field step_ms_median)") rc+=("$(echo "$j" | field step_cpu_ms_median)")
+    line="round $r: libdt fused ${fw[-1]} ms (cpu ${fc[-1]}), unfused ${pw[-1]} ms (cpu ${pc[-1]}), reference ${rw[-1]} ms (cpu ${rc[-1]})"
     if [ $have_torch = 1 ]; then
         j=$($PY bench/compute_torch.py --batch 64 --steps "$STEPS" --lr 0.01) || exit 1
         tw+=("$(echo "$j" | field step_ms_median)") tc+=("$(echo "$j" | field step_cpu_ms_median)")
@@ -76,6 +91,7 @@ echo
 printf "%-28s %10s %10s %10s\n" "step, median of the runs" "wall ms" "cpu ms" "samples/s"
 row "libdt (SGD fused in GEMM)" "fw[@]" "fc[@]"
 row "libdt (grads, then SGD)" "pw[@]" "pc[@]"
+row "libdt (reference code)" "rw[@]" "rc[@]"
 if [ $have_torch = 1 ]; then
     row "pytorch" "tw[@]" "tc[@]"
     printf "libdt / pytorch (median of per-round ratios; target <= 0.85):\n"

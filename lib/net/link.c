@@ -103,6 +103,12 @@ dt_result dt_net_link(const char *spec, dt_net *link)
     if (!spec || !spec[0])
         spec = "none";
     dt_net l = {0, INFINITY, 0};
+    if (!strchr(spec, '=')) { /* a name alone: say that no preset has it */
+        dt_result r = dt_net_preset(spec, &l.alpha, &l.beta);
+        if (r == DT_OK)
+            *link = l;
+        return r;
+    }
     for (const char *p = spec;;) {
         size_t len = strcspn(p, ",");
         if (parse_part(p, len, p == spec, &l) != 0)

@@ -40,35 +40,6 @@ dt_result dt_linear_forward(float *out, const float *inp, const float *weight,
     return dt_sgemm(DT_NO_TRANS, DT_TRANS, N, OC, C, 1, inp, C, weight, C, beta, out, OC);
 }
 
-/* out[n][o] = act(outT[o][n] + bias[o]), in 32 x 32 tiles so that both the
- * rows read and the rows written stay in cache. */
-static void transpose_bias_act(float *out, const float *outT, const float *bias, int relu,
-                               size_t N, size_t OC)
-{
-    enum { TILE = 32 };
-    for (size_t o0 = 0; o0 < OC; o0 += TILE)
-        for (size_t n0 = 0; n0 < N; n0 += TILE) {
-            size_t o1 = o0 + TILE < OC ? o0 + TILE : OC, n1 = n0 + TILE < N ? n0 + TILE : N;
-            for (size_t n = n0; n < n1; n++)
-                for (size_t o = o0; o < o1; o++) {
-                    float v = outT[o * N + n] + (bias ? bias[o] : 0.0f);
-                    out[n * OC + o] = relu && v < 0 ? 0.0f : v;
-                }
-        }
-}
-
-dt_result dt_linear_forward_t(float *out, float *scratch, const float *inp, const float *weight,
-                              const float *bias, int relu, size_t N, size_t C, size_t OC)
-{
-    const char *fn = "dt_linear_forward_t";
-    NEED(out, fn); NEED(scratch, fn); NEED(inp, fn); NEED(weight, fn);
-    NONZERO(N, fn); NONZERO(C, fn); NONZERO(OC, fn);
-    /* scratch (OC, N) = weight (OC, C) @ inp^T (C, N) */
-    DT_CHECK(dt_sgemm(DT_NO_TRANS, DT_TRANS, OC, N, C, 1, weight, C, inp, C, 0, scratch, N));
-    transpose_bias_act(out, scratch, bias, relu, N, OC);
-    return DT_OK;
-}
-
 static void bias_grad(float *dbias, const float *dout, float scale, size_t N, size_t OC)
 {
     for (size_t n = 0; n < N; n++)
@@ -76,36 +47,30 @@ static void bias_grad(float *dbias, const float *dout, float scale, size_t N, si
             dbias[o] += scale * dout[n * OC + o];
 }
 
-dt_result dt_linear_backward(float *dinp, float *dweight, float *dbias, const float *dout,
-                             const float *inp, const float *weight, size_t N, size_t C,
-                             size_t OC)
+dt_result dt_linear_backward_scaled(float *dinp, float *dweight, float *dbias, const float *dout,
+                                    const float *inp, const float *weight, float scale, size_t N,
+                                    size_t C, size_t OC)
 {
     const char *fn = "dt_linear_backward";
     NEED(dout, fn); NEED(inp, fn); NEED(weight, fn);
     NONZERO(N, fn); NONZERO(C, fn); NONZERO(OC, fn);
-    if (dinp) /* dinp (N, C) += dout (N, OC) @ weight (OC, C) */
+    /* first, while weight is unchanged (dweight may be weight itself):
+     * dinp (N, C) += dout (N, OC) @ weight (OC, C) */
+    if (dinp)
         DT_CHECK(dt_sgemm(DT_NO_TRANS, DT_NO_TRANS, N, C, OC, 1, dout, OC, weight, C, 1, dinp, C));
-    if (dweight) /* dweight (OC, C) += dout^T (OC, N) @ inp (N, C) */
-        DT_CHECK(dt_sgemm(DT_TRANS, DT_NO_TRANS, OC, C, N, 1, dout, OC, inp, C, 1, dweight, C));
+    /* dweight (OC, C) += scale * dout^T (OC, N) @ inp (N, C) */
+    if (dweight)
+        DT_CHECK(dt_sgemm(DT_TRANS, DT_NO_TRANS, OC, C, N, scale, dout, OC, inp, C, 1, dweight, C));
     if (dbias)
-        bias_grad(dbias, dout, 1, N, OC);
+        bias_grad(dbias, dout, scale, N, OC);
     return DT_OK;
 }
 
-dt_result dt_linear_backward_sgd(float *dinp, float *weight, float *bias, const float *dout,
-                                 const float *inp, float lr, size_t N, size_t C, size_t OC)
+dt_result dt_linear_backward(float *dinp, float *dweight, float *dbias, const float *dout,
+                             const float *inp, const float *weight, size_t N, size_t C,
+                             size_t OC)
 {
-    const char *fn = "dt_linear_backward_sgd";
-    NEED(dout, fn); NEED(inp, fn); NEED(weight, fn);
-    NONZERO(N, fn); NONZERO(C, fn); NONZERO(OC, fn);
-    /* the input gradient needs the weight before the step: first */
-    if (dinp)
-        DT_CHECK(dt_sgemm(DT_NO_TRANS, DT_NO_TRANS, N, C, OC, 1, dout, OC, weight, C, 1, dinp, C));
-    /* weight += (-lr) * dout^T @ inp: the gradient never touches memory */
-    DT_CHECK(dt_sgemm(DT_TRANS, DT_NO_TRANS, OC, C, N, -lr, dout, OC, inp, C, 1, weight, C));
-    if (bias)
-        bias_grad(bias, dout, -lr, N, OC);
-    return DT_OK;
+    return dt_linear_backward_scaled(dinp, dweight, dbias, dout, inp, weight, 1, N, C, OC);
 }
 
 /* ---------------------------------------------------------------- relu, gelu */

@@ -18,6 +18,8 @@ typedef struct {
     dt_model *m;
     int counting;      /* first pass: only count */
     int layers, views; /* filled so far */
+    int layer_views;   /* views of the current layer so far */
+    const char *misplaced; /* a view added out of its dt_*_view place */
     size_t floats;
 } builder;
 
@@ -33,12 +35,18 @@ static void add_layer(builder *b, dt_layer_kind kind, const char *name, size_t i
         l->first_view = b->views;
     }
     b->layers++;
+    b->layer_views = 0;
 }
 
-/* Adds a view of shape (d0) or (d0, d1) (d1 = 0) to the current layer. */
-static void add_view(builder *b, const char *suffix, size_t d0, size_t d1, float std, float value)
+/* Adds view k (its dt_*_view name) of shape (d0) or (d0, d1) (d1 = 0) to
+ * the current layer. k must be the layer's next view: the enums of dt/nn.h
+ * are the layout, and the stage code finds views by them. */
+static void add_view(builder *b, int k, const char *suffix, size_t d0, size_t d1, float std,
+                     float value)
 {
     size_t count = d1 ? d0 * d1 : d0;
+    if (k != b->layer_views++ && !b->misplaced)
+        b->misplaced = suffix;
     if (!b->counting) {
         dt_layer *l = &b->m->layers[b->layers - 1];
         dt_param_view *v = &b->m->views[b->views];
@@ -63,8 +71,8 @@ static void add_view(builder *b, const char *suffix, size_t d0, size_t d1, float
 static void add_linear(builder *b, const char *name, size_t in, size_t out, int relu)
 {
     add_layer(b, relu ? DT_LAYER_LINEAR_RELU : DT_LAYER_LINEAR, name, in, out);
-    add_view(b, "weight", out, in, sqrtf((relu ? 2.0f : 1.0f) / (float)in), 0);
-    add_view(b, "bias", out, 0, 0, 0);
+    add_view(b, DT_LINEAR_WEIGHT, "weight", out, in, sqrtf((relu ? 2.0f : 1.0f) / (float)in), 0);
+    add_view(b, DT_LINEAR_BIAS, "bias", out, 0, 0, 0);
 }
 
 typedef void (*describe_fn)(builder *b, const void *cfg);
@@ -101,36 +109,52 @@ static void describe_gpt(builder *b, const void *cfg)
     float std = 0.02f, proj_std = 0.02f / sqrtf(2.0f * (float)g->layers);
     char name[32];
     add_layer(b, DT_LAYER_EMBED, "embed", 0, C);
-    add_view(b, "wte", V, C, std, 0);
-    add_view(b, "wpe", T, C, std, 0);
+    add_view(b, DT_EMBED_WTE, "wte", V, C, std, 0);
+    add_view(b, DT_EMBED_WPE, "wpe", T, C, std, 0);
     for (size_t l = 0; l < g->layers; l++) {
         snprintf(name, sizeof name, "block%zu", l + 1);
         add_layer(b, DT_LAYER_BLOCK, name, C, C);
-        add_view(b, "ln1.weight", C, 0, 0, 1);
-        add_view(b, "ln1.bias", C, 0, 0, 0);
-        add_view(b, "attn.qkv.weight", 3 * C, C, std, 0);
-        add_view(b, "attn.qkv.bias", 3 * C, 0, 0, 0);
-        add_view(b, "attn.proj.weight", C, C, proj_std, 0);
-        add_view(b, "attn.proj.bias", C, 0, 0, 0);
-        add_view(b, "ln2.weight", C, 0, 0, 1);
-        add_view(b, "ln2.bias", C, 0, 0, 0);
-        add_view(b, "mlp.fc.weight", 4 * C, C, std, 0);
-        add_view(b, "mlp.fc.bias", 4 * C, 0, 0, 0);
-        add_view(b, "mlp.proj.weight", C, 4 * C, proj_std, 0);
-        add_view(b, "mlp.proj.bias", C, 0, 0, 0);
+        add_view(b, DT_BLOCK_LN1_WEIGHT, "ln1.weight", C, 0, 0, 1);
+        add_view(b, DT_BLOCK_LN1_BIAS, "ln1.bias", C, 0, 0, 0);
+        add_view(b, DT_BLOCK_QKV_WEIGHT, "attn.qkv.weight", 3 * C, C, std, 0);
+        add_view(b, DT_BLOCK_QKV_BIAS, "attn.qkv.bias", 3 * C, 0, 0, 0);
+        add_view(b, DT_BLOCK_PROJ_WEIGHT, "attn.proj.weight", C, C, proj_std, 0);
+        add_view(b, DT_BLOCK_PROJ_BIAS, "attn.proj.bias", C, 0, 0, 0);
+        add_view(b, DT_BLOCK_LN2_WEIGHT, "ln2.weight", C, 0, 0, 1);
+        add_view(b, DT_BLOCK_LN2_BIAS, "ln2.bias", C, 0, 0, 0);
+        add_view(b, DT_BLOCK_FC_WEIGHT, "mlp.fc.weight", 4 * C, C, std, 0);
+        add_view(b, DT_BLOCK_FC_BIAS, "mlp.fc.bias", 4 * C, 0, 0, 0);
+        add_view(b, DT_BLOCK_MPROJ_WEIGHT, "mlp.proj.weight", C, 4 * C, proj_std, 0);
+        add_view(b, DT_BLOCK_MPROJ_BIAS, "mlp.proj.bias", C, 0, 0, 0);
     }
     add_layer(b, DT_LAYER_HEAD, "head", C, V);
-    add_view(b, "lnf.weight", C, 0, 0, 1);
-    add_view(b, "lnf.bias", C, 0, 0, 0);
-    add_view(b, "lm_head.weight", V, C, std, 0);
+    add_view(b, DT_HEAD_LNF_WEIGHT, "lnf.weight", C, 0, 0, 1);
+    add_view(b, DT_HEAD_LNF_BIAS, "lnf.bias", C, 0, 0, 0);
+    add_view(b, DT_HEAD_LM_WEIGHT, "lm_head.weight", V, C, std, 0);
+}
+
+/* The number of views of a layer kind: the last dt_*_view name. */
+static int views_of_kind(dt_layer_kind kind)
+{
+    switch (kind) {
+    case DT_LAYER_LINEAR:
+    case DT_LAYER_LINEAR_RELU: return DT_LINEAR_VIEWS;
+    case DT_LAYER_EMBED: return DT_EMBED_VIEWS;
+    case DT_LAYER_BLOCK: return DT_BLOCK_VIEWS;
+    case DT_LAYER_HEAD: return DT_HEAD_VIEWS;
+    }
+    return -1;
 }
 
 /* Runs the description twice (count, fill) and allocates the buffers. */
 static dt_result build(dt_model *m, dt_model_kind kind, describe_fn describe, const void *cfg,
                        uint64_t seed)
 {
-    builder b = {m, 1, 0, 0, 0};
+    builder b = {m, 1, 0, 0, 0, NULL, 0};
     describe(&b, cfg);
+    if (b.misplaced)
+        return dt_fail(DT_ERR_INTERNAL, "model.c: view '%s' is added out of its dt_*_view place",
+                       b.misplaced);
     m->kind = kind;
     m->layers = calloc((size_t)b.layers, sizeof *m->layers);
     m->views = calloc((size_t)b.views, sizeof *m->views);
@@ -143,8 +167,16 @@ static dt_result build(dt_model *m, dt_model_kind kind, describe_fn describe, co
     m->num_layers = b.layers;
     m->num_views = b.views;
     m->num_params = b.floats;
-    builder fill = {m, 0, 0, 0, 0};
+    builder fill = {m, 0, 0, 0, 0, NULL, 0};
     describe(&fill, cfg);
+    for (int i = 0; i < m->num_layers; i++)
+        if (m->layers[i].num_views != views_of_kind(m->layers[i].kind)) {
+            dt_result r = dt_fail(DT_ERR_INTERNAL, "model.c: layer %s has %d views, its kind %d",
+                                  m->layers[i].name, m->layers[i].num_views,
+                                  views_of_kind(m->layers[i].kind));
+            dt_model_free(m);
+            return r;
+        }
     return dt_model_init_params(m, seed);
 }
 

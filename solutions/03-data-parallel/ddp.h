@@ -7,19 +7,27 @@
  * so that every rank applies the same update and the replicas never drift
  * apart.
  *
- * The tasks, in order (each one a section of the chapter):
+ * A step is the library's training loop (dt/train.h): forward and
+ * backward of each micro-batch, then the gradient synchronisation, then the
+ * optimizer. The loop runs the model and the optimizer; what makes it DDP
+ * is the synchronisation, and that is yours: the loop calls
+ * lab_ddp_sync_grads once per step, and, in OVERLAP mode, lab_ddp_grad_ready
+ * as the last micro-batch's backward completes each layer.
+ *
+ * The tasks, in order (the chapter's section 9 says which section derives
+ * each):
  *   1. lab_ddp_broadcast_params, lab_ddp_local_batch   start from the same
  *      parameters; give each rank its own shard of every batch
- *   2. lab_ddp_allreduce_flat, lab_ddp_step            one allreduce of the
- *      whole gradient buffer, then the optimizer step
+ *   2. lab_ddp_allreduce_flat, lab_ddp_sync_grads      one allreduce of the
+ *      whole gradient buffer, and the scale that makes it the mean
  *   3. lab_ddp_make_buckets, lab_ddp_allreduce_buckets gradients in buckets
  *   4. lab_ddp_grad_ready, lab_ddp_wait_buckets        each bucket's allreduce
  *      starts from the backward, as soon as its gradients are complete
- *   5. lab_ddp_step with micro_steps > 1               gradient accumulation
+ *   5. lab_ddp_sync_grads with micro_steps > 1         gradient accumulation
  *
  * The code outside the fences of ddp.c (lab_ddp_init, lab_ddp_free,
- * lab_ddp_sync_grads, lab_ddp_forward_backward) is given: it builds the
- * object below from your functions and runs the model. */
+ * lab_ddp_step and the two hooks they give the loop) is given: it builds
+ * the object below from your functions and runs the steps. */
 #ifndef LAB_DDP_H
 #define LAB_DDP_H
 
@@ -28,6 +36,7 @@
 #include "dt/data.h"
 #include "dt/nn.h"
 #include "dt/optim.h"
+#include "dt/train.h"
 
 /* PyTorch DDP's default bucket size (bucket_cap_mb = 25). */
 #define LAB_DDP_BUCKET_BYTES ((size_t)25 << 20)
@@ -50,8 +59,9 @@ typedef struct {
 } lab_bucket;
 
 /* The modeled compute time of one micro-batch, charged to the rank's
- * modeled clock (dt_clock_advance) by lab_ddp_forward_backward, so that the
- * modeled step time does not depend on how fast this machine is. */
+ * modeled clock (dt_clock_advance) by the loop's forward and backward (each
+ * layer's just before its gradients are announced), so that the modeled
+ * step time does not depend on how fast this machine is. */
 typedef struct {
     double forward_s;          /* the whole forward */
     const double *backward_s;  /* backward of layer i, one entry per layer; NULL: 0 */
@@ -61,39 +71,37 @@ typedef struct {
     dt_comm *comm;
     dt_model *model;           /* not owned */
     lab_ddp_mode mode;
-    dt_optimizer opt;          /* over the whole flat buffer */
+    dt_trainer trainer;        /* the loop: the model's forward and backward, your
+                                  synchronisation, the optimizer over the whole
+                                  flat buffer */
     int num_buckets;
     lab_bucket *buckets;       /* buckets[0] holds the LAST layers (task 3) */
     int *bucket_of_layer;      /* num_layers entries: the bucket of each layer */
     lab_ddp_cost cost;         /* zero: no modeled compute time */
-    int launching;             /* 1 while the backward's hook starts bucket
-                                  allreduces (the last micro-step in OVERLAP) */
 } lab_ddp;
 
 /* ------------------------------------------------------------ given code */
 
 /* Sets up d for model m on comm: broadcasts the parameters from rank 0
- * (task 1), builds the buckets of bucket_bytes (task 3; not in FLAT mode) and an
- * optimizer with cfg over the whole model. cost may be NULL. On failure d is
- * left freed. Collective. */
+ * (task 1), builds the buckets of bucket_bytes (task 3; not in FLAT mode)
+ * and the training loop with an optimizer of cfg over the whole model and
+ * your synchronisation as its hooks. cost may be NULL. d must stay where
+ * it is until lab_ddp_free (the loop keeps a pointer to it). On failure d
+ * is left freed. Collective. */
 dt_result lab_ddp_init(lab_ddp *d, dt_comm *comm, dt_model *m, lab_ddp_mode mode,
                        size_t bucket_bytes, const dt_optim_config *cfg,
                        const lab_ddp_cost *cost);
 void lab_ddp_free(lab_ddp *d);
 
-/* Runs one micro-batch of B samples (x: B rows of the model's input width,
- * labels: B classes): forward, loss, and the backward, which ACCUMULATES
- * into model->grads. Charges cost.forward_s and each layer's backward_s to
- * the modeled clock, and, after each layer's backward when d->launching is
- * set, calls lab_ddp_grad_ready(d, layer). *loss (may be NULL) gets the mean
- * loss and *correct (may be NULL) the rows classified right. */
-dt_result lab_ddp_forward_backward(lab_ddp *d, const float *x, const int32_t *labels, size_t B,
-                                   float *loss, size_t *correct);
-
-/* Reduces the gradients as d->mode says and multiplies them by scale:
- * FLAT lab_ddp_allreduce_flat, BUCKETS lab_ddp_allreduce_buckets, OVERLAP
- * lab_ddp_wait_buckets. */
-dt_result lab_ddp_sync_grads(lab_ddp *d, float scale);
+/* One training step on this rank's batch of micro_steps * micro_B samples
+ * (x: that many rows, labels as many entries): the loop zeroes the
+ * gradients, runs each micro-batch forward and backward (the backward
+ * ACCUMULATES into model->grads; in OVERLAP mode it calls
+ * lab_ddp_grad_ready for each layer of the last micro-batch), calls
+ * lab_ddp_sync_grads once, then steps the optimizer. *loss (may be NULL)
+ * gets this rank's mean loss over its micro-batches. Collective. */
+dt_result lab_ddp_step(lab_ddp *d, const float *x, const int32_t *labels, size_t micro_B,
+                       int micro_steps, float *loss);
 
 /* ------------------------------------------------------------ task 1 */
 
@@ -118,16 +126,15 @@ dt_result lab_ddp_local_batch(size_t n, uint64_t seed, int rank, int world, int 
  * place, then grads *= scale (scale = 1/K averages over K ranks). */
 dt_result lab_ddp_allreduce_flat(lab_ddp *d, float scale);
 
-/* One training step on this rank's batch of micro_steps * micro_B samples
- * (x: that many rows, labels as many entries): zero the gradients, run
- * each micro-batch through lab_ddp_forward_backward, reduce the gradients
- * ONCE with lab_ddp_sync_grads so that they become the mean gradient of the
- * global batch (K * micro_steps * micro_B samples), then one optimizer
- * step. In OVERLAP mode, d->launching is set for the last micro-step only.
- * *loss (may be NULL) gets this rank's mean loss over its micro-batches.
- * Task 2 needs micro_steps = 1 only; task 5 is micro_steps > 1. */
-dt_result lab_ddp_step(lab_ddp *d, const float *x, const int32_t *labels, size_t micro_B,
-                       int micro_steps, float *loss);
+/* Called by the loop once per step, after the last micro-batch's
+ * backward. On entry every rank's model->grads holds the SUM over its
+ * micro_steps micro-batches of each one's mean gradient; on return every
+ * rank's holds the mean gradient of the GLOBAL batch (K ranks x micro_steps
+ * micro-batches), reduced the way d->mode says: FLAT with
+ * lab_ddp_allreduce_flat, BUCKETS with lab_ddp_allreduce_buckets, OVERLAP
+ * with lab_ddp_wait_buckets. Task 2 needs FLAT and micro_steps = 1; tasks
+ * 3 and 4 add the modes, task 5 micro_steps > 1. Collective. */
+dt_result lab_ddp_sync_grads(lab_ddp *d, int micro_steps);
 
 /* ------------------------------------------------------------ task 3 */
 
@@ -148,10 +155,10 @@ dt_result lab_ddp_allreduce_buckets(lab_ddp *d, float scale);
 
 /* ------------------------------------------------------------ task 4 */
 
-/* Called by the backward (through lab_ddp_forward_backward) when layer's
- * gradients are complete. When it completes the last pending layer of its
- * bucket, starts that bucket's allreduce (sum, in place) with dt_iallreduce
- * and keeps the request in the bucket. */
+/* Called by the loop's backward when layer's gradients are complete (in
+ * OVERLAP mode, during the last micro-batch's backward). When it completes
+ * the last pending layer of its bucket, starts that bucket's allreduce
+ * (sum, in place) with dt_iallreduce and keeps the request in the bucket. */
 dt_result lab_ddp_grad_ready(lab_ddp *d, int layer);
 
 /* Waits for every bucket's allreduce (all of them: a wait may fail, the

@@ -201,6 +201,9 @@ TEST(net_links_presets_and_strings, 2)
         EXPECT(strstr(dt_last_error(), bad[i]), "the message names '%s': '%s'", bad[i],
                dt_last_error());
     }
+    EXPECT_ERR(dt_net_link("wifi", &l), DT_ERR_INVALID_ARG);
+    EXPECT(strstr(dt_last_error(), "unknown network preset 'wifi'"),
+           "a name alone is a preset that does not exist: '%s'", dt_last_error());
     EXPECT_ERR(dt_net_preset("carrier-pigeon", &a, &b), DT_ERR_INVALID_ARG);
     EXPECT_ERR(dt_net_preset("alpha=1us", &a, &b), DT_ERR_INVALID_ARG);
 }

@@ -53,48 +53,29 @@ TEST(nn_linear_gradcheck, 2)
     }
 }
 
-TEST(nn_linear_forward_exact_and_fused_sgd, 1)
+TEST(nn_linear_forward_exact_and_scaled_backward, 1)
 {
     /* out = x W^T + b with x = [1 2], W = [[1 0], [0 1], [1 1]], b = [0 1 2] */
     float x[2] = {1, 2}, W[6] = {1, 0, 0, 1, 1, 1}, b[3] = {0, 1, 2}, out[3];
     EXPECT_OK(dt_linear_forward(out, x, W, b, 1, 2, 3));
     EXPECT(out[0] == 1 && out[1] == 3 && out[2] == 5, "out %g %g %g", out[0], out[1], out[2]);
-    /* fused: W -= lr dout^T x, b -= lr dout, dinp uses the old W */
+    /* scaled, into the parameters themselves: W += -0.5 dout^T x,
+     * b += -0.5 dout; dinp uses W as it was before */
     float dout[3] = {1, 0, 2}, dinp[2] = {0, 0}, W2[6], b2[3];
     memcpy(W2, W, sizeof W), memcpy(b2, b, sizeof b);
-    EXPECT_OK(dt_linear_backward_sgd(dinp, W2, b2, dout, x, 0.5f, 1, 2, 3));
-    EXPECT(dinp[0] == 3 && dinp[1] == 2, "dinp %g %g (old W)", dinp[0], dinp[1]);
+    EXPECT_OK(dt_linear_backward_scaled(dinp, W2, b2, dout, x, W2, -0.5f, 1, 2, 3));
+    EXPECT(dinp[0] == 3 && dinp[1] == 2, "dinp %g %g (W before the step)", dinp[0], dinp[1]);
     float wantW[6] = {0.5f, -1, 0, 1, 0, -1}, wantb[3] = {-0.5f, 1, 1};
     EXPECT(memcmp(W2, wantW, sizeof W2) == 0, "W after the step %g %g %g %g %g %g", W2[0], W2[1],
            W2[2], W2[3], W2[4], W2[5]);
     EXPECT(memcmp(b2, wantb, sizeof b2) == 0, "b after the step");
-}
-
-TEST(nn_linear_forward_t_matches_linear_forward, 1)
-{
-    /* integer data: both orientations give exactly the same sums */
-    size_t shapes[][3] = {{1, 3, 5}, {3, 40, 70}, {37, 33, 35}, {64, 20, 9}};
-    for (size_t s = 0; s < 4; s++)
-        for (int relu = 0; relu < 2; relu++) {
-            size_t N = shapes[s][0], C = shapes[s][1], OC = shapes[s][2];
-            float *x = fbuf(N * C), *w = fbuf(OC * C), *b = fbuf(OC), *want = fbuf(N * OC);
-            float *got = fbuf(N * OC), *scratch = fbuf(N * OC);
-            for (size_t i = 0; i < N * C; i++)
-                x[i] = (float)((int)(i % 7) - 3);
-            for (size_t i = 0; i < OC * C; i++)
-                w[i] = (float)((int)(i % 5) - 2);
-            for (size_t i = 0; i < OC; i++)
-                b[i] = (float)((int)(i % 3) - 1);
-            EXPECT_OK(dt_linear_forward(want, x, w, b, N, C, OC));
-            if (relu)
-                EXPECT_OK(dt_relu_forward(want, want, N * OC));
-            EXPECT_OK(dt_linear_forward_t(got, scratch, x, w, b, relu, N, C, OC));
-            EXPECT(memcmp(want, got, N * OC * sizeof(float)) == 0,
-                   "N=%zu C=%zu OC=%zu relu=%d: orientations differ", N, C, OC, relu);
-            free(x), free(w), free(b), free(want), free(got), free(scratch);
-        }
-    float x[2] = {1, 2}, w[2] = {1, 1}, out[1];
-    EXPECT_ERR(dt_linear_forward_t(out, NULL, x, w, NULL, 0, 1, 2, 1), DT_ERR_INVALID_ARG);
+    /* scale 1 is dt_linear_backward */
+    float g1[6] = {0}, g2[6] = {0}, gb1[3] = {0}, gb2[3] = {0};
+    EXPECT_OK(dt_linear_backward(NULL, g1, gb1, dout, x, W, 1, 2, 3));
+    EXPECT_OK(dt_linear_backward_scaled(NULL, g2, gb2, dout, x, W, 1, 1, 2, 3));
+    EXPECT(memcmp(g1, g2, sizeof g1) == 0 && memcmp(gb1, gb2, sizeof gb1) == 0, "scale 1");
+    EXPECT_ERR(dt_linear_backward_scaled(NULL, g2, gb2, NULL, x, W, 1, 1, 2, 3),
+               DT_ERR_INVALID_ARG);
 }
 
 /* ---------------------------------------------------------------- pointwise */

@@ -231,107 +231,56 @@ TEST(nn_model_backward_hook_sees_complete_layers, 2)
     dt_model_free(&m);
 }
 
-TEST(nn_model_fused_sgd_equals_grad_then_step, 2)
-{
-    const char *specs[2] = {"mlp:6,9,4", "gpt:5,3,1,1,4"};
-    for (int s = 0; s < 2; s++) {
-        dt_model m;
-        EXPECT_OK(dt_model_create_spec(&m, specs[s], 4));
-        int gpt = m.kind == DT_MODEL_GPT;
-        size_t B = 3, T = gpt ? 3 : 1;
-        float x[18];
-        int32_t tok[9] = {0, 1, 2, 3, 4, 0, 1, 2, 3}, lab[9] = {1, 2, 3, 0, 2, 1, 0, 3, 1};
-        fill_x(x, 18, 5);
-        dt_acts *a;
-        EXPECT_OK(dt_acts_create(&a, &m, 0, m.num_layers, B, T));
-        float *p0 = malloc(m.num_params * sizeof(float)), loss, lr = 0.1f;
-        memcpy(p0, m.params, m.num_params * sizeof(float));
-        EXPECT_OK(dt_model_zero_grads(&m));
-        EXPECT_OK(dt_model_forward(&m, a, x, tok));
-        EXPECT_OK(dt_model_loss(&m, a, lab, &loss, NULL));
-        EXPECT_OK(dt_model_backward(&m, a, NULL, NULL, NULL, NULL));
-        float *want = malloc(m.num_params * sizeof(float));
-        for (size_t i = 0; i < m.num_params; i++)
-            want[i] = p0[i] - lr * m.grads[i];
-        EXPECT_OK(dt_model_zero_grads(&m));
-        EXPECT_OK(dt_model_forward(&m, a, x, tok));
-        EXPECT_OK(dt_model_loss(&m, a, lab, &loss, NULL));
-        EXPECT_OK(dt_model_backward_sgd(&m, a, NULL, NULL, lr));
-        float d;
-        EXPECT_OK(dt_vec_max_abs_diff(want, m.params, m.num_params, &d));
-        EXPECT(d < 1e-6f, "%s: fused step differs by %g", specs[s], d);
-        EXPECT_ERR(dt_model_backward_sgd(&m, a, NULL, NULL, 0), DT_ERR_INVALID_ARG);
-        dt_acts_free(a);
-        free(p0), free(want);
-        dt_model_free(&m);
-    }
-}
-
-/* A thin batch (3 rows through a 9-wide layer) runs the stage
- * feature-major; its outputs, gradients and input gradient must equal the
- * layer functions run batch-major, and its fused SGD step the gradient
- * step. A batch as wide as the widest layer runs batch-major and must pass
- * the finite-difference check too. */
-TEST(nn_model_feature_major_equals_batch_major, 2)
+/* The backward into another buffer with a scale: grads += scale * dL/dp.
+ * Into a second buffer with scale 0.25 it is a quarter of the ordinary
+ * gradient, exactly (a power of two); into the parameters with scale -lr
+ * it is the SGD step (fused_sgd.c's use); a GPT refuses both. */
+TEST(nn_model_backward_into_scales_and_may_write_params, 2)
 {
     dt_model m;
-    size_t w[3] = {6, 9, 4}, B = 3;
-    EXPECT_OK(dt_mlp_create(&m, w, 3, 7));
-    float x[9 * 6];
-    int32_t lab[9] = {3, 0, 2, 1, 1, 0, 3, 2, 0};
-    fill_x(x, 9 * 6, 9);
-    const float *P = m.params;
-    size_t w1 = dt_model_find_view(&m, "fc1.weight")->offset;
-    size_t b1 = dt_model_find_view(&m, "fc1.bias")->offset;
-    size_t w2 = dt_model_find_view(&m, "fc2.weight")->offset;
-    size_t b2 = dt_model_find_view(&m, "fc2.bias")->offset;
-    /* reference: the layer functions, batch-major */
-    float h[27], z[12], probs[12], dz[12] = {0}, dh[27] = {0}, dhr[27] = {0}, dx[18] = {0};
-    float *g = calloc(m.num_params, sizeof(float));
-    EXPECT_OK(dt_linear_forward(h, x, P + w1, P + b1, B, 6, 9));
-    EXPECT_OK(dt_relu_forward(h, h, 27));
-    EXPECT_OK(dt_linear_forward(z, h, P + w2, P + b2, B, 9, 4));
-    EXPECT_OK(dt_softmax_xent_forward(probs, NULL, NULL, z, lab, B, 4));
-    EXPECT_OK(dt_softmax_xent_backward(dz, probs, lab, 1.0f / (float)B, B, 4));
-    EXPECT_OK(dt_linear_backward(dh, g + w2, g + b2, dz, h, P + w2, B, 9, 4));
-    EXPECT_OK(dt_relu_backward(dhr, dh, h, 27));
-    EXPECT_OK(dt_linear_backward(dx, g + w1, g + b1, dhr, x, P + w1, B, 6, 9));
-    /* the stage */
+    EXPECT_OK(dt_model_create_spec(&m, "deep:6,9,2,4", 4));
+    size_t B = 3;
+    float x[18], loss, lr = 0.1f, d;
+    int32_t lab[3] = {1, 2, 3};
+    fill_x(x, 18, 5);
     dt_acts *a;
-    EXPECT_OK(dt_acts_create(&a, &m, 0, 2, B, 1));
-    EXPECT(a->feature_major, "3 rows through a 9-wide layer run feature-major");
-    float loss, dx2[18], d;
+    EXPECT_OK(dt_acts_create(&a, &m, 0, m.num_layers, B, 1));
+    float *p0 = malloc(m.num_params * sizeof(float)), *g = calloc(m.num_params, sizeof(float));
+    memcpy(p0, m.params, m.num_params * sizeof(float));
     EXPECT_OK(dt_model_zero_grads(&m));
     EXPECT_OK(dt_model_forward(&m, a, x, NULL));
-    EXPECT_OK(dt_vec_max_abs_diff(h, a->out[0], 27, &d));
-    EXPECT(d < 1e-6f, "hidden activations (batch-major copy) differ by %g", d);
-    EXPECT_OK(dt_vec_max_abs_diff(z, dt_acts_output(a), 12, &d));
-    EXPECT(d < 1e-6f, "logits differ by %g", d);
     EXPECT_OK(dt_model_loss(&m, a, lab, &loss, NULL));
-    EXPECT_OK(dt_model_backward(&m, a, NULL, dx2, NULL, NULL));
-    EXPECT_OK(dt_vec_max_abs_diff(g, m.grads, m.num_params, &d));
-    EXPECT(d < 1e-6f, "parameter gradients differ by %g", d);
-    EXPECT_OK(dt_vec_max_abs_diff(dx, dx2, 18, &d));
-    EXPECT(d < 1e-6f, "input gradient differs by %g", d);
-    /* fused: the input gradient comes from the weights before the step */
-    float *want = malloc(m.num_params * sizeof(float)), lr = 0.5f;
-    for (size_t i = 0; i < m.num_params; i++)
-        want[i] = P[i] - lr * g[i];
-    memset(dx2, 0, sizeof dx2);
+    EXPECT_OK(dt_model_backward(&m, a, NULL, NULL, NULL, NULL));
     EXPECT_OK(dt_model_forward(&m, a, x, NULL));
     EXPECT_OK(dt_model_loss(&m, a, lab, &loss, NULL));
-    EXPECT_OK(dt_model_backward_sgd(&m, a, NULL, dx2, lr));
+    EXPECT_OK(dt_model_backward_into(&m, a, NULL, NULL, NULL, NULL, g, 0.25f));
+    for (size_t i = 0; i < m.num_params; i++)
+        EXPECT(g[i] == 0.25f * m.grads[i], "grads[%zu]: %g, a quarter of %g", i, g[i],
+               m.grads[i]);
+    float *want = malloc(m.num_params * sizeof(float));
+    for (size_t i = 0; i < m.num_params; i++)
+        want[i] = p0[i] - lr * m.grads[i];
+    EXPECT_OK(dt_model_forward(&m, a, x, NULL));
+    EXPECT_OK(dt_model_loss(&m, a, lab, &loss, NULL));
+    EXPECT_OK(dt_model_backward_into(&m, a, NULL, NULL, NULL, NULL, m.params, -lr));
     EXPECT_OK(dt_vec_max_abs_diff(want, m.params, m.num_params, &d));
-    EXPECT(d < 1e-6f, "fused feature-major step differs by %g", d);
-    EXPECT_OK(dt_vec_max_abs_diff(dx, dx2, 18, &d));
-    EXPECT(d < 1e-6f, "fused input gradient differs by %g", d);
+    EXPECT(d < 1e-6f, "the backward into the parameters differs from the step by %g", d);
     dt_acts_free(a);
-    /* 9 rows: batch-major */
-    EXPECT_OK(dt_acts_create(&a, &m, 0, 2, 9, 1));
-    EXPECT(!a->feature_major, "9 rows through a 9-wide layer run batch-major");
+    dt_model_free(&m);
+    /* a transformer block reads its parameters after writing gradients */
+    int32_t tok[3] = {0, 1, 2};
+    EXPECT_OK(dt_model_create_spec(&m, "gpt:5,3,1,1,4", 4));
+    EXPECT_OK(dt_acts_create(&a, &m, 0, m.num_layers, 1, 3));
+    EXPECT_OK(dt_model_forward(&m, a, NULL, tok));
+    EXPECT_OK(dt_model_loss(&m, a, tok, &loss, NULL));
+    EXPECT_ERR(dt_model_backward_into(&m, a, NULL, NULL, NULL, NULL, m.params, -lr),
+               DT_ERR_UNSUPPORTED);
+    EXPECT(strstr(dt_last_error(), "embed"), "names the layer: %s", dt_last_error());
+    EXPECT_ERR(dt_model_backward_into(&m, a, NULL, NULL, NULL, NULL, m.grads, 0.5f),
+               DT_ERR_UNSUPPORTED);
+    EXPECT_OK(dt_model_backward_into(&m, a, NULL, NULL, NULL, NULL, m.grads, 1));
     dt_acts_free(a);
-    check_model(&m, 9, 1, x, NULL, lab, 1e-3f, "mlp 6-9-4 batch 9 (batch-major)");
-    free(g), free(want);
+    free(p0), free(g), free(want);
     dt_model_free(&m);
 }
 
@@ -365,6 +314,31 @@ TEST(nn_model_views_are_one_contiguous_layout, 1)
     EXPECT_OK(dt_model_init_params(&m2, 2));
     EXPECT(memcmp(m.params, m2.params, m.num_params * sizeof(float)) != 0, "other seed");
     EXPECT(m.params[dt_model_find_view(&m, "block1.ln1.weight")->offset] == 1, "norm gain 1");
+    /* the dt_*_view names are the layout: each names its view */
+    static const struct {
+        int layer, k;
+        const char *name;
+    } named[] = {
+        {0, DT_EMBED_WTE, "embed.wte"}, {0, DT_EMBED_WPE, "embed.wpe"},
+        {1, DT_BLOCK_LN1_WEIGHT, "block1.ln1.weight"}, {1, DT_BLOCK_LN1_BIAS, "block1.ln1.bias"},
+        {2, DT_BLOCK_QKV_WEIGHT, "block2.attn.qkv.weight"},
+        {2, DT_BLOCK_QKV_BIAS, "block2.attn.qkv.bias"},
+        {2, DT_BLOCK_PROJ_WEIGHT, "block2.attn.proj.weight"},
+        {2, DT_BLOCK_PROJ_BIAS, "block2.attn.proj.bias"},
+        {1, DT_BLOCK_LN2_WEIGHT, "block1.ln2.weight"}, {1, DT_BLOCK_LN2_BIAS, "block1.ln2.bias"},
+        {1, DT_BLOCK_FC_WEIGHT, "block1.mlp.fc.weight"}, {1, DT_BLOCK_FC_BIAS, "block1.mlp.fc.bias"},
+        {2, DT_BLOCK_MPROJ_WEIGHT, "block2.mlp.proj.weight"},
+        {2, DT_BLOCK_MPROJ_BIAS, "block2.mlp.proj.bias"},
+        {3, DT_HEAD_LNF_WEIGHT, "head.lnf.weight"}, {3, DT_HEAD_LNF_BIAS, "head.lnf.bias"},
+        {3, DT_HEAD_LM_WEIGHT, "head.lm_head.weight"},
+    };
+    for (size_t i = 0; i < sizeof named / sizeof named[0]; i++) {
+        const dt_param_view *v = dt_model_find_view(&m, named[i].name);
+        EXPECT(v && dt_model_view(&m, m.params, named[i].layer, named[i].k) == m.params + v->offset,
+               "view %d of layer %d is %s", named[i].k, named[i].layer, named[i].name);
+    }
+    EXPECT(m.layers[1].num_views == DT_BLOCK_VIEWS && m.layers[3].num_views == DT_HEAD_VIEWS,
+           "a block has %d views, the head %d", m.layers[1].num_views, m.layers[3].num_views);
     dt_model_free(&m), dt_model_free(&m2);
 }
 
@@ -384,21 +358,29 @@ TEST(nn_model_memory_accounting_is_exact, 1)
            s.current[DT_MEM_GRAD], 4 * n);
     EXPECT(s.current[DT_MEM_ACT] == 0, "no activations yet");
     dt_acts *a;
+    /* input copy + three outputs + two gradient buffers of the widest row +
+     * probs */
     EXPECT_OK(dt_acts_create(&a, &m, 0, 3, 32, 1));
     dt_mem_stats_get(&s);
-    /* input copy + three outputs + two gradient buffers of the widest row +
-     * probs; 32 rows are thinner than the 128-wide layer, so the stage also
-     * keeps the input and the three outputs feature-major */
-    size_t act = 32 * (784 + 128 + 64 + 10 + 2 * 784 + 10 + 784 + 128 + 64 + 10) * 4;
-    EXPECT(a->feature_major, "32 rows through a 128-wide layer run feature-major");
+    size_t act = 32 * (784 + 128 + 64 + 10 + 2 * 784 + 10) * 4;
+    EXPECT(!a->fm, "the reference path keeps no feature-major copies");
     EXPECT(s.current[DT_MEM_ACT] == act, "activations %zu bytes, expected %zu",
            s.current[DT_MEM_ACT], act);
     dt_acts_free(a);
-    /* 128 rows: batch-major only, no copies */
-    EXPECT_OK(dt_acts_create(&a, &m, 0, 3, 128, 1));
+    /* the fast path on 32 rows, thinner than the 128-wide layer, also keeps
+     * the input and the three outputs feature-major */
+    EXPECT_OK(dt_acts_create_path(&a, &m, 0, 3, 32, 1, DT_NN_FAST));
+    dt_mem_stats_get(&s);
+    act += 32 * (784 + 128 + 64 + 10) * 4;
+    EXPECT(a->fm, "32 rows through a 128-wide layer run feature-major");
+    EXPECT(s.current[DT_MEM_ACT] == act, "fast path's activations %zu bytes, expected %zu",
+           s.current[DT_MEM_ACT], act);
+    dt_acts_free(a);
+    /* 128 rows: the fast path does not apply, no copies */
+    EXPECT_OK(dt_acts_create_path(&a, &m, 0, 3, 128, 1, DT_NN_FAST));
     dt_mem_stats_get(&s);
     act = 128 * (784 + 128 + 64 + 10 + 2 * 784 + 10) * 4;
-    EXPECT(!a->feature_major, "128 rows run batch-major");
+    EXPECT(!a->fm, "128 rows run batch-major");
     EXPECT(s.current[DT_MEM_ACT] == act, "activations of 128 rows %zu bytes, expected %zu",
            s.current[DT_MEM_ACT], act);
     dt_acts_free(a);

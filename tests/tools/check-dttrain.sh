@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# check-dttrain.sh - the data-parallel paths of tools/dttrain (run by
-# `make test`): the same training must give the same parameters, bit for
-# bit (the "params_hash" of --json), whatever the backend, and with
-# --shard-optimizer (reduce-scatter, step on a shard, allgather) as with
-# the allreduce; a bad argument is refused with the usage.
+# check-dttrain.sh - tools/dttrain (run by `make test`): the data-parallel
+# paths must give the same parameters, bit for bit (the "params_hash" of
+# --json), whatever the backend, and with --shard-optimizer (reduce-scatter,
+# step on a shard, allgather) as with the allreduce; one rank runs its
+# fastest correct path by default and says which ("update", "layout"), and
+# that path trains as the reference does; bad options are refused
+# (bad-input-dttrain.sh, whose count line follows this one's).
 #   tests/tools/check-dttrain.sh BUILD
 set -uo pipefail
 BUILD=${1:-build}
@@ -35,12 +37,37 @@ else
     echo "FAIL: dttrain --ranks 1 and --ranks 2 give the same parameters ($one): the hash sees nothing"
     fail=$((fail + 1))
 fi
-out=$("$BUILD/bin/dttrain" --ranks 2 --bogus 2>&1)
-if [ $? -ne 0 ] && echo "$out" | grep -q usage; then
+
+# one rank: which update and layout ran, by default and when asked
+ONE="$BUILD/bin/dttrain --model mlp:64,128,10 --batch 16 --steps 30 --eval-every 0 --json"
+str_of() { sed -n "s/.*\"$1\": \"\([a-z_]*\)\".*/\1/p"; }
+num_of() { sed -n "s/.*\"$1\": \([0-9.e+-]*\).*/\1/p"; }
+while read -r update layout args; do
+    # shellcheck disable=SC2086
+    j=$($ONE $args)
+    got="$(echo "$j" | str_of update) $(echo "$j" | str_of layout)"
+    if [ "$got" = "$update $layout" ]; then
+        pass=$((pass + 1))
+    else
+        echo "FAIL: dttrain$args: ran \"$got\", expected \"$update $layout\""
+        fail=$((fail + 1))
+    fi
+done <<'CASES'
+fused_sgd feature_major --momentum 0
+sgd feature_major --momentum 0 --no-fuse
+sgd batch_major --momentum 0 --reference
+sgd feature_major
+adamw feature_major --optim adamw --lr 0.005
+CASES
+# the fast path and the reference train alike: the same final loss to 1e-4
+fast=$($ONE --momentum 0 | num_of final_loss)
+ref=$($ONE --momentum 0 --reference | num_of final_loss)
+if [ -n "$fast" ] && awk -v a="$fast" -v b="$ref" 'BEGIN { d = a - b; exit !(d < 1e-4 * b && -d < 1e-4 * b) }'; then
     pass=$((pass + 1))
 else
-    echo "FAIL: dttrain --bogus: expected a non-zero exit and the usage, got: $out"
+    echo "FAIL: final loss $fast on the fast path (fused SGD, feature-major), $ref on the reference"
     fail=$((fail + 1))
 fi
 echo "$pass passed, $fail failed"
+"$(dirname "$0")/bad-input-dttrain.sh" "$BUILD" || fail=$((fail + 1))
 [ "$fail" -eq 0 ]

@@ -1,18 +1,15 @@
-/* dt/data.h - data sets, the distributed sampler, and a single-rank trainer.
+/* dt/data.h - data sets and the distributed sampler.
  *
  * Synthetic sets are pure functions of (seed, rank): every rank, backend
  * and run produces the same samples for the same arguments. The digits set
  * is the real 8x8 handwritten digits shipped in data/ (see data/README.md).
  * The sampler splits each epoch across ranks as torch's DistributedSampler
- * does. The trainer is the plain single-rank loop that tests, tools and
- * the first chapters build on. */
+ * does. The training loop that consumes them is the layer above
+ * (dt/train.h). */
 #ifndef DT_DATA_H
 #define DT_DATA_H
 
 #include "dt/core.h"
-#include "dt/nn.h"
-#include "dt/optim.h"
-#include "dt/tensor.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -89,52 +86,6 @@ dt_result dt_sampler_init(dt_sampler *s, size_t n, int ranks, int rank, int shuf
                           int drop_last, uint64_t seed);
 /* Writes this rank's s->num_samples indices of `epoch` into out. */
 dt_result dt_sampler_indices(const dt_sampler *s, uint64_t epoch, size_t *out);
-
-/* ---------------------------------------------------------------- trainer */
-
-typedef struct {
-    int step;
-    int epoch;
-    float loss;          /* of this step's batch */
-    float accuracy;      /* on the test set when evaluated, else -1 */
-    double samples_per_s;
-} dt_train_progress;
-
-typedef struct {
-    size_t batch;
-    long steps;           /* steps to run (stops earlier at time_budget_s) */
-    dt_optim_config optim;
-    int fused_sgd;        /* plain SGD folded into the backward (dt_model_backward_sgd);
-                             needs momentum = weight decay = 0 */
-    uint64_t seed;        /* of the data order */
-    double time_budget_s; /* 0: none */
-    long eval_every;      /* steps between test evaluations (and progress calls); 0: end only */
-    void (*progress)(void *arg, const dt_train_progress *p); /* may be NULL */
-    void *progress_arg;
-} dt_train_config;
-
-typedef struct {
-    long steps;
-    double seconds;
-    double step_ms_median; /* of the training steps (forward, backward, update) */
-    double step_cpu_ms_median; /* the same in CPU time of the calling thread: on a
-                                  shared machine, what the step itself costs */
-    double samples_per_s;  /* batch / median step time */
-    float final_loss;      /* mean training loss of the last (up to) 10 steps */
-    float accuracy;        /* on test, -1 without a test set */
-} dt_train_result;
-
-/* A config with batch 32, 100 steps, SGD lr 0.1 momentum 0.9, seed 1. */
-dt_train_config dt_train_defaults(void);
-
-/* Trains m on train (classification sets for the MLPs, sequence sets for
- * GPT) on one rank, then measures accuracy on test (may be NULL). */
-dt_result dt_train(dt_model *m, const dt_dataset *train, const dt_dataset *test,
-                   const dt_train_config *cfg, dt_train_result *res);
-
-/* Accuracy of m on d (fraction of rows whose argmax is the label). */
-dt_result dt_evaluate(dt_model *m, const dt_dataset *d, size_t batch, float *accuracy,
-                      float *loss);
 
 #ifdef __cplusplus
 }

@@ -22,7 +22,14 @@
  * activation, dt_model_loss puts the loss on the last layer's output, and
  * dt_model_backward goes back through the stage, accumulating parameter
  * gradients, calling a hook as each layer's gradients become complete, and
- * returning the gradient with respect to the stage's input. */
+ * returning the gradient with respect to the stage's input.
+ *
+ * The stage code a reader meets (stage.c, gpt_block.c, layers.c) is the
+ * reference: batch-major, one layer function after another, as the
+ * chapters describe it. A faster layout of the same computation lives in
+ * its own file (feature_major.c) and runs only when asked for
+ * (dt_acts_create_path with DT_NN_FAST); tests/lib/test_nn_fast.c holds it
+ * equal to the reference. */
 #ifndef DT_NN_H
 #define DT_NN_H
 
@@ -38,24 +45,19 @@ extern "C" {
 /* out (N, OC) = inp (N, C) @ weight^T + bias; weight (OC, C), bias (OC) or NULL. */
 dt_result dt_linear_forward(float *out, const float *inp, const float *weight,
                             const float *bias, size_t N, size_t C, size_t OC);
-/* The same result (then ReLU when relu is non-zero) computed the other way
- * round: scratch (OC, N) = weight @ inp^T, then transposed into out with the
- * bias and ReLU added in the same pass. For a thin batch (N < OC) OpenBLAS
- * runs this orientation faster (about 15% for 64 x 1024 x 1024). scratch:
- * N * OC floats, not overlapping the others. */
-dt_result dt_linear_forward_t(float *out, float *scratch, const float *inp, const float *weight,
-                              const float *bias, int relu, size_t N, size_t C, size_t OC);
 /* dinp (N, C) += dout (N, OC) @ weight; dweight (OC, C) += dout^T @ inp;
  * dbias (OC) += sum over rows of dout. */
 dt_result dt_linear_backward(float *dinp, float *dweight, float *dbias, const float *dout,
                              const float *inp, const float *weight, size_t N, size_t C,
                              size_t OC);
-/* The backward with plain SGD folded into the weight-gradient GEMM: dinp
- * (may be NULL) += dout @ weight, computed with the old weight first; then
- * weight -= lr * dout^T @ inp and bias (may be NULL) -= lr * sum of dout.
- * No gradient buffer is read or written. */
-dt_result dt_linear_backward_sgd(float *dinp, float *weight, float *bias, const float *dout,
-                                 const float *inp, float lr, size_t N, size_t C, size_t OC);
+/* The same with the parameter gradients scaled as they are accumulated:
+ * dweight += scale * dout^T @ inp, dbias += scale * (sum over rows of dout).
+ * dinp is computed first, so dweight and dbias may be weight and bias
+ * themselves: with scale = -lr this is a step of plain SGD folded into the
+ * weight-gradient product (lib/train/fused_sgd.c). */
+dt_result dt_linear_backward_scaled(float *dinp, float *dweight, float *dbias, const float *dout,
+                                    const float *inp, const float *weight, float scale, size_t N,
+                                    size_t C, size_t OC);
 
 /* out (n) = max(inp, 0). In place (out == inp) allowed. */
 dt_result dt_relu_forward(float *out, const float *inp, size_t n);
@@ -123,6 +125,23 @@ typedef enum {
     DT_LAYER_BLOCK,       /* x + attn(ln1(x)), then + mlp(ln2(.)) */
     DT_LAYER_HEAD         /* logits = lm_head(lnf(x)), no bias */
 } dt_layer_kind;
+
+/* The views of each layer kind, by name: view k of a layer is
+ * views[layer.first_view + k] (dt_model_view). model.c adds a layer's views
+ * in exactly this order and fails if it does not, so the names here are
+ * the layout of the buffer. */
+typedef enum { DT_LINEAR_WEIGHT = 0, DT_LINEAR_BIAS, DT_LINEAR_VIEWS } dt_linear_view;
+typedef enum { DT_EMBED_WTE = 0, DT_EMBED_WPE, DT_EMBED_VIEWS } dt_embed_view;
+typedef enum {
+    DT_BLOCK_LN1_WEIGHT = 0, DT_BLOCK_LN1_BIAS,
+    DT_BLOCK_QKV_WEIGHT, DT_BLOCK_QKV_BIAS,       /* attention's C -> 3C (q, k, v) */
+    DT_BLOCK_PROJ_WEIGHT, DT_BLOCK_PROJ_BIAS,     /* attention's output C -> C */
+    DT_BLOCK_LN2_WEIGHT, DT_BLOCK_LN2_BIAS,
+    DT_BLOCK_FC_WEIGHT, DT_BLOCK_FC_BIAS,         /* the MLP's C -> 4C */
+    DT_BLOCK_MPROJ_WEIGHT, DT_BLOCK_MPROJ_BIAS,   /* the MLP's 4C -> C */
+    DT_BLOCK_VIEWS
+} dt_block_view;
+typedef enum { DT_HEAD_LNF_WEIGHT = 0, DT_HEAD_LNF_BIAS, DT_HEAD_LM_WEIGHT, DT_HEAD_VIEWS } dt_head_view;
 
 typedef struct {
     char name[48];           /* e.g. "fc1.weight", "block2.attn.qkv.weight" */
@@ -201,6 +220,14 @@ dt_result dt_model_init_params(dt_model *m, uint64_t seed);
 /* The view named name, or NULL. */
 const dt_param_view *dt_model_find_view(const dt_model *m, const char *name);
 
+/* The first float of view k (a dt_*_view name) of layer `layer` in buf:
+ * m->params, m->grads or any buffer of their layout. The caller passes a
+ * layer and a view that exist (no check: this is the inner loop's lookup). */
+static inline float *dt_model_view(const dt_model *m, float *buf, int layer, int k)
+{
+    return buf + m->views[m->layers[layer].first_view + k].offset;
+}
+
 /* The flat range of the parameters of layers [first, last). */
 dt_result dt_model_layer_range(const dt_model *m, int first, int last, size_t *offset,
                                size_t *count);
@@ -211,6 +238,18 @@ dt_result dt_model_layer_range(const dt_model *m, int first, int last, size_t *o
 double dt_model_flops_per_sample(const dt_model *m);
 
 /* ================================================================ stages */
+
+/* Which code runs a stage (dt_acts_create_path). */
+typedef enum {
+    DT_NN_REFERENCE = 0, /* stage.c, gpt_block.c, layers.c: batch-major, layer by layer */
+    DT_NN_FAST           /* the feature-major layout (feature_major.c) where it applies, a
+                            stage of linear layers on a batch thinner than its widest layer;
+                            elsewhere the reference. The same sums in another order: equal
+                            to the reference up to float rounding (bit for bit when every
+                            sum is exact), tests/lib/test_nn_fast.c */
+} dt_nn_path;
+
+struct dt_acts_fm; /* the feature-major path's copies (feature_major.c) */
 
 /* Activations of layers [first, last) for a batch of B samples of T rows
  * each (T = 1 for the MLPs, T <= context for GPT), tag ACT. Read-only for
@@ -223,24 +262,20 @@ typedef struct {
     int32_t *tokens;         /* rows, when layer first is the embedding */
     float **out;             /* out[i - first]: rows x out_width of layer i */
     float **saved;           /* per layer: what its backward needs beyond in/out */
-    float *dbuf[2];          /* gradients flowing between layers (dbuf[1] is also
-                                the forward's scratch for dt_linear_forward_t) */
+    float *dbuf[2];          /* gradients flowing between layers */
     float *scratch;          /* backward temporaries of a transformer block */
     float *probs;            /* rows x classes, after dt_model_loss */
     int has_loss_grad;       /* dt_model_loss left dlogits in dbuf[0] */
     int forward_done;
-    /* Feature-major copies (width x rows) for a stage of linear layers with
-     * a thin batch (rows below its widest layer): there every product of
-     * the step runs in the orientation OpenBLAS is fastest at, and
-     * input/out above still hold the same values batch-major. NULL and 0
-     * otherwise. */
-    int feature_major;
-    float *input_fm;         /* in_width of layer first x rows */
-    float **out_fm;          /* out_fm[i - first]: out_width of layer i x rows */
+    struct dt_acts_fm *fm;   /* non-NULL when the feature-major path runs this
+                                stage; input and out above are filled all the same */
 } dt_acts;
 
+/* The reference path: dt_acts_create_path(..., DT_NN_REFERENCE). */
 dt_result dt_acts_create(dt_acts **out, const dt_model *m, int first, int last, size_t B,
                          size_t T);
+dt_result dt_acts_create_path(dt_acts **out, const dt_model *m, int first, int last, size_t B,
+                              size_t T, dt_nn_path path);
 void dt_acts_free(dt_acts *a);
 /* The stage's output (rows x out_width of layer last-1), after a forward. */
 const float *dt_acts_output(const dt_acts *a);
@@ -273,12 +308,18 @@ typedef dt_result (*dt_grad_hook)(void *arg, int layer, size_t offset, size_t co
 dt_result dt_model_backward(dt_model *m, dt_acts *a, const float *dout, float *dinp,
                             dt_grad_hook hook, void *hook_arg);
 
-/* The same backward with plain SGD (params -= lr * grad) applied as each
- * layer's gradient is known; linear layers fold it into the weight-gradient
- * GEMM, so no gradient is stored. Other layers go through m->grads (their
- * slice is zeroed after the update). No hook: there is nothing to reduce. */
-dt_result dt_model_backward_sgd(dt_model *m, dt_acts *a, const float *dout, float *dinp,
-                                float lr);
+/* The same backward with the parameter gradients accumulated as
+ *     grads += scale * dL/dparams
+ * into grads, a buffer of the parameters' layout (dt_model_backward is
+ * grads = m->grads, scale = 1). A linear layer computes its input gradient
+ * before it writes its parameters' gradients, so for a stage of linear
+ * layers grads may be m->params itself: with scale = -lr the backward is
+ * then a step of plain SGD that never stores a gradient
+ * (lib/train/fused_sgd.c). Other layer kinds read their parameters after
+ * writing gradients: they take scale 1 and a buffer apart from m->params
+ * (DT_ERR_UNSUPPORTED otherwise). */
+dt_result dt_model_backward_into(dt_model *m, dt_acts *a, const float *dout, float *dinp,
+                                 dt_grad_hook hook, void *hook_arg, float *grads, float scale);
 
 #ifdef __cplusplus
 }

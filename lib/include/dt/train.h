@@ -1,0 +1,252 @@
+/* dt/train.h - the training loop, once, and the hooks that make it
+ * single-rank training, data parallelism (chapter 03), ZeRO (chapter 08)
+ * and the later chapters' strategies.
+ *
+ * One step (dt_train_step), on every rank:
+ *
+ *   zero model->grads                                  (t->zero_grads)
+ *   for each micro-batch j, in the schedule's order (default F0 B0 F1 B1 ...):
+ *     forward(j)    run micro-batch j; add its mean loss to t->loss_sum
+ *     backward(j)   ACCUMULATE (+=) its gradients into model->grads; as each
+ *                   layer's are complete, dt_train_layer_ready -> sync.layer
+ *   sync            model->grads := the mean gradient of the GLOBAL batch
+ *   update          the parameters from the gradients
+ *
+ * Each of the four is a hook: a function and the state it works on, in
+ * llm.c's plain style (dt_hook). A strategy is a choice of hooks:
+ *
+ *   strategy         forward, backward      sync                        update
+ *   one rank         the model's (default)  x 1/m over m micro-batches  the optimizer, every parameter
+ *   DDP, chapter 03  the model's            allreduce (average)         the optimizer, every parameter
+ *   ZeRO-1, ch. 08   the model's            reduce-scatter: this rank's the optimizer on the shard,
+ *                                           shard of the mean           then allgather the parameters
+ *   fused SGD        backward writes        none                        none: the backward was it
+ *                    -lr x gradient into the weights (fused_sgd.c)
+ *
+ * and the ones later chapters add, with the same loop:
+ *   ZeRO-2           sync.layer reduce-scatters each bucket as soon as it is complete and
+ *                    frees its full gradients; update as ZeRO-1
+ *   ZeRO-3, FSDP     forward and backward gather a unit's parameters before it runs and free
+ *                    them after (reduce-scattering its gradients in the backward); the update
+ *                    works on the shard only
+ *   compression      sync compresses, exchanges and decompresses with error feedback
+ *   mixed precision  a backward that scales the loss gradient by S and an update that unscales,
+ *                    skips the step on inf or nan and adapts S, each wrapping the plain hook
+ *   pipeline         forward and backward of micro-batch j on this rank's stage (receive, run,
+ *                    send), in the order of a schedule (GPipe, 1F1B: t->schedule)
+ *
+ * dt_train runs steps over a data set with the distributed sampler, and
+ * times them. The library never prints: progress goes to a callback. */
+#ifndef DT_TRAIN_H
+#define DT_TRAIN_H
+
+#include "dt/comm.h"
+#include "dt/core.h"
+#include "dt/data.h"
+#include "dt/nn.h"
+#include "dt/optim.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct dt_trainer dt_trainer;
+
+/* A hook. run is its phase of the step; layer (sync hooks; NULL: not
+ * interested) hears that a layer's gradients are complete, during the
+ * backward of micro-batch t->micro (every micro-batch: a hook that
+ * reduces once per step acts on the last one, t->micro + 1 ==
+ * t->batch->micro_steps); release frees self (dt_train_set_hook and
+ * dt_trainer_free call it; NULL: nothing to free; two hooks that share a
+ * state give release to one of them). */
+typedef struct {
+    const char *name; /* what it does, for reports: "allreduce", "zero1", "fused_sgd", ... */
+    dt_result (*run)(dt_trainer *t, void *self);
+    dt_result (*layer)(dt_trainer *t, void *self, int layer, size_t offset, size_t count);
+    void (*release)(void *self);
+    void *self;
+} dt_hook;
+
+/* This rank's batch of one step: micro_steps micro-batches of B samples of
+ * T rows each, one after another in each array. */
+typedef struct {
+    const float *x;         /* micro_steps x B x T rows of the model's input width (MLPs) */
+    const int32_t *tokens;  /* micro_steps x B x T tokens (GPT) */
+    const int32_t *labels;  /* micro_steps x B x T */
+    size_t B, T;            /* T = 1 for the MLPs */
+    int micro_steps;        /* >= 1 */
+} dt_batch;
+
+/* What compute costs on the communicator's modeled clock (chapter 00):
+ * nothing, its measured wall time (dt_compute_begin/end), or a given time. */
+typedef enum { DT_CLOCK_NONE = 0, DT_CLOCK_MEASURED, DT_CLOCK_MODELED } dt_compute_clock;
+
+typedef struct {
+    dt_optim_config optim;   /* the update's optimizer */
+    dt_nn_path path;         /* the activations of the model's forward and backward:
+                                DT_NN_REFERENCE (the default) or DT_NN_FAST */
+    dt_compute_clock clock;  /* charged by the model's forward and backward */
+    double forward_s;        /* DT_CLOCK_MODELED: one micro-batch's forward */
+    const double *backward_s;/* DT_CLOCK_MODELED: each layer's backward (num_layers
+                                entries, not copied; NULL: none) */
+} dt_trainer_config;
+
+/* Order of a step's micro-batches: F j or B j. */
+typedef enum { DT_TRAIN_FORWARD = 0, DT_TRAIN_BACKWARD } dt_train_op_kind;
+typedef struct {
+    int micro;
+    dt_train_op_kind kind;
+} dt_train_op;
+
+/* Wall seconds of each phase of one step, summed over its micro-batches,
+ * and what this rank sent during the step. */
+typedef struct {
+    double forward_s, backward_s, sync_s, update_s, step_s;
+    uint64_t bytes_sent;
+} dt_train_times;
+
+struct dt_trainer {
+    dt_model *model;         /* not owned */
+    dt_comm *comm;           /* NULL: one rank without a communicator */
+    int rank, ranks;
+    dt_trainer_config cfg;
+    dt_hook forward, backward, sync, update;
+    int zero_grads;          /* the loop zeroes model->grads before each step (1) */
+    const dt_train_op *schedule; /* 2 x micro_steps operations, each micro-batch's F
+                                    before its B; NULL: F0 B0 F1 B1 ... (not copied) */
+    int schedule_len;
+    /* the step in progress, for the hooks */
+    const dt_batch *batch;
+    int micro;               /* the micro-batch being run */
+    double loss_sum;         /* forward hooks add each micro-batch's mean loss */
+    size_t correct;          /* and the rows whose argmax was the label */
+    /* after a step */
+    long step;               /* steps done */
+    float loss;              /* the last step's mean loss over its micro-batches */
+    dt_train_times times;    /* of the last step */
+    /* the model's activations: one dt_acts per micro-batch in flight
+       (dt_train_acts), all of the last batch's shape */
+    dt_acts **acts;
+    int *acts_busy;          /* acts[i] holds micro-batch acts_busy[i] - 1; 0: free */
+    int num_acts;
+    size_t acts_B, acts_T;
+};
+
+/* A trainer for m on comm (NULL: one rank) with the default hooks: the
+ * model's forward and backward, the sync "allreduce" with a communicator
+ * (else "local": x 1/m), the update "optimizer" (its state is allocated
+ * at the first update, so that a strategy that replaces it never holds
+ * it). c NULL: plain SGD lr 0.1, reference path, no clock. */
+dt_result dt_trainer_init(dt_trainer *t, dt_model *m, dt_comm *comm, const dt_trainer_config *c);
+void dt_trainer_free(dt_trainer *t);
+
+/* Replaces *slot (one of t's hooks) by h, releasing the old hook's state. */
+void dt_train_set_hook(dt_hook *slot, dt_hook h);
+
+/* One step on this rank's batch (every rank calls it: the sync and the
+ * update are collective). t->loss gets the step's mean loss. */
+dt_result dt_train_step(dt_trainer *t, const dt_batch *b);
+
+/* ---------------------------------------------------------------- strategies
+ * Each replaces some of t's hooks; call before the first step. */
+
+/* ZeRO stage 1 (chapter 08; lib/train/zero1.c): rank r keeps the optimizer
+ * state of only its shard [r P/K, (r+1) P/K) of the P parameters. sync
+ * reduce-scatters the gradient (average), so r holds the mean of its
+ * shard; update steps the shard and allgathers the parameters. The last
+ * P mod K parameters (fewer than K) are averaged by an allreduce and
+ * updated on every rank. The same bytes as one allreduce, 2 (K-1)/K P
+ * floats per rank, and the same parameters bit for bit. */
+dt_result dt_train_use_zero1(dt_trainer *t);
+
+/* SGD folded into the backward's weight-gradient product (fused_sgd.c).
+ * Applies to plain SGD (no momentum, no weight decay, lr > 0) of a model
+ * of linear layers on one rank, one micro-batch a step; otherwise fails
+ * with DT_ERR_UNSUPPORTED saying which condition does not hold, and t is
+ * unchanged. The same parameters as the reference (backward, then
+ * dt_sgd_update) up to float rounding. */
+dt_result dt_train_fused_sgd_applies(const dt_trainer *t);
+dt_result dt_train_use_fused_sgd(dt_trainer *t);
+
+/* ---------------------------------------------------------------- for hooks */
+
+/* A backward hook calls this as each layer's gradients are complete: it
+ * passes them to t->sync.layer. */
+dt_result dt_train_layer_ready(dt_trainer *t, int layer, size_t offset, size_t count);
+
+/* Compute done by a hook, charged to the modeled clock as t->cfg.clock
+ * says: begin/end measure it (DT_CLOCK_MEASURED), or end advances the
+ * clock by modeled_s (DT_CLOCK_MODELED). */
+dt_result dt_train_compute_begin(dt_trainer *t);
+dt_result dt_train_compute_end(dt_trainer *t, double modeled_s);
+
+/* The activations of micro-batch t->micro: dt_train_acts_take in its
+ * forward (a free dt_acts of the batch's shape, made if none is free),
+ * dt_train_acts_of in its backward, dt_train_acts_give after it. */
+dt_result dt_train_acts_take(dt_trainer *t, dt_acts **a);
+dt_acts *dt_train_acts_of(const dt_trainer *t);
+void dt_train_acts_give(dt_trainer *t);
+
+/* ---------------------------------------------------------------- training runs */
+
+#define DT_TRAIN_EVERY_EPOCH (-1L)
+
+typedef struct {
+    long step, steps;        /* steps done, of */
+    long epoch;              /* epochs done (whole) */
+    float loss;              /* mean training loss since the last report, over the ranks */
+    float accuracy;          /* on the test set, -1 without one */
+    double samples_per_s;    /* since the last report, all ranks together */
+    double bytes_per_step;   /* sent by rank 0, mean since the last report */
+} dt_train_progress;
+
+typedef struct {
+    size_t batch;            /* samples per rank per step */
+    int micro_steps;         /* micro-batches per step, dividing batch (0 or 1: one) */
+    long steps;              /* steps to run, when epochs is 0 */
+    long epochs;             /* > 0: that many epochs of this rank's shard instead */
+    uint64_t seed;           /* the data order (the sampler's shuffle) */
+    double time_budget_s;    /* one rank only: stop once this much time has gone (0: none) */
+    long report_every;       /* steps between reports, and after the last step;
+                                DT_TRAIN_EVERY_EPOCH: at each epoch's end; 0: none */
+    const dt_dataset *test;  /* evaluated by rank 0 at each report and at the end; may be NULL */
+    void (*progress)(void *arg, const dt_train_progress *p); /* rank 0; may be NULL */
+    void *progress_arg;
+} dt_train_config;
+
+typedef struct {
+    long steps;
+    double seconds;          /* wall time of the steps, from a barrier of the ranks */
+    double modeled_s;        /* the modeled clock over the same (0 without a communicator) */
+    double step_ms_median;   /* wall time of a step (forward to update) */
+    double step_cpu_ms_median; /* CPU time of the calling thread in a step: what the step
+                                  itself costs on a shared machine (with one BLAS thread) */
+    double forward_ms_median, backward_ms_median, sync_ms_median, update_ms_median;
+    double samples_per_s;    /* global batch (all ranks) / median step time */
+    double bytes_per_step;   /* sent by this rank, mean over the steps */
+    float final_loss;        /* this rank's mean loss over the last (up to) 10 steps */
+    float accuracy;          /* rank 0: on the test set after the last step; -1 without one
+                                or on other ranks */
+} dt_train_result;
+
+/* batch 32, 100 steps, seed 1, reports every 100 steps, no test set. */
+dt_train_config dt_train_defaults(void);
+
+/* Trains t's model on train, this rank's shard of each epoch from the
+ * distributed sampler (shuffled from seed, drop_last: every rank runs the
+ * same number of steps, each epoch's batches are full). A classification
+ * set for the MLPs, a sequence set for GPT. Collective on t->comm. */
+dt_result dt_train(dt_trainer *t, const dt_dataset *train, const dt_train_config *c,
+                   dt_train_result *res);
+
+/* Accuracy (fraction of rows whose argmax is the label) and mean loss of m
+ * on d, in batches of `batch`, on the reference path; either output may be
+ * NULL. */
+dt_result dt_evaluate(dt_model *m, const dt_dataset *d, size_t batch, float *accuracy,
+                      float *loss);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* DT_TRAIN_H */

@@ -1,0 +1,23 @@
+/* train_internal.h - what the files of lib/train share: the default sync
+ * and update hooks (sync.c, update.c) and the scale of a step's
+ * micro-batches. Not a public header. */
+#ifndef DT_TRAIN_INTERNAL_H
+#define DT_TRAIN_INTERNAL_H
+
+#include "dt/train.h"
+
+/* sync "local" (one rank, no communicator) and "allreduce" (DDP). */
+dt_hook train_sync_local(void);
+dt_hook train_sync_allreduce(void);
+
+/* Sets *slot to the update "optimizer" over every parameter. */
+dt_result train_update_optimizer(dt_trainer *t, dt_hook *slot);
+
+/* grads[offset, +count) *= 1/m when the step ran m > 1 micro-batches: the
+ * backward summed m micro-batch means. */
+dt_result train_scale_micro(dt_trainer *t, size_t offset, size_t count);
+
+/* The update that does nothing (its work was done elsewhere). */
+dt_hook train_update_none(const char *name);
+
+#endif /* DT_TRAIN_INTERNAL_H */

@@ -1,0 +1,51 @@
+/* update.c - the reference update: the optimizer over every parameter,
+ * reading the gradients the sync left. */
+#include "train_internal.h"
+
+#include <stdlib.h>
+
+typedef struct {
+    dt_optimizer opt;
+    int ready; /* the state is made at the first update */
+} optimizer_update;
+
+static dt_result optimizer_run(dt_trainer *t, void *self)
+{
+    optimizer_update *u = self;
+    dt_model *m = t->model;
+    if (!m->grads)
+        return dt_fail(DT_ERR_STATE, "train: the optimizer needs the model's gradient buffer");
+    if (!u->ready) {
+        DT_CHECK(dt_optim_init(&u->opt, &t->cfg.optim, 0, m->num_params));
+        u->ready = 1;
+    }
+    return dt_optim_step(&u->opt, m->params, m->grads);
+}
+
+static void optimizer_release(void *self)
+{
+    optimizer_update *u = self;
+    dt_optim_free(&u->opt);
+    free(u);
+}
+
+dt_result train_update_optimizer(dt_trainer *t, dt_hook *slot)
+{
+    optimizer_update *u = calloc(1, sizeof *u);
+    if (!u)
+        return dt_fail(DT_ERR_NOMEM, "train: the optimizer update");
+    const char *name = t->cfg.optim.kind == DT_OPTIM_ADAMW ? "adamw" : "sgd";
+    dt_train_set_hook(slot, (dt_hook){name, optimizer_run, NULL, optimizer_release, u});
+    return DT_OK;
+}
+
+static dt_result nothing(dt_trainer *t, void *self)
+{
+    (void)t, (void)self;
+    return DT_OK;
+}
+
+dt_hook train_update_none(const char *name)
+{
+    return (dt_hook){name, nothing, NULL, NULL, NULL};
+}
