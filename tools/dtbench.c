@@ -40,17 +40,6 @@ typedef struct {
     dt_redop op;
 } bench;
 
-static double bus_factor(int coll, int n)
-{
-    switch (coll) {
-    case DT_COLL_ALLREDUCE: return 2.0 * (n - 1) / n;
-    case DT_COLL_ALLGATHER:
-    case DT_COLL_REDUCE_SCATTER:
-    case DT_COLL_ALLTOALL: return (double)(n - 1) / n;
-    default: return 1.0;
-    }
-}
-
 /* Elements of sendbuf and recvbuf for a size in bytes. */
 static void buffer_counts(const bench *b, size_t bytes, int n, size_t *count, size_t *scount,
                           size_t *rcount)
@@ -201,7 +190,7 @@ static dt_result bench_rank(dt_comm *c, void *arg)
             const char *fmt = b->csv ? "%zu,%zu,%s,%.3f,%.4f,%.4f,%d\n"
                                      : "%12zu %12zu %6s %11.2f %12.3f %12.3f %7d\n";
             printf(fmt, bytes, count, dt_dtype_name(b->dtype), slowest * 1e6, algbw,
-                   algbw * bus_factor(b->coll, n), all_wrong);
+                   algbw * dt_net_busbw_factor((dt_coll_kind)b->coll, n), all_wrong);
             fflush(stdout);
         }
         if (bytes == 0 || b->factor <= 1)

@@ -1,15 +1,36 @@
 /* algo_blocks.c - the building blocks of the collective algorithms, each
- * written once over the transport (dt_tp_*): ring reduce-scatter and
+ * written once over the messages of port.h (dt_msg_*): ring reduce-scatter and
  * allgather, direct (all-to-all) exchange, binomial trees.
  *
  * A buffer of count elements on N ranks is cut in N chunks; chunk i starts
  * at dt_chunk_off and holds dt_chunk_len elements (the first count % N
- * chunks one more). Tags: op->tag + step, so the messages of different
+ * chunks one more). Tags: call->tag + step, so the messages of different
  * steps and calls never match each other. */
 #include "algo.h"
 
+#include "reduce.h"
+
 #include <stdlib.h>
 #include <string.h>
+
+void dt_alg_combine(dt_call *call, void *dst, const void *a, const void *b, size_t n,
+                   dt_dtype t, dt_redop op)
+{
+    const dt_job *job = dt_call_job(call);
+    if (job->fast)
+        dt_reduce3_fast(dst, a, b, n, t, op);
+    else
+        dt_reduce3(dst, a, b, n, t, op);
+    call->t += dt_net_reduce_time(&job->net, (double)(n * dt_dtype_size(t)));
+}
+
+void dt_alg_avg(dt_call *call, void *buf, size_t n, dt_dtype t, int nranks)
+{
+    if (dt_call_job(call)->fast)
+        dt_reduce_avg_fast(buf, n, t, nranks);
+    else
+        dt_reduce_avg(buf, n, t, nranks);
+}
 
 size_t dt_chunk_len(size_t count, int n, int i)
 {
@@ -22,18 +43,6 @@ size_t dt_chunk_off(size_t count, int n, int i)
     return (size_t)i * q + ((size_t)i < r ? (size_t)i : r);
 }
 
-dt_result dt_tp_waitall(dt_op *op, dt_msg **m, int n)
-{
-    dt_result first = DT_OK;
-    for (int i = 0; i < n; i++) {
-        dt_result r = dt_tp_wait(op, m[i]);
-        m[i] = NULL;
-        if (r != DT_OK && first == DT_OK)
-            first = r;
-    }
-    return first;
-}
-
 /* Ring reduce-scatter. Rank r ends with chunk r reduced in out. At step s
  * it sends the partial sum of chunk (r-s-1) to its right and receives the
  * partial of chunk (r-s-2) from its left, adding its own part:
@@ -44,10 +53,10 @@ dt_result dt_tp_waitall(dt_op *op, dt_msg **m, int n)
  *
  * tmp holds 2 * (largest chunk) elements: the partial being sent and the
  * one being received alternate between its halves. */
-dt_result dt_ring_rs(dt_op *op, const void *in, void *out, size_t count, dt_dtype t,
+dt_result dt_ring_rs(dt_call *call, const void *in, void *out, size_t count, dt_dtype t,
                      dt_redop red, void *tmp, int step0)
 {
-    int n = op->comm->size, r = op->comm->rank;
+    int n = call->comm->size, r = call->comm->rank;
     size_t es = dt_dtype_size(t), maxc = dt_chunk_len(count, n, 0);
     int left = (r - 1 + n) % n, right = (r + 1) % n;
     char *half[2] = {tmp, (char *)tmp + maxc * es};
@@ -61,32 +70,32 @@ dt_result dt_ring_rs(dt_op *op, const void *in, void *out, size_t count, dt_dtyp
         int sc = (r - s - 1 + 2 * n) % n, rc = (r - s - 2 + 2 * n) % n;
         const void *sp = s == 0 ? src + dt_chunk_off(count, n, sc) * es : half[(s - 1) & 1];
         size_t rlen = dt_chunk_len(count, n, rc);
-        DT_TRY(dt_tp_sendrecv(op, right, sp, dt_chunk_len(count, n, sc) * es, left, half[s & 1],
-                              rlen * es, op->tag + (uint64_t)(step0 + s)));
+        DT_TRY(dt_msg_sendrecv(call, right, sp, dt_chunk_len(count, n, sc) * es, left, half[s & 1],
+                              rlen * es, call->tag + (uint64_t)(step0 + s)));
         const char *own = src + dt_chunk_off(count, n, rc) * es;
         /* the partial from the left comes first: the same order on every rank */
         if (s < n - 2)
-            dt_reduce3(half[s & 1], half[s & 1], own, rlen, t, red);
+            dt_alg_combine(call, half[s & 1], half[s & 1], own, rlen, t, red);
         else
-            dt_reduce3(out, half[s & 1], own, rlen, t, red);
+            dt_alg_combine(call, out, half[s & 1], own, rlen, t, red);
     }
     return DT_OK;
 }
 
 /* Ring allgather in place: chunk r of buf is this rank's; at step s it
  * sends chunk (r-s) to the right and receives chunk (r-s-1) from the left. */
-dt_result dt_ring_ag(dt_op *op, void *buf, size_t count, dt_dtype t, int step0)
+dt_result dt_ring_ag(dt_call *call, void *buf, size_t count, dt_dtype t, int step0)
 {
-    int n = op->comm->size, r = op->comm->rank;
+    int n = call->comm->size, r = call->comm->rank;
     size_t es = dt_dtype_size(t);
     char *b = buf;
     int left = (r - 1 + n) % n, right = (r + 1) % n;
     for (int s = 0; s < n - 1; s++) {
         int sc = (r - s + n) % n, rc = (r - s - 1 + 2 * n) % n;
-        DT_TRY(dt_tp_sendrecv(op, right, b + dt_chunk_off(count, n, sc) * es,
+        DT_TRY(dt_msg_sendrecv(call, right, b + dt_chunk_off(count, n, sc) * es,
                               dt_chunk_len(count, n, sc) * es, left,
                               b + dt_chunk_off(count, n, rc) * es,
-                              dt_chunk_len(count, n, rc) * es, op->tag + (uint64_t)(step0 + s)));
+                              dt_chunk_len(count, n, rc) * es, call->tag + (uint64_t)(step0 + s)));
     }
     return DT_OK;
 }
@@ -94,15 +103,15 @@ dt_result dt_ring_ag(dt_op *op, void *buf, size_t count, dt_dtype t, int step0)
 /* Direct reduce-scatter: chunk j of in goes straight to rank j; rank r
  * reduces the N parts of chunk r in rank order. tmp holds N * (largest
  * chunk) elements. */
-dt_result dt_direct_rs(dt_op *op, const void *in, void *out, size_t count, dt_dtype t,
+dt_result dt_direct_rs(dt_call *call, const void *in, void *out, size_t count, dt_dtype t,
                        dt_redop red, void *tmp, int step)
 {
-    int n = op->comm->size, r = op->comm->rank;
+    int n = call->comm->size, r = call->comm->rank;
     size_t es = dt_dtype_size(t), len = dt_chunk_len(count, n, r);
     size_t maxc = dt_chunk_len(count, n, 0);
     const char *src = in;
     char *part = tmp;
-    dt_msg **m = calloc((size_t)(2 * n), sizeof *m);
+    dt_xfer *m = calloc((size_t)(2 * n), sizeof *m);
     if (!m)
         return dt_fail(DT_ERR_NOMEM, "out of memory for %d requests", 2 * n);
     dt_result res = DT_OK;
@@ -110,15 +119,15 @@ dt_result dt_direct_rs(dt_op *op, const void *in, void *out, size_t count, dt_dt
     for (int j = 0; j < n && res == DT_OK; j++) {
         if (j == r)
             continue;
-        res = dt_tp_irecv(op, j, part + (size_t)j * maxc * es, len * es, op->tag + (uint64_t)step,
+        res = dt_msg_irecv(call, j, part + (size_t)j * maxc * es, len * es, call->tag + (uint64_t)step,
                           &m[k++]);
     }
     for (int d = 1; d < n && res == DT_OK; d++) {
         int j = (r + d) % n; /* spread the load: not everyone to rank 0 first */
-        res = dt_tp_isend(op, j, src + dt_chunk_off(count, n, j) * es,
-                          dt_chunk_len(count, n, j) * es, op->tag + (uint64_t)step, &m[k++]);
+        res = dt_msg_isend(call, j, src + dt_chunk_off(count, n, j) * es,
+                          dt_chunk_len(count, n, j) * es, call->tag + (uint64_t)step, &m[k++]);
     }
-    dt_result w = dt_tp_waitall(op, m, k);
+    dt_result w = dt_msg_waitall(call, m, k);
     free(m);
     DT_TRY(res);
     DT_TRY(w);
@@ -126,30 +135,30 @@ dt_result dt_direct_rs(dt_op *op, const void *in, void *out, size_t count, dt_dt
         memcpy(part + (size_t)r * maxc * es, src + dt_chunk_off(count, n, r) * es, len * es);
         memcpy(out, part, len * es);
         for (int j = 1; j < n; j++)
-            dt_reduce_into(out, part + (size_t)j * maxc * es, len, t, red);
+            dt_alg_combine(call, out, out, part + (size_t)j * maxc * es, len, t, red);
     }
     return DT_OK;
 }
 
 /* Direct allgather in place: chunk r of buf goes to every rank at once. */
-dt_result dt_direct_ag(dt_op *op, void *buf, size_t count, dt_dtype t, int step)
+dt_result dt_direct_ag(dt_call *call, void *buf, size_t count, dt_dtype t, int step)
 {
-    int n = op->comm->size, r = op->comm->rank;
+    int n = call->comm->size, r = call->comm->rank;
     size_t es = dt_dtype_size(t);
     char *b = buf;
-    dt_msg **m = calloc((size_t)(2 * n), sizeof *m);
+    dt_xfer *m = calloc((size_t)(2 * n), sizeof *m);
     if (!m)
         return dt_fail(DT_ERR_NOMEM, "out of memory for %d requests", 2 * n);
     dt_result res = DT_OK;
     int k = 0;
     for (int j = 0; j < n && res == DT_OK; j++)
         if (j != r)
-            res = dt_tp_irecv(op, j, b + dt_chunk_off(count, n, j) * es,
-                              dt_chunk_len(count, n, j) * es, op->tag + (uint64_t)step, &m[k++]);
+            res = dt_msg_irecv(call, j, b + dt_chunk_off(count, n, j) * es,
+                              dt_chunk_len(count, n, j) * es, call->tag + (uint64_t)step, &m[k++]);
     for (int d = 1; d < n && res == DT_OK; d++)
-        res = dt_tp_isend(op, (r + d) % n, b + dt_chunk_off(count, n, r) * es,
-                          dt_chunk_len(count, n, r) * es, op->tag + (uint64_t)step, &m[k++]);
-    dt_result w = dt_tp_waitall(op, m, k);
+        res = dt_msg_isend(call, (r + d) % n, b + dt_chunk_off(count, n, r) * es,
+                          dt_chunk_len(count, n, r) * es, call->tag + (uint64_t)step, &m[k++]);
+    dt_result w = dt_msg_waitall(call, m, k);
     free(m);
     DT_TRY(res);
     return w;
@@ -161,23 +170,23 @@ dt_result dt_direct_ag(dt_op *op, void *buf, size_t count, dt_dtype t, int step)
  *
  *   N=8:  0 -> 4, 0 -> 2, 0 -> 1;  4 -> 6, 4 -> 5;  2 -> 3;  6 -> 7
  */
-dt_result dt_bcast_tree(dt_op *op, void *buf, size_t bytes, int root, int step)
+dt_result dt_bcast_tree(dt_call *call, void *buf, size_t bytes, int root, int step)
 {
-    int n = op->comm->size, r = op->comm->rank;
+    int n = call->comm->size, r = call->comm->rank;
     int v = (r - root + n) % n, top = 1;
     while (top < n)
         top <<= 1;
     int low = v ? (v & -v) : top;
     if (v)
-        DT_TRY(dt_tp_recv(op, (v - low + root) % n, buf, bytes, op->tag + (uint64_t)step));
-    dt_msg *m[32];
+        DT_TRY(dt_msg_recv(call, (v - low + root) % n, buf, bytes, call->tag + (uint64_t)step));
+    dt_xfer m[32];
     int k = 0;
     dt_result res = DT_OK;
     for (int mask = low >> 1; mask > 0 && res == DT_OK; mask >>= 1)
         if (v + mask < n)
-            res = dt_tp_isend(op, (v + mask + root) % n, buf, bytes, op->tag + (uint64_t)step,
+            res = dt_msg_isend(call, (v + mask + root) % n, buf, bytes, call->tag + (uint64_t)step,
                               &m[k++]);
-    dt_result w = dt_tp_waitall(op, m, k);
+    dt_result w = dt_msg_waitall(call, m, k);
     DT_TRY(res);
     return w;
 }
@@ -187,18 +196,18 @@ dt_result dt_bcast_tree(dt_op *op, void *buf, size_t bytes, int root, int step)
  * v - lowbit(v). acc holds this rank's part on entry and, on the root, the
  * result on return; tmp holds count elements. The order of reduction
  * depends only on the ranks, never on timing. */
-dt_result dt_reduce_tree(dt_op *op, void *acc, void *tmp, size_t count, dt_dtype t,
+dt_result dt_reduce_tree(dt_call *call, void *acc, void *tmp, size_t count, dt_dtype t,
                          dt_redop red, int root, int step)
 {
-    int n = op->comm->size, r = op->comm->rank;
+    int n = call->comm->size, r = call->comm->rank;
     int v = (r - root + n) % n;
     size_t bytes = count * dt_dtype_size(t);
     for (int mask = 1; mask < n; mask <<= 1) {
         if (v & mask)
-            return dt_tp_send(op, (v - mask + root) % n, acc, bytes, op->tag + (uint64_t)step);
+            return dt_msg_send(call, (v - mask + root) % n, acc, bytes, call->tag + (uint64_t)step);
         if (v + mask < n) {
-            DT_TRY(dt_tp_recv(op, (v + mask + root) % n, tmp, bytes, op->tag + (uint64_t)step));
-            dt_reduce_into(acc, tmp, count, t, red);
+            DT_TRY(dt_msg_recv(call, (v + mask + root) % n, tmp, bytes, call->tag + (uint64_t)step));
+            dt_alg_combine(call, acc, acc, tmp, count, t, red);
         }
     }
     return DT_OK;
@@ -207,21 +216,21 @@ dt_result dt_reduce_tree(dt_op *op, void *acc, void *tmp, size_t count, dt_dtype
 /* Binomial gather to rank 0 into buf (chunks of count elements per rank,
  * laid out by rank): the subtree of v is the contiguous range
  * [v, v + lowbit(v)), so each message is one block. */
-dt_result dt_gather_tree(dt_op *op, void *buf, size_t count, dt_dtype t, int step)
+dt_result dt_gather_tree(dt_call *call, void *buf, size_t count, dt_dtype t, int step)
 {
-    int n = op->comm->size, r = op->comm->rank;
+    int n = call->comm->size, r = call->comm->rank;
     size_t blk = count * dt_dtype_size(t);
     char *b = buf;
     for (int mask = 1; mask < n; mask <<= 1) {
         if (r & mask) {
             int hi = r + mask < n ? r + mask : n;
-            return dt_tp_send(op, r - mask, b + (size_t)r * blk, (size_t)(hi - r) * blk,
-                              op->tag + (uint64_t)step);
+            return dt_msg_send(call, r - mask, b + (size_t)r * blk, (size_t)(hi - r) * blk,
+                              call->tag + (uint64_t)step);
         }
         if (r + mask < n) {
             int c = r + mask, hi = c + mask < n ? c + mask : n;
-            DT_TRY(dt_tp_recv(op, c, b + (size_t)c * blk, (size_t)(hi - c) * blk,
-                              op->tag + (uint64_t)step));
+            DT_TRY(dt_msg_recv(call, c, b + (size_t)c * blk, (size_t)(hi - c) * blk,
+                              call->tag + (uint64_t)step));
         }
     }
     return DT_OK;

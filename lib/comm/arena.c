@@ -1,5 +1,6 @@
-/* arena.c - a small allocator inside one shared mapping (the proc backend's
- * job arena), and the job's shared allocation entry points.
+/* arena.c - shared-memory primitives: a small allocator inside one shared
+ * mapping (the proc backend's job arena), the job's shared allocation entry
+ * points, and mutexes that processes share.
  *
  * Blocks are powers of two from 64 bytes up, each with a 64-byte header
  * giving its size class; freed blocks go to a free list per class, new
@@ -19,7 +20,7 @@
  *   arena: [dt_arena header][block][block]...........[unused]
  *   block: [dt_blk: class, magic][payload ...]
  */
-#include "comm_internal.h"
+#include "shm.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -31,6 +32,28 @@
 #ifndef MADV_POPULATE_WRITE
 #define MADV_POPULATE_WRITE 23 /* Linux 5.14; older C libraries lack the name */
 #endif
+
+/* ---------------------------------------------------------------- shared mutexes */
+
+void dt_shared_mutex_init(pthread_mutex_t *m)
+{
+    pthread_mutexattr_t at;
+    pthread_mutexattr_init(&at);
+    pthread_mutexattr_setpshared(&at, PTHREAD_PROCESS_SHARED);
+    pthread_mutexattr_setrobust(&at, PTHREAD_MUTEX_ROBUST);
+    pthread_mutex_init(m, &at);
+    pthread_mutexattr_destroy(&at);
+}
+
+void dt_shared_lock(pthread_mutex_t *m)
+{
+    /* the owner died inside its (short) critical section: what it guards
+     * may be half-updated by a dead rank (a message nobody will match) */
+    if (pthread_mutex_lock(m) == EOWNERDEAD)
+        pthread_mutex_consistent(m);
+}
+
+/* ---------------------------------------------------------------- the arena */
 
 #define ARENA_CLASSES 48
 #define BLK_MAGIC 0x626c6bU /* "blk" */

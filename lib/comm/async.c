@@ -4,13 +4,17 @@
  * Each communicator that issues an async collective gets one progress
  * thread (lane 1). It takes requests in issue order - the same order on
  * every rank - and runs each with the ordinary algorithms. Its modeled
- * timeline (rc->stream_clock) starts each op at max(end of the previous
+ * timeline (c->stream_clock) starts each op at max(end of the previous
  * async op, the rank's clock when the op was issued); dt_wait moves the
  * rank's clock up to the op's end.
  *
  * Point-to-point requests need no thread: a posted receive is filled by
  * its sender, a posted send is taken by its receiver. */
-#include "comm_internal.h"
+#include "progress.h"
+
+#include "diag.h"
+#include "stats.h"
+#include "wait.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -20,7 +24,9 @@ enum { REQ_SEND, REQ_RECV, REQ_COLL };
 struct dt_request {
     int type;
     dt_comm *comm;
-    dt_msg *msg;          /* p2p: the posted message (NULL: done at once) */
+    dt_xfer xfer;         /* p2p: the posted transfer */
+    int peer;             /* p2p: the other rank */
+    uint32_t want;        /* a receive: which message of peer's it takes */
     dt_coll_args args;    /* collective */
     long seq;
     double t_issue;       /* the rank's clock when issued */
@@ -42,21 +48,23 @@ struct dt_progress {
 static void run_one(dt_comm *c, dt_request *q)
 {
     dt_rank_ctx *rc = c->rc;
-    dt_op op;
-    dt_op_begin(&op, c, 1, q->args.kind, q->seq, 1);
-    if (q->t_issue > op.t)
-        op.t = q->t_issue;
-    double w0 = dt_now(), m0 = op.t;
+    dt_call call;
+    dt_call_init(&call, c, 1, q->args.kind, q->seq, 1);
+    if (q->t_issue > call.t)
+        call.t = q->t_issue;
+    double w0 = dt_now(), m0 = call.t;
     int root = q->args.kind == DT_COLL_BROADCAST ? q->args.root : -1;
-    dt_doing_set(c, 1, q->args.kind, q->seq, q->args.count, root);
+    dt_coll_call(&call, &q->args);
+    dt_doing_set(c, 1, q->args.kind, q->seq, q->args.count, root, call.sig);
     dt_clear_error();
-    q->result = dt_coll_run(&op, &q->args);
+    q->result = dt_coll_run(&call, &q->args);
+    dt_stats_traffic(c, &call.traffic);
     if (q->result != DT_OK)
         strncpy(q->err, dt_last_error(), sizeof q->err - 1);
-    dt_doing_set(c, 1, -1, 0, 0, 0);
-    rc->stream_clock = op.t;
-    q->t_done = op.t;
-    dt_trace_add(rc, q->args.kind, 1, w0, dt_now(), m0, op.t);
+    dt_doing_set(c, 1, -1, 0, 0, 0, 0);
+    c->stream_clock = call.t;
+    q->t_done = call.t;
+    dt_trace_add(rc, q->args.kind, 1, w0, dt_now(), m0, call.t);
     atomic_store_explicit(&q->done, 1, memory_order_release);
     dt_bell_ring(&rc->job->board[rc->world_rank].bell);
 }
@@ -162,17 +170,23 @@ dt_result dt_p2p_post(dt_comm *c, int send, void *buf, size_t bytes, int peer, d
     dt_request *q = req_new(c, send ? REQ_SEND : REQ_RECV);
     if (!q)
         return DT_ERR_NOMEM;
-    dt_op op;
-    dt_op_begin(&op, c, 0, send ? DT_COLL_SEND : DT_COLL_RECV, 0, 1);
-    op.tag = 0;
+    dt_call call;
+    dt_call_init(&call, c, 0, send ? DT_COLL_SEND : DT_COLL_RECV, 0, 1);
+    call.tag = 0;
     const dt_backend_ops *be = c->rc->ops;
-    dt_result r = send ? be->post_send(&op, peer, buf, bytes, &q->msg)
-                       : be->post_recv(&op, peer, buf, bytes, &q->msg);
+    q->peer = peer;
+    if (send)
+        c->sent_to[peer]++;
+    else
+        q->want = ++c->posted_from[peer];
+    dt_result r = send ? be->post_send(&call, peer, buf, bytes, &q->xfer)
+                       : be->post_recv(&call, peer, buf, bytes, &q->xfer);
     if (r != DT_OK) {
         free(q);
         return r;
     }
-    c->rc->clock = op.t; /* a send occupies the link for n/beta */
+    dt_stats_traffic(c, &call.traffic); /* a send is counted when posted */
+    /* the send holds the rank's send port now; the clock waits for dt_wait */
     *req = q;
     return DT_OK;
 }
@@ -186,13 +200,13 @@ static int req_done_cond(const void *arg)
 static dt_result wait_coll(dt_request *q)
 {
     dt_comm *c = q->comm;
-    dt_op op;
-    dt_op_begin(&op, c, 0, q->args.kind, q->seq, 0);
+    dt_call call;
+    dt_call_init(&call, c, 0, q->args.kind, q->seq, 0);
     /* The progress thread ends every op in bounded time (each of its waits
      * has the deadline), so wait for it whatever happens here: the request
      * must not be freed while it runs. */
     while (!req_done_cond(q)) {
-        if (dt_wait_until(&op, req_done_cond, q) != DT_OK && !req_done_cond(q))
+        if (dt_wait_until(&call, req_done_cond, q) != DT_OK && !req_done_cond(q))
             dt_sleep(0.001);
     }
     if (q->t_done > c->rc->clock)
@@ -215,18 +229,21 @@ dt_result dt_wait(dt_request *req)
     double w0 = dt_now(), m0 = c->rc->clock;
     int kind = req->type == REQ_COLL ? req->args.kind
                                      : req->type == REQ_SEND ? DT_COLL_SEND : DT_COLL_RECV;
-    dt_doing_set(c, 0, kind, req->seq, req->args.count, -1);
+    dt_doing_set(c, 0, kind, req->seq, req->args.count, -1, 0);
+    if (req->type != REQ_SEND) /* dt_recv_any's rule: whom a wait waits for */
+        dt_doing_detail(c, req->type == REQ_RECV ? req->peer : DT_FROM_NONE, req->want,
+                        req->type == REQ_COLL);
+    dt_call call;
+    dt_call_init(&call, c, 0, kind, 0, 1);
+    call.tag = 0;
     if (req->type == REQ_COLL) {
         r = wait_coll(req);
     } else {
-        dt_op op;
-        dt_op_begin(&op, c, 0, kind, 0, 1);
-        op.tag = 0;
-        r = c->rc->ops->wait(&op, req->msg, NULL);
-        if (op.t > c->rc->clock)
-            c->rc->clock = op.t;
+        r = c->rc->ops->wait(&call, &req->xfer, NULL);
+        if (call.t > c->rc->clock)
+            c->rc->clock = call.t;
     }
-    dt_call_end(c, w0, m0, kind, 0);
+    dt_api_leave(c, w0, m0, kind, 0, &call.traffic);
     free(req);
     return r;
 }
@@ -255,6 +272,6 @@ dt_result dt_request_test(dt_request *req, int *done)
     if (req->type == REQ_COLL)
         *done = req_done_cond(req);
     else
-        *done = req->comm->rc->ops->done(req->msg);
+        *done = req->comm->rc->ops->done(&req->xfer);
     return DT_OK;
 }

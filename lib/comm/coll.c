@@ -1,18 +1,19 @@
 /* coll.c - the collective calls of dt/comm.h: argument checks, the choice of
- * algorithm, the debug check that all ranks called the same thing, and the
- * bookkeeping around each call (sequence number, stats, clock, trace,
- * what the rank is doing for the timeout report). */
-#include "comm_internal.h"
+ * algorithm, and the bookkeeping around each call (sequence number, stats,
+ * clock, trace, what the rank is doing for the timeout report). The
+ * backend (emulation.c) carries them out. */
+#include "coll.h"
 
-#include <stdio.h>
+#include "diag.h"
+#include "progress.h"
+#include "shortcut.h"
+#include "stats.h"
+
 #include <string.h>
 
 /* Below this many bytes AUTO uses the tree algorithms (fewer steps, each
  * paying alpha); above, the ring (bandwidth-optimal). */
 #define AUTO_TREE_MAX 32768
-/* The one-pass shared-memory allreduce, reduce-scatter and allgather, from
- * this many bytes in all (shortcut.c). */
-#define SHORTCUT_MIN 262144
 
 /* ---------------------------------------------------------------- checks */
 
@@ -55,105 +56,6 @@ static dt_result check_buf(const void *p, size_t count, const char *fn, const ch
     return DT_OK;
 }
 
-/* ---------------------------------------------------------------- debug check */
-
-static uint64_t signature(const dt_coll_args *a)
-{
-    int reduces = a->kind == DT_COLL_ALLREDUCE || a->kind == DT_COLL_REDUCE ||
-                  a->kind == DT_COLL_REDUCE_SCATTER;
-    int rooted = a->kind == DT_COLL_BROADCAST || a->kind == DT_COLL_REDUCE;
-    return (uint64_t)a->kind | (uint64_t)a->dtype << 8 | (uint64_t)(reduces ? a->op : 0) << 16 |
-           (uint64_t)(rooted ? a->root + 1 : 0) << 24 | (uint64_t)a->algo << 48 |
-           (uint64_t)a->shortcut << 56;
-}
-
-static void describe_sig(char *out, size_t n, const dt_rec *r, int show_seq)
-{
-    uint64_t sig = r->w[0];
-    int kind = (int)(sig & 0xff), dtype = (int)(sig >> 8 & 0xff), op = (int)(sig >> 16 & 0xff);
-    int root = (int)(sig >> 24 & 0xffffff) - 1;
-    int len = snprintf(out, n, "%s (count %llu, %s", dt_coll_name(kind),
-                       (unsigned long long)r->w[1], dt_dtype_name(dtype));
-    if (kind == DT_COLL_ALLREDUCE || kind == DT_COLL_REDUCE || kind == DT_COLL_REDUCE_SCATTER)
-        len += snprintf(out + len, n - (size_t)len, ", %s", dt_redop_name(op));
-    if (root >= 0)
-        len += snprintf(out + len, n - (size_t)len, ", root %d", root);
-    len += snprintf(out + len, n - (size_t)len, ", algo %s)", dt_algo_name((int)(sig >> 48 & 0xff)));
-    if (show_seq)
-        snprintf(out + len, n - (size_t)len, " as its call #%llu", (unsigned long long)r->w[2]);
-}
-
-static int same_call(const dt_rec *x, const dt_rec *y)
-{
-    return x->w[0] == y->w[0] && x->w[1] == y->w[1] && x->w[2] == y->w[2];
-}
-
-/* All ranks publish what they called (and its number on the communicator:
- * blocking and async calls issued in different orders show up here); the
- * odd one out is named. Rank 0's call is the reference, unless rank 0 is
- * the only one that differs. */
-static dt_result debug_check(dt_op *op, const dt_coll_args *a)
-{
-    dt_rec mine = {.w = {signature(a), a->count, (uint64_t)op->seq}};
-    const dt_rec *all;
-    DT_TRY(dt_sync_exchange(op, &mine, &all));
-    int n = op->comm->size, ref = 0, bad = -1, differ = 0;
-    for (int i = 1; i < n; i++)
-        differ += !same_call(&all[i], &all[0]);
-    if (differ == 0)
-        return DT_OK;
-    if (differ == n - 1 && n > 2)
-        ref = 1;
-    for (int i = 0; i < n && bad < 0; i++)
-        if (!same_call(&all[i], &all[ref]))
-            bad = i;
-    char x[160], y[160];
-    int show_seq = all[bad].w[2] != all[ref].w[2];
-    describe_sig(x, sizeof x, &all[bad], show_seq);
-    describe_sig(y, sizeof y, &all[ref], show_seq);
-    return dt_fail(DT_ERR_MISMATCH, "collective #%ld mismatch: rank %d called %s but rank %d "
-                   "called %s", op->seq, bad, x, ref, y);
-}
-
-/* ---------------------------------------------------------------- running */
-
-/* The emulation backends' collectives: the debug check, then the
- * algorithm over the transport. */
-static dt_result emulated_collective(dt_op *op, const dt_coll_args *a)
-{
-    if (op->comm->rc->job->debug && op->comm->size > 1)
-        DT_TRY(debug_check(op, a));
-    switch (a->kind) {
-    case DT_COLL_ALLREDUCE: return dt_alg_allreduce(op, a);
-    case DT_COLL_BROADCAST: return dt_alg_broadcast(op, a);
-    case DT_COLL_REDUCE: return dt_alg_reduce(op, a);
-    case DT_COLL_ALLGATHER: return dt_alg_allgather(op, a);
-    case DT_COLL_REDUCE_SCATTER: return dt_alg_reduce_scatter(op, a);
-    case DT_COLL_ALLTOALL: return dt_alg_alltoall(op, a);
-    case DT_COLL_BARRIER: return dt_alg_barrier(op);
-    default: return dt_fail(DT_ERR_INTERNAL, "unknown collective %d", a->kind);
-    }
-}
-
-static dt_result emulated_send(dt_op *op, int peer, const void *buf, size_t bytes, dt_msg **out)
-{
-    return dt_tp_isend(op, peer, buf, bytes, 0, out);
-}
-
-static dt_result emulated_recv(dt_op *op, int peer, void *buf, size_t bytes, dt_msg **out)
-{
-    return dt_tp_irecv(op, peer, buf, bytes, 0, out);
-}
-
-const dt_backend_ops dt_emulation_ops = {
-    "emulation", emulated_collective, emulated_send, emulated_recv, dt_tp_wait_src, dt_tp_done,
-};
-
-dt_result dt_coll_run(dt_op *op, const dt_coll_args *a)
-{
-    return op->comm->rc->ops->collective(op, a);
-}
-
 /* The algorithm of a call: the communicator's choice, or by size. */
 static void resolve_algo(const dt_comm *c, dt_coll_args *a)
 {
@@ -165,61 +67,36 @@ static void resolve_algo(const dt_comm *c, dt_coll_args *a)
     if (a->algo != DT_ALGO_AUTO)
         return;
     a->algo = bytes <= AUTO_TREE_MAX ? DT_ALGO_TREE : DT_ALGO_RING;
-    if (a->kind == DT_COLL_ALLREDUCE && c->size > 1 &&
-        (bytes <= DT_TINY_MAX || bytes >= SHORTCUT_MIN))
-        a->shortcut = 1;
-    if ((a->kind == DT_COLL_REDUCE_SCATTER || a->kind == DT_COLL_ALLGATHER) && c->size > 1 &&
-        bytes >= SHORTCUT_MIN)
-        a->shortcut = 1;
-}
-
-/* Common start of every top-level call on lane 0: fault injection and the
- * doing board (the call is counted in dt_call_end: one lock per call). */
-dt_result dt_call_begin(dt_comm *comm, int kind, long seq, size_t count, int root)
-{
-    DT_TRY(dt_fault_check(comm, kind));
-    dt_doing_set(comm, 0, kind, seq, count, root);
-    return DT_OK;
-}
-
-void dt_call_end(dt_comm *comm, double w0, double m0, int kind, int new_call)
-{
-    double w1 = dt_now();
-    dt_rank_ctx *rc = comm->rc;
-    pthread_mutex_lock(&comm->stats_lock);
-    comm->stats.calls[kind] += new_call != 0;
-    comm->stats.time_comm_wall += w1 - w0;
-    comm->stats.time_comm_modeled += rc->clock - m0;
-    pthread_mutex_unlock(&comm->stats_lock);
-    dt_trace_add(rc, kind, 0, w0, w1, m0, rc->clock);
-    dt_doing_set(comm, 0, -1, 0, 0, 0);
+    a->shortcut = c->size > 1 && c->rc->job->fast && dt_shortcut_applies(a->kind, bytes);
 }
 
 static dt_result blocking(dt_comm *comm, dt_coll_args *a)
 {
+    DT_TRY(dt_comm_poisoned(comm));
     resolve_algo(comm, a);
     long seq = ++comm->seq;
     double w0 = dt_now();
     int root = (a->kind == DT_COLL_BROADCAST || a->kind == DT_COLL_REDUCE) ? a->root : -1;
-    DT_TRY(dt_call_begin(comm, a->kind, seq, a->count, root));
+    dt_call call;
+    dt_call_init(&call, comm, 0, a->kind, seq, 1);
+    dt_coll_call(&call, a);
+    DT_TRY(dt_api_enter(comm, a->kind, seq, a->count, root, call.sig));
     double m0 = comm->rc->clock;
-    dt_op op;
-    dt_op_begin(&op, comm, 0, a->kind, seq, 1);
-    dt_result r = dt_coll_run(&op, a);
-    if (op.t > comm->rc->clock)
-        comm->rc->clock = op.t;
-    dt_call_end(comm, w0, m0, a->kind, 1);
+    call.t = m0; /* a delay fault may have moved the clock */
+    dt_result r = dt_coll_run(&call, a);
+    if (call.t > comm->rc->clock)
+        comm->rc->clock = call.t;
+    dt_api_leave(comm, w0, m0, a->kind, 1, &call.traffic);
     return r;
 }
 
 static dt_result issue(dt_comm *comm, dt_coll_args *a, dt_request **req)
 {
+    DT_TRY(dt_comm_poisoned(comm));
     resolve_algo(comm, a);
     long seq = ++comm->seq;
     DT_TRY(dt_fault_check(comm, a->kind));
-    pthread_mutex_lock(&comm->stats_lock);
-    comm->stats.calls[a->kind]++;
-    pthread_mutex_unlock(&comm->stats_lock);
+    dt_stats_call(comm, a->kind);
     return dt_progress_submit(comm, a, seq, req);
 }
 

@@ -10,6 +10,8 @@
  */
 #include "launch.h"
 
+#include "shm.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,6 +1,10 @@
 /* launch.c - dt_launch: options, the job's shared state, the thread
- * backend's rank threads, the end of a rank, and fault injection. */
+ * backend's rank threads, and the end of a rank. */
 #include "launch.h"
+
+#include "coll.h"
+#include "shm.h"
+#include "wait.h"
 
 #include <sched.h>
 #include <signal.h>
@@ -58,14 +62,15 @@ static dt_result read_knobs(dt_resolved *k)
 }
 
 /* Fills the fields of o that are unset (net, trace_path and fault NULL,
- * timeout_s 0, debug -1, algo AUTO) from the environment, checking each
+ * timeout_s 0, debug and fast -1, algo AUTO) from the environment, checking each
  * variable it reads; then reads the launch's own knobs into k. */
 static dt_result read_env(dt_launch_opts *o, dt_resolved *k)
 {
     const char *net = dt_env_str("DT_NET", NULL), *algo = dt_env_str("DT_ALGO", NULL);
     const char *fault = dt_env_str("DT_FAULT", NULL);
     if (!o->net && net) {
-        if (dt_net_parse(net, NULL, NULL) != DT_OK)
+        dt_net link;
+        if (dt_net_link(net, &link) != DT_OK)
             return named("DT_NET", DT_ERR_INVALID_ARG);
         o->net = net;
     }
@@ -79,6 +84,11 @@ static dt_result read_env(dt_launch_opts *o, dt_resolved *k)
     }
     if (o->algo == DT_ALGO_AUTO && algo && dt_algo_parse(algo, &o->algo) != DT_OK)
         return named("DT_ALGO", DT_ERR_INVALID_ARG);
+    if (o->fast == -1) {
+        long fast;
+        DT_TRY(dt_env_long("DT_FAST", 1, 0, 1, &fast));
+        o->fast = (int)fast;
+    }
     if (!o->trace_path)
         o->trace_path = dt_env_str("DT_TRACE", NULL);
     if (!o->fault && fault) {
@@ -97,6 +107,7 @@ dt_result dt_launch_opts_init(dt_launch_opts *o)
     o->backend = DT_BACKEND_THREAD;
     o->debug = -1;
     o->algo = DT_ALGO_AUTO;
+    o->fast = -1;
     long nranks = 1;
     const char *b = dt_env_str("DT_BACKEND", NULL);
     dt_resolved scratch;
@@ -148,10 +159,13 @@ dt_result dt_opts_resolve(const dt_launch_opts *in, dt_resolved *out)
     if (o->debug < -1 || o->debug > 1)
         return dt_fail(DT_ERR_INVALID_ARG, "dt_launch: debug = %d, expected 0, 1 or -1 "
                        "(DT_DEBUG)", o->debug);
+    if (o->fast < -1 || o->fast > 1)
+        return dt_fail(DT_ERR_INVALID_ARG, "dt_launch: fast = %d, expected 0, 1 or -1 "
+                       "(DT_FAST)", o->fast);
     if ((int)o->algo < 0 || o->algo >= DT_NUM_ALGOS)
         return dt_fail(DT_ERR_INVALID_ARG, "dt_launch: unknown algorithm %d", (int)o->algo);
     DT_TRY(read_env(o, out)); /* what came from there is checked there, by name */
-    if (dt_net_parse(o->net, &out->alpha, &out->beta) != DT_OK)
+    if (dt_net_link(o->net, &out->net) != DT_OK)
         return named("dt_launch: net", DT_ERR_INVALID_ARG);
     if (dt_fault_parse(o->fault, out->faults, DT_MAX_FAULTS, &out->nfaults) != DT_OK)
         return named("dt_launch: fault", DT_ERR_INVALID_ARG);
@@ -166,8 +180,7 @@ dt_result dt_job_init(dt_job *job, const dt_resolved *res, void *arena, size_t a
     job->version = DT_JOB_VERSION;
     job->nranks = res->o.nranks;
     job->backend = res->o.backend;
-    job->alpha = res->alpha;
-    job->beta = res->beta;
+    job->net = res->net;
     job->timeout_s = res->o.timeout_s;
     /* spin while every rank can have a core of its own, else barely */
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
@@ -175,6 +188,7 @@ dt_result dt_job_init(dt_job *job, const dt_resolved *res, void *arena, size_t a
     job->spin_s = (res->spin_us >= 0 ? res->spin_us : spin_us) * 1e-6;
     job->bind = res->bind;
     job->debug = res->o.debug > 0;
+    job->fast = res->o.fast > 0;
     job->algo = res->o.algo;
     job->arena = arena;
     job->arena_bytes = arena_bytes;
@@ -212,85 +226,6 @@ void dt_rank_ctx_destroy(dt_rank_ctx *rc)
     free(rc->trace);
     rc->trace = NULL;
     pthread_mutex_destroy(&rc->trace_lock);
-}
-
-void dt_rank_end(dt_job *job, int r, dt_result res, const char *msg)
-{
-    dt_board *b = &job->board[r];
-    if (atomic_load(&b->state) != DT_RANK_RUNNING)
-        return; /* the first end counts (a fault may have ended it already) */
-    snprintf(b->msg, sizeof b->msg, "%s", msg && msg[0] ? msg : dt_strerror(res));
-    atomic_store(&b->result, (int)res);
-    if (res == DT_OK) {
-        atomic_store_explicit(&b->state, DT_RANK_DONE, memory_order_release);
-        return;
-    }
-    atomic_store(&b->order, 1 + atomic_fetch_add(&job->fail_order, 1));
-    atomic_store_explicit(&b->state, DT_RANK_FAILED, memory_order_release);
-    atomic_store_explicit(&job->failed, 1, memory_order_release);
-    for (int i = 0; i < job->nranks; i++)
-        dt_bell_ring(&job->board[i].bell);
-}
-
-void dt_rank_died(dt_job *job, int r, const char *msg)
-{
-    dt_board *b = &job->board[r];
-    int st = atomic_load(&b->state);
-    if (st == DT_RANK_FAILED || st == DT_RANK_DIED)
-        return;
-    snprintf(b->msg, sizeof b->msg, "%s", msg);
-    atomic_store(&b->result, (int)DT_ERR_PEER_DIED);
-    atomic_store(&b->order, 1 + atomic_fetch_add(&job->fail_order, 1));
-    atomic_store_explicit(&b->state, DT_RANK_DIED, memory_order_release);
-    atomic_store_explicit(&job->failed, 1, memory_order_release);
-    for (int i = 0; i < job->nranks; i++)
-        dt_bell_ring(&job->board[i].bell);
-}
-
-dt_result dt_job_result(dt_job *job)
-{
-    int best = -1, best_order = 0;
-    for (int r = 0; r < job->nranks; r++) {
-        dt_board *b = &job->board[r];
-        int st = atomic_load(&b->state);
-        if (st != DT_RANK_FAILED && st != DT_RANK_DIED)
-            continue;
-        int ord = atomic_load(&b->order);
-        if (best < 0 || ord < best_order) {
-            best = r;
-            best_order = ord;
-        }
-    }
-    if (best < 0)
-        return DT_OK;
-    dt_result res = (dt_result)atomic_load(&job->board[best].result);
-    if (res == DT_OK)
-        res = DT_ERR_PEER_DIED;
-    return dt_fail(res, "rank %d: %s", best, job->board[best].msg);
-}
-
-/* ---------------------------------------------------------------- faults */
-
-dt_result dt_fault_check(dt_comm *comm, int kind)
-{
-    dt_rank_ctx *rc = comm->rc;
-    long n = ++rc->kind_calls[kind];
-    for (int i = 0; i < rc->nfaults; i++) {
-        dt_fault *f = &rc->faults[i];
-        if (f->type == DT_FAULT_DELAY && kind != DT_COLL_RECV) {
-            dt_sleep(f->delay_s);
-            rc->clock += f->delay_s;
-        }
-        if (f->type != DT_FAULT_KILL || f->kind != kind || f->at != n)
-            continue;
-        if (rc->job->backend == DT_BACKEND_PROC)
-            raise(SIGKILL);
-        dt_result r = dt_fail(DT_ERR_FAULT, "killed by DT_FAULT at %s #%ld",
-                              dt_coll_name(kind), n);
-        dt_rank_end(rc->job, rc->world_rank, r, dt_last_error());
-        return r;
-    }
-    return DT_OK;
 }
 
 /* ---------------------------------------------------------------- thread backend */

@@ -2,7 +2,8 @@
 #ifndef DT_COMM_LAUNCH_H
 #define DT_COMM_LAUNCH_H
 
-#include "comm_internal.h"
+#include "handle.h"
+#include "rank.h"
 
 /* The longest DT_JOB_ID: it becomes part of the segment's name. */
 #define DT_JOB_ID_MAX 40
@@ -12,7 +13,7 @@
  * DT_JOB_ID), checked. */
 typedef struct {
     dt_launch_opts o;
-    double alpha, beta;
+    dt_net net;
     dt_fault faults[DT_MAX_FAULTS];
     int nfaults;
     double spin_us;   /* < 0: the default (SPIN_DEFAULT_US when ranks <= cores) */
@@ -27,11 +28,9 @@ dt_result dt_opts_resolve(const dt_launch_opts *in, dt_resolved *out);
 
 /* Fills a zeroed job (its board and world group in shared memory). */
 dt_result dt_job_init(dt_job *job, const dt_resolved *res, void *arena, size_t arena_bytes);
-/* The launcher saw rank r's process die (or exit badly): marks it dead,
- * whatever its state, and wakes every rank. */
-void dt_rank_died(dt_job *job, int r, const char *msg);
-/* The first failure in time, as "rank R: message"; DT_OK when none. */
-dt_result dt_job_result(dt_job *job);
+
+/* Pins the calling thread to the rank's core when the job binds ranks. */
+void dt_rank_bind(const dt_job *job, int world_rank);
 
 void dt_rank_ctx_init(dt_rank_ctx *rc, dt_job *job, int rank, const dt_resolved *res);
 void dt_rank_ctx_destroy(dt_rank_ctx *rc);

@@ -1,7 +1,9 @@
-/* p2p.c - the point-to-point calls of dt/comm.h over the transport. User
+/* p2p.c - the point-to-point calls of dt/comm.h, through the backend. User
  * messages carry tag 0: they never match a collective's messages, and
  * between two ranks they arrive in the order sent. */
-#include "comm_internal.h"
+#include "diag.h"
+#include "progress.h"
+#include "stats.h"
 
 #include <string.h>
 
@@ -32,29 +34,39 @@ static dt_result p2p_call(dt_comm *c, int kind, int peer, size_t count, const vo
 {
     long seq = ++c->p2p_seq;
     double w0 = dt_now();
-    DT_TRY(dt_call_begin(c, kind, seq, count, peer));
+    DT_TRY(dt_api_enter(c, kind, seq, count, peer, 0));
     double m0 = c->rc->clock;
-    dt_op op;
-    dt_op_begin(&op, c, 0, kind, seq, 1);
-    op.tag = 0;
+    dt_call call;
+    dt_call_init(&call, c, 0, kind, seq, 1);
+    call.tag = 0;
     const dt_backend_ops *be = c->rc->ops;
-    dt_msg *sm = NULL, *rm = NULL;
-    dt_result r = DT_OK, r2 = DT_OK;
-    /* a sendrecv posts both before waiting: no order of peers deadlocks */
+    dt_xfer sx = {NULL, call.t}, rx = {NULL, call.t};
+    dt_result r = DT_OK;
     if (kind != DT_COLL_RECV)
-        r = be->post_send(&op, peer, sbuf, sbytes, &sm);
-    if (r == DT_OK && kind != DT_COLL_SEND)
-        r = be->post_recv(&op, source, rbuf, rbytes, &rm);
-    if (rm)
-        r2 = be->wait(&op, rm, got);
-    if (sm) {
-        dt_result r3 = be->wait(&op, sm, NULL);
-        r2 = r2 != DT_OK ? r2 : r3;
+        c->sent_to[peer]++;
+    if (kind != DT_COLL_SEND) {
+        if (source == DT_ANY_SOURCE) {
+            dt_doing_detail(c, DT_FROM_ANY, 0, 0);
+            r = be->choose_any(&call, rbytes, &source);
+        }
+        if (r == DT_OK) /* the rank it waits for, and for which message */
+            dt_doing_detail(c, source, ++c->posted_from[source], 0);
     }
-    r = r != DT_OK ? r : r2;
-    if (op.t > c->rc->clock)
-        c->rc->clock = op.t;
-    dt_call_end(c, w0, m0, kind, 1);
+    /* a sendrecv posts both before waiting: no order of peers deadlocks */
+    if (r == DT_OK && kind != DT_COLL_SEND)
+        r = be->post_recv(&call, source, rbuf, rbytes, &rx);
+    if (r == DT_OK && kind != DT_COLL_RECV)
+        r = be->post_send(&call, peer, sbuf, sbytes, &sx);
+    if (r == DT_OK) {
+        r = be->wait(&call, &rx, got);
+        dt_result r2 = be->wait(&call, &sx, NULL);
+        r = r != DT_OK ? r : r2;
+    } else {
+        be->cancel(&call, &rx);
+    }
+    if (call.t > c->rc->clock)
+        c->rc->clock = call.t;
+    dt_api_leave(c, w0, m0, kind, 1, &call.traffic);
     return r;
 }
 
@@ -119,9 +131,7 @@ dt_result dt_isend(const void *sendbuf, size_t count, dt_dtype dtype, int peer, 
     *req = NULL;
     DT_TRY(check_p2p(comm, sendbuf, count, dtype, peer, 0, "dt_isend"));
     DT_TRY(dt_fault_check(comm, DT_COLL_SEND));
-    pthread_mutex_lock(&comm->stats_lock);
-    comm->stats.calls[DT_COLL_SEND]++;
-    pthread_mutex_unlock(&comm->stats_lock);
+    dt_stats_call(comm, DT_COLL_SEND);
     return dt_p2p_post(comm, 1, (void *)sendbuf, count * dt_dtype_size(dtype), peer, req);
 }
 
@@ -133,8 +143,6 @@ dt_result dt_irecv(void *recvbuf, size_t count, dt_dtype dtype, int peer, dt_com
     *req = NULL;
     DT_TRY(check_p2p(comm, recvbuf, count, dtype, peer, 0, "dt_irecv"));
     DT_TRY(dt_fault_check(comm, DT_COLL_RECV));
-    pthread_mutex_lock(&comm->stats_lock);
-    comm->stats.calls[DT_COLL_RECV]++;
-    pthread_mutex_unlock(&comm->stats_lock);
+    dt_stats_call(comm, DT_COLL_RECV);
     return dt_p2p_post(comm, 0, recvbuf, count * dt_dtype_size(dtype), peer, req);
 }

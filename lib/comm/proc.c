@@ -18,6 +18,8 @@
  */
 #include "launch.h"
 
+#include "shm.h"
+
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>

@@ -1,11 +1,12 @@
-/* reduce.c - the elementwise reduction kernels of the collectives.
+/* reduce.c - the elementwise reduction kernels of the collectives, plainly
+ * written: the reference (reduce_fast.c has the vectorized ones).
  *
  * dst = a op b for each dtype and op. f16 and bf16 are widened to f32,
  * combined, and rounded back (one rounding per step, as NCCL does).
  * Integers wrap around on overflow: the arithmetic is done on unsigned
  * types, where wrapping is defined, and converted back. AVG is a SUM here;
  * dt_reduce_avg divides by the rank count at the end. */
-#include "comm_internal.h"
+#include "reduce.h"
 
 #include <string.h>
 
@@ -43,29 +44,6 @@
     }
 
 #define FLOOP(T, U, F) LOOP(T, F)
-
-/* The hot case (f32 sum) in explicit 4-wide vectors: the compiler at -O2
- * does not vectorize the generic loop, whose operands may alias. Loads and
- * stores go through memcpy (unaligned-safe); dst may equal a or b. */
-typedef float dt_v4f __attribute__((vector_size(16)));
-
-static void f32_add(float *dst, const float *a, const float *b, size_t n)
-{
-    size_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        dt_v4f x0, x1, y0, y1;
-        memcpy(&x0, a + i, 16);
-        memcpy(&x1, a + i + 4, 16);
-        memcpy(&y0, b + i, 16);
-        memcpy(&y1, b + i + 4, 16);
-        x0 += y0;
-        x1 += y1;
-        memcpy(dst + i, &x0, 16);
-        memcpy(dst + i + 4, &x1, 16);
-    }
-    for (; i < n; i++)
-        dst[i] = a[i] + b[i];
-}
 
 /* bf16 inline (the same rounding as core's dt_f32_to_bf16: nearest even,
  * a nan stays a nan): it is a shift, and a call per element would cost
@@ -110,10 +88,6 @@ static void half_reduce3(uint16_t *dst, const uint16_t *a, const uint16_t *b, si
 
 void dt_reduce3(void *dst, const void *a, const void *b, size_t n, dt_dtype dt, dt_redop op)
 {
-    if (dt == DT_F32 && (op == DT_SUM || op == DT_AVG)) {
-        f32_add(dst, a, b, n);
-        return;
-    }
     switch (dt) {
     case DT_F32: ALL_OPS(float, float, FLOOP); break;
     case DT_I32: ALL_OPS(int32_t, uint32_t, ILOOP); break;
@@ -125,47 +99,17 @@ void dt_reduce3(void *dst, const void *a, const void *b, size_t n, dt_dtype dt, 
     }
 }
 
-void dt_reduce_into(void *dst, const void *src, size_t n, dt_dtype dt, dt_redop op)
-{
-    dt_reduce3(dst, dst, src, n, dt, op);
-}
-
-/* p[i] /= d for f32, 8 at a time: the compiler at -O2 leaves the plain
- * loop scalar, and scalar divisions cost more than the reduction before
- * them (0.6 ms of a 2-rank allreduce of 1.86M floats). Dividing by a power
- * of two is multiplying by its exact inverse: the same bits, faster still. */
-static void f32_div(float *p, size_t n, int d)
-{
-    int pow2 = (d & (d - 1)) == 0;
-    float inv = 1.0f / (float)d;
-    dt_v4f dv = {(float)d, (float)d, (float)d, (float)d}, iv = {inv, inv, inv, inv};
-    size_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        dt_v4f x0, x1;
-        memcpy(&x0, p + i, 16);
-        memcpy(&x1, p + i + 4, 16);
-        if (pow2) {
-            x0 *= iv;
-            x1 *= iv;
-        } else {
-            x0 /= dv;
-            x1 /= dv;
-        }
-        memcpy(p + i, &x0, 16);
-        memcpy(p + i + 4, &x1, 16);
-    }
-    for (; i < n; i++)
-        p[i] /= (float)d;
-}
-
 void dt_reduce_avg(void *buf, size_t n, dt_dtype dt, int nranks)
 {
     if (nranks <= 1)
         return;
     switch (dt) {
-    case DT_F32:
-        f32_div(buf, n, nranks);
+    case DT_F32: {
+        float *p = buf;
+        for (size_t i = 0; i < n; i++)
+            p[i] /= (float)nranks;
         break;
+    }
     case DT_F16:
     case DT_BF16: {
         uint16_t *p = buf;

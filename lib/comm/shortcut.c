@@ -1,6 +1,8 @@
-/* shortcut.c - collectives that use shared memory directly, and the modeled
- * price they charge: what their network algorithm would cost, so that the
- * modeled clock and the stats do not depend on the shortcut.
+/* shortcut.c - collectives that use shared memory directly (AUTO, with the
+ * job's fast paths on), and the modeled price they charge: what their
+ * network algorithm would cost, replayed message by message (replay.c), so
+ * that the modeled clock, the ports and the stats do not depend on the
+ * shortcut.
  *
  * One-pass allreduce (large messages): every rank publishes the addresses
  * of its input and output; rank r owns chunk r and, block by block, reduces
@@ -11,26 +13,37 @@
  * process_vm_readv / process_vm_writev (cross-memory attach), except
  * buffers in the job's shared arena (dt_alloc_shared), which they address
  * directly too. A second
- * barrier keeps every output alive until all writers are done. Priced as a
- * ring.
+ * barrier keeps every output alive until all writers are done. Charged as
+ * the ring.
  *
  * One-pass reduce-scatter and allgather (large messages), the same way:
  * rank r reduces chunk r of all inputs into its own output only; or writes
- * its own input into its place in every rank's output. Priced as the ring's
- * one phase.
+ * its own input into its place in every rank's output. Charged as the
+ * ring's one phase.
  *
- * Tiny allreduce (at most 40 bytes): the values ride in the barrier's own
- * records; every rank reduces all records in rank order. Priced as
- * recursive doubling.
+ * Tiny allreduce (at most DT_TINY_MAX bytes): the values ride in the
+ * barrier's own records; every rank reduces all records in rank order.
+ * Charged as recursive doubling.
  *
- * Barrier: the counter barrier of dt_sync_exchange, priced as a
- * dissemination barrier (ceil(log2 N) rounds of alpha). */
-#include "algo.h"
+ * The reductions run in rank order, as the direct algorithm's do: the same
+ * bits as DT_ALGO_DIRECT (the ring and recursive doubling add in another
+ * order). Every rank's record carries its call's signature (count, dtype,
+ * op): all ranks compare them before touching a buffer, so a mismatch is
+ * DT_ERR_MISMATCH on every rank and nothing is written out of bounds. */
+#include "shortcut.h"
 
-#include <errno.h>
+#include "algo.h"
+#include "copy.h"
+#include "diag.h"
+#include "reduce.h"
+#include "replay.h"
+#include "shm.h"
+#include "stats.h"
+
+
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
-#include <sys/uio.h>
 #ifdef __SSE__
 #include <xmmintrin.h>
 #endif
@@ -41,78 +54,6 @@
 #define BLOCK_PROC 262144
 /* Outputs larger than this bypass the caches (no read-for-ownership). */
 #define STREAM_MIN ((size_t)16 << 20)
-
-static double wire(const dt_job *job, double bytes)
-{
-    return isinf(job->beta) ? 0.0 : bytes / job->beta;
-}
-
-double dt_model_allreduce(const dt_job *job, dt_algo algo, size_t count, size_t es, int n,
-                          int rank, uint64_t *bytes, uint64_t *msgs)
-{
-    *bytes = 0;
-    *msgs = 0;
-    if (n <= 1)
-        return 0.0;
-    double total = (double)count * (double)es;
-    if (algo == DT_ALGO_TREE) {
-        int p = 1, steps = 0;
-        while (p * 2 <= n) {
-            p *= 2;
-            steps++;
-        }
-        int extra = p < n ? 2 : 0;
-        *msgs = (uint64_t)steps + (extra ? 1 : 0);
-        *bytes = *msgs * count * es;
-        return (steps + extra) * (job->alpha + wire(job, total));
-    }
-    /* ring: 2(N-1) steps of one chunk each, as the ring cuts them */
-    for (int s = 0; s < n - 1; s++) {
-        *bytes += dt_chunk_len(count, n, (rank - s - 1 + 2 * n) % n) * es;
-        *bytes += dt_chunk_len(count, n, (rank - s + n) % n) * es;
-    }
-    *msgs = 2 * (uint64_t)(n - 1);
-    /* T = 2(N-1) (alpha + n/(N beta)) */
-    return 2.0 * (n - 1) * (job->alpha + wire(job, total / n));
-}
-
-/* The latest entry clock of all ranks (a collective cannot finish on any
- * rank before every rank has joined it). */
-static double max_clock(const dt_rec *all, int n)
-{
-    double t = all[0].clock;
-    for (int i = 1; i < n; i++)
-        if (all[i].clock > t)
-            t = all[i].clock;
-    return t;
-}
-
-/* One phase of the ring (a reduce-scatter, or an allgather, of count
- * elements per rank): N-1 steps of one chunk each,
- * T = (N-1)(alpha + chunk/beta), with the bytes and messages a rank sends. */
-static double model_ring_phase(const dt_job *job, size_t count, size_t es, int n,
-                               uint64_t *bytes, uint64_t *msgs)
-{
-    *msgs = (uint64_t)(n - 1);
-    *bytes = *msgs * count * es;
-    return (n - 1) * (job->alpha + wire(job, (double)count * (double)es));
-}
-
-/* Sets the clock to t0 plus the modeled cost of the call, and counts its
- * traffic: what the network algorithm would have cost and sent. */
-static void charge(dt_op *op, const dt_coll_args *a, dt_algo algo, double t0)
-{
-    dt_comm *c = op->comm;
-    uint64_t bytes, msgs;
-    size_t es = dt_dtype_size(a->dtype);
-    double cost = a->kind == DT_COLL_ALLREDUCE
-                      ? dt_model_allreduce(c->rc->job, algo, a->count, es, c->size, c->rank,
-                                           &bytes, &msgs)
-                      : model_ring_phase(c->rc->job, a->count, es, c->size, &bytes, &msgs);
-    op->t = t0 + cost;
-    if (op->counted)
-        dt_stats_both(c, bytes, msgs);
-}
 
 /* Copies a finished block to an output; large outputs with streaming
  * stores, which do not pull the destination into the cache first. */
@@ -135,48 +76,24 @@ static void store(void *dst, const void *src, size_t bytes, int stream)
     memcpy(dst, src, bytes);
 }
 
-static dt_result remote(ssize_t got, size_t want, int pid, const char *what)
-{
-    if (got == (ssize_t)want)
-        return DT_OK;
-    if (got >= 0)
-        errno = EIO; /* a short copy: the peer's buffer went away */
-    return dt_cma_fail(what, want, pid);
-}
-
-/* Whether this process addresses a buffer owned by pid directly: its own,
- * or 0, the shared arena's. */
-static int direct(int pid, int self_pid)
-{
-    return pid == self_pid || pid == 0;
-}
-
 /* Writes bytes from src to byte offset off of rank j's output. */
 static dt_result write_out(const dt_rec *all, int j, int self_pid, size_t off, const char *src,
                            size_t bytes, int stream)
 {
-    char *dst = (char *)(uintptr_t)all[j].w[1] + off;
-    int pid = (int)all[j].w[3];
-    if (direct(pid, self_pid)) {
-        store(dst, src, bytes, stream);
-        return DT_OK;
-    }
-    struct iovec l = {(void *)src, bytes}, r = {dst, bytes};
-    return remote(process_vm_writev(pid, &l, 1, &r, 1, 0), bytes, pid, "write");
+    char *dst = (char *)(uintptr_t)all[j].u.bufs.recvbuf + off;
+    int pid = (int)all[j].u.bufs.recv_pid;
+    if (!dt_addressable(pid, self_pid))
+        return dt_copy_to(pid, self_pid, dst, src, bytes);
+    store(dst, src, bytes, stream);
+    return DT_OK;
 }
 
 /* Reads bytes at byte offset off of rank j's input into dst. */
 static dt_result read_in(const dt_rec *all, int j, int self_pid, size_t off, char *dst,
-                         size_t bytes, int stream)
+                         size_t bytes)
 {
-    const char *src = (const char *)(uintptr_t)all[j].w[0] + off;
-    int pid = (int)all[j].w[2];
-    if (direct(pid, self_pid)) {
-        store(dst, src, bytes, stream);
-        return DT_OK;
-    }
-    struct iovec l = {dst, bytes}, r = {(void *)src, bytes};
-    return remote(process_vm_readv(pid, &l, 1, &r, 1, 0), bytes, pid, "read");
+    const char *src = (const char *)(uintptr_t)all[j].u.bufs.sendbuf + off;
+    return dt_copy_from((int)all[j].u.bufs.send_pid, self_pid, dst, src, bytes);
 }
 
 /* Reduces elements [off, off+len) of every rank's input, in rank order,
@@ -188,103 +105,139 @@ static dt_result reduce_block(const dt_coll_args *a, const dt_rec *all, int n, i
     size_t es = dt_dtype_size(a->dtype);
     const char *inp[DT_MAX_RANKS];
     for (int j = 0; j < n; j++) {
-        if (direct((int)all[j].w[2], self_pid)) {
-            inp[j] = (const char *)(uintptr_t)all[j].w[0] + off * es;
+        if (dt_addressable((int)all[j].u.bufs.send_pid, self_pid)) {
+            inp[j] = (const char *)(uintptr_t)all[j].u.bufs.sendbuf + off * es;
             continue;
         }
         char *dst = stage + (size_t)(j - (j > me)) * block;
-        DT_TRY(read_in(all, j, self_pid, off * es, dst, len * es, 0));
+        DT_TRY(read_in(all, j, self_pid, off * es, dst, len * es));
         inp[j] = dst;
     }
-    dt_reduce3(acc, inp[0], inp[1], len, a->dtype, a->op);
+    dt_reduce3_fast(acc, inp[0], inp[1], len, a->dtype, a->op);
     for (int j = 2; j < n; j++)
-        dt_reduce_into(acc, inp[j], len, a->dtype, a->op);
+        dt_reduce3_fast(acc, acc, inp[j], len, a->dtype, a->op);
     if (a->op == DT_AVG)
-        dt_reduce_avg(acc, len, a->dtype, n);
+        dt_reduce_avg_fast(acc, len, a->dtype, n);
     return DT_OK;
 }
 
-static dt_result tiny_allreduce(dt_op *op, const dt_coll_args *a)
+/* A shortcut's record: its signature and its count (in the signature, or
+ * beside the buffers' addresses when it does not fit). */
+static dt_coll_id shortcut_id(const dt_rec *r)
 {
-    dt_comm *c = op->comm;
+    return (dt_coll_id){r->sig, dt_coll_sig_count(r->sig, r->u.bufs.count), 0};
+}
+
+/* The call ends where the replay of its network algorithm says: the
+ * clock, the lane's ports and the stats of the reference path. */
+static void charge(dt_call *call, const dt_replay *rp)
+{
+    call->t = rp->t;
+    *call->ports = rp->ports;
+    dt_call_traffic(call, 1, rp->bytes_sent, rp->msgs_sent);
+    dt_call_traffic(call, 0, rp->bytes_recv, rp->msgs_recv);
+}
+
+static dt_result tiny_allreduce(dt_call *call, const dt_coll_args *a)
+{
+    dt_comm *c = call->comm;
     size_t bytes = a->count * dt_dtype_size(a->dtype);
-    dt_rec mine = {.clock = op->t};
+    dt_rec mine = {.sig = dt_coll_sig(a)};
     if (bytes)
-        memcpy(mine.w, a->sendbuf, bytes);
+        memcpy(mine.u.words, a->sendbuf, bytes);
     const dt_rec *all;
-    DT_TRY(dt_sync_exchange(op, &mine, &all));
-    uint64_t acc[5];
-    dt_reduce3(acc, all[0].w, all[1].w, a->count, a->dtype, a->op);
+    DT_TRY(dt_sync_exchange(call, &mine, &all));
+    int same = 1; /* a tiny call's count is in its signature */
+    for (int j = 1; j < c->size; j++)
+        same &= all[j].sig == all[0].sig;
+    if (!same)
+        return dt_coll_agree(call, all, shortcut_id);
+    uint64_t acc[DT_TINY_MAX / sizeof(uint64_t)];
+    dt_reduce3_fast(acc, all[0].u.words, all[1].u.words, a->count, a->dtype, a->op);
     for (int j = 2; j < c->size; j++)
-        dt_reduce_into(acc, all[j].w, a->count, a->dtype, a->op);
+        dt_reduce3_fast(acc, acc, all[j].u.words, a->count, a->dtype, a->op);
     if (a->op == DT_AVG)
-        dt_reduce_avg(acc, a->count, a->dtype, c->size);
+        dt_reduce_avg_fast(acc, a->count, a->dtype, c->size);
+    dt_replay rp;
+    /* Without a network (no cost), a loop of tiny allreduces leaves the
+     * clocks where they are: the last replay is kept and taken again. */
+    const dt_net *net = &c->rc->job->net;
+    dt_replay_memo **memo = &c->memo[call->lane]; /* kept with the handle */
+    int keep = net->alpha == 0 && net->beta == INFINITY && net->gamma == 0;
+    if (keep && !*memo && c->size <= DT_REPLAY_MEMO_N)
+        *memo = calloc(1, sizeof **memo); /* none: replayed every time */
+    DT_TRY(dt_replay_rd(net, all, c->size, c->rank, bytes, &rp, keep ? *memo : NULL));
     if (bytes)
         memcpy(a->recvbuf, acc, bytes);
-    charge(op, a, DT_ALGO_TREE, max_clock(all, c->size));
+    charge(call, &rp);
     return DT_OK;
 }
 
 /* A shortcut's start: every rank publishes its input and its output
  * (send_bytes and recv_bytes long), with the pid that owns each: its own,
  * the same for all threads, which address each other directly; or 0 for a
- * buffer in the proc backend's shared arena, which every process does. */
-static dt_result shortcut_begin(dt_op *op, const dt_coll_args *a, size_t send_bytes,
-                                size_t recv_bytes, const dt_rec **all, double *t0)
+ * buffer in the proc backend's shared arena, which every process does.
+ * Then, before any buffer is touched, the ranks' calls are compared and
+ * the network algorithm replayed (the records are overwritten two
+ * exchanges later: the replay cannot wait for the end). */
+static dt_result shortcut_begin(dt_call *call, const dt_coll_args *a, size_t send_bytes,
+                                size_t recv_bytes, dt_replay_phases phases, size_t ring_count,
+                                const dt_rec **all, dt_replay *rp)
 {
-    dt_comm *c = op->comm;
+    dt_comm *c = call->comm;
     const dt_job *job = c->rc->job;
     int pid = c->rc->pid;
-    dt_rec mine = {.w = {(uint64_t)(uintptr_t)a->sendbuf, (uint64_t)(uintptr_t)a->recvbuf,
-                         (uint64_t)dt_owner_pid(job, pid, a->sendbuf, send_bytes),
-                         (uint64_t)dt_owner_pid(job, pid, a->recvbuf, recv_bytes)},
-                   .clock = op->t};
-    DT_TRY(dt_sync_exchange(op, &mine, all));
-    *t0 = max_clock(*all, c->size);
-    return DT_OK;
+    dt_rec mine = {.sig = dt_coll_sig(a),
+                   .u.bufs = {(uint64_t)(uintptr_t)a->sendbuf, (uint64_t)(uintptr_t)a->recvbuf,
+                              dt_owner_pid(job, pid, a->sendbuf, send_bytes),
+                              dt_owner_pid(job, pid, a->recvbuf, recv_bytes), a->count}};
+    DT_TRY(dt_sync_exchange(call, &mine, all));
+    DT_TRY(dt_coll_agree(call, *all, shortcut_id));
+    return dt_replay_ring(&job->net, *all, c->size, c->rank, ring_count,
+                          dt_dtype_size(a->dtype), phases, rp);
 }
 
 /* Its end: a barrier, so that no rank releases a buffer (returns) while
- * another still reads or writes it; then the modeled price. */
-static dt_result shortcut_end(dt_op *op, const dt_coll_args *a, dt_result res, double t0)
+ * another still reads or writes it; then the replayed price. */
+static dt_result shortcut_end(dt_call *call, dt_result res, const dt_replay *rp)
 {
 #ifdef __SSE__
     _mm_sfence(); /* streaming stores are visible before the barrier */
 #endif
     const dt_rec *all;
-    dt_rec done = {.clock = op->t};
-    dt_result r2 = dt_sync_exchange(op, &done, &all);
+    dt_rec done = {.sig = 0};
+    dt_result r2 = dt_sync_exchange(call, &done, &all);
     DT_TRY(res);
     DT_TRY(r2);
-    charge(op, a, DT_ALGO_RING, t0);
+    charge(call, rp);
     return DT_OK;
 }
 
 /* The blocks: threads keep one in L1; processes stage the others' blocks. */
-static char *block_scratch(dt_op *op, size_t *block)
+static char *block_scratch(dt_call *call, size_t *block)
 {
-    dt_comm *c = op->comm;
+    dt_comm *c = call->comm;
     int threads = c->rc->job->backend == DT_BACKEND_THREAD;
     *block = threads ? BLOCK_THREAD : BLOCK_PROC;
-    char *acc = dt_scratch(c, op->lane, *block * (threads ? 1 : (size_t)c->size));
+    char *acc = dt_scratch(c, call->lane, *block * (threads ? 1 : (size_t)c->size));
     if (!acc)
         dt_fail(DT_ERR_NOMEM, "no memory for the shared-memory collective's blocks");
     return acc;
 }
 
-dt_result dt_shortcut_allreduce(dt_op *op, const dt_coll_args *a)
+static dt_result shortcut_allreduce(dt_call *call, const dt_coll_args *a)
 {
-    dt_comm *c = op->comm;
+    dt_comm *c = call->comm;
     int n = c->size, r = c->rank, self = c->rc->pid;
     size_t es = dt_dtype_size(a->dtype), count = a->count, block;
     if (count * es <= DT_TINY_MAX)
-        return tiny_allreduce(op, a);
-    char *acc = block_scratch(op, &block);
+        return tiny_allreduce(call, a);
+    char *acc = block_scratch(call, &block);
     if (!acc)
         return DT_ERR_NOMEM;
     const dt_rec *all;
-    double t0;
-    DT_TRY(shortcut_begin(op, a, count * es, count * es, &all, &t0));
+    dt_replay rp;
+    DT_TRY(shortcut_begin(call, a, count * es, count * es, DT_REPLAY_RS_AG, count, &all, &rp));
     size_t lo = dt_chunk_off(count, n, r), hi = lo + dt_chunk_len(count, n, r);
     size_t per = block / es;
     int stream = count * es >= STREAM_MIN;
@@ -295,21 +248,22 @@ dt_result dt_shortcut_allreduce(dt_op *op, const dt_coll_args *a)
         for (int j = 0; j < n && res == DT_OK; j++)
             res = write_out(all, j, self, b * es, acc, len * es, stream);
     }
-    return shortcut_end(op, a, res, t0);
+    return shortcut_end(call, res, &rp);
 }
 
 /* Chunk r (count elements) of every input, reduced into rank r's output. */
-dt_result dt_shortcut_reduce_scatter(dt_op *op, const dt_coll_args *a)
+static dt_result shortcut_reduce_scatter(dt_call *call, const dt_coll_args *a)
 {
-    dt_comm *c = op->comm;
+    dt_comm *c = call->comm;
     int n = c->size, r = c->rank, self = c->rc->pid;
     size_t es = dt_dtype_size(a->dtype), count = a->count, block;
-    char *acc = block_scratch(op, &block);
+    char *acc = block_scratch(call, &block);
     if (!acc)
         return DT_ERR_NOMEM;
     const dt_rec *all;
-    double t0;
-    DT_TRY(shortcut_begin(op, a, (size_t)n * count * es, count * es, &all, &t0));
+    dt_replay rp;
+    DT_TRY(shortcut_begin(call, a, (size_t)n * count * es, count * es, DT_REPLAY_RS,
+                          (size_t)n * count, &all, &rp));
     size_t lo = (size_t)r * count, per = block / es;
     int stream = count * es >= STREAM_MIN;
     dt_result res = DT_OK;
@@ -319,23 +273,23 @@ dt_result dt_shortcut_reduce_scatter(dt_op *op, const dt_coll_args *a)
         if (res == DT_OK)
             store((char *)a->recvbuf + b * es, acc, len * es, stream);
     }
-    return shortcut_end(op, a, res, t0);
+    return shortcut_end(call, res, &rp);
 }
 
 /* This rank's input (count elements) into its place in every rank's output.
  * Pushed, not pulled: a rank that read another's input would leave a copy
  * of those lines in its cache, and the owner's next write to its input (the
  * optimizer updating its shard, in ZeRO) would have to take every line back
- * from it; 2 thread ranks, 7.45 MB of parameters: the shard's update took
- * 1.7-2.9 ms after a pulling allgather, 0.54-0.71 ms after a pushing one. */
-dt_result dt_shortcut_allgather(dt_op *op, const dt_coll_args *a)
+ * from it (BENCHMARKS.md, data parallel: the sharded step). */
+static dt_result shortcut_allgather(dt_call *call, const dt_coll_args *a)
 {
-    dt_comm *c = op->comm;
+    dt_comm *c = call->comm;
     int n = c->size, self = c->rc->pid;
     size_t blk = a->count * dt_dtype_size(a->dtype);
     const dt_rec *all;
-    double t0;
-    DT_TRY(shortcut_begin(op, a, blk, (size_t)n * blk, &all, &t0));
+    dt_replay rp;
+    DT_TRY(shortcut_begin(call, a, blk, (size_t)n * blk, DT_REPLAY_AG, (size_t)n * a->count,
+                          &all, &rp));
     int stream = blk * (size_t)n >= STREAM_MIN;
     dt_result res = DT_OK;
     for (int j = 0; j < n && res == DT_OK; j++) {
@@ -343,23 +297,25 @@ dt_result dt_shortcut_allgather(dt_op *op, const dt_coll_args *a)
             continue; /* in place */
         res = write_out(all, j, self, (size_t)c->rank * blk, a->sendbuf, blk, stream);
     }
-    return shortcut_end(op, a, res, t0);
+    return shortcut_end(call, res, &rp);
 }
 
-dt_result dt_alg_barrier(dt_op *op)
+int dt_shortcut_applies(int kind, size_t bytes)
 {
-    dt_comm *c = op->comm;
-    int n = c->size;
-    if (n == 1)
-        return DT_OK;
-    dt_rec mine = {.clock = op->t};
-    const dt_rec *all;
-    DT_TRY(dt_sync_exchange(op, &mine, &all));
-    int rounds = 0;
-    while ((1 << rounds) < n)
-        rounds++;
-    op->t = max_clock(all, n) + rounds * c->rc->job->alpha;
-    if (op->counted)
-        dt_stats_both(c, 0, (uint64_t)rounds);
-    return DT_OK;
+    switch (kind) {
+    case DT_COLL_ALLREDUCE: return bytes <= DT_TINY_MAX || bytes >= DT_SHORTCUT_MIN;
+    case DT_COLL_REDUCE_SCATTER:
+    case DT_COLL_ALLGATHER: return bytes >= DT_SHORTCUT_MIN;
+    default: return 0;
+    }
+}
+
+dt_result dt_shortcut_collective(dt_call *call, const dt_coll_args *a)
+{
+    switch (a->kind) {
+    case DT_COLL_ALLREDUCE: return shortcut_allreduce(call, a);
+    case DT_COLL_REDUCE_SCATTER: return shortcut_reduce_scatter(call, a);
+    case DT_COLL_ALLGATHER: return shortcut_allgather(call, a);
+    default: return dt_fail(DT_ERR_INTERNAL, "no shortcut for %s", dt_coll_name(a->kind));
+    }
 }

@@ -2,7 +2,9 @@
  * the Chrome trace-event format (open the file in Perfetto or
  * chrome://tracing). Two processes: "wall" and "modeled", one track
  * (thread) per rank in each; async collectives on a second track. */
-#include "comm_internal.h"
+#include "trace.h"
+
+#include "handle.h"
 
 #include <stdio.h>
 #include <stdlib.h>

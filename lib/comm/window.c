@@ -5,7 +5,9 @@
  * maps at the same address) and hands the address to the others through
  * the barrier-exchange. And dt_alloc_shared: one rank's buffer in that same
  * shared memory, which the collectives then address directly. */
-#include "comm_internal.h"
+#include "diag.h"
+#include "shm.h"
+#include "sync.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,11 +25,11 @@ struct dt_win {
 static dt_result win_sync(dt_comm *comm, dt_rec *mine, const dt_rec **all)
 {
     long seq = ++comm->seq;
-    dt_op op;
-    dt_op_begin(&op, comm, 0, DT_NUM_COLLS, seq, 0);
-    dt_doing_set(comm, 0, DT_NUM_COLLS, seq, mine->w[0], -1);
-    dt_result r = dt_sync_exchange(&op, mine, all);
-    dt_doing_set(comm, 0, -1, 0, 0, 0);
+    dt_call call;
+    dt_call_init(&call, comm, 0, DT_NUM_COLLS, seq, 0);
+    dt_doing_set(comm, 0, DT_NUM_COLLS, seq, mine->u.win.bytes, -1, 0);
+    dt_result r = dt_sync_exchange(&call, mine, all);
+    dt_doing_set(comm, 0, -1, 0, 0, 0, 0);
     return r;
 }
 
@@ -60,12 +62,12 @@ dt_result dt_win_allocate(dt_comm *comm, size_t bytes, void **base, dt_win **win
         return dt_fail(DT_ERR_INVALID_ARG, "dt_win_allocate: bad size %zu bytes", bytes);
     dt_job *job = comm->rc->job;
     void *p = comm->rank == 0 ? dt_shm_alloc(job, bytes) : NULL;
-    dt_rec mine = {.w = {bytes, (uint64_t)(uintptr_t)p}};
-    char err[256] = "", why[4 * sizeof(uint64_t)];
-    if (comm->rank == 0 && !p) { /* the others learn why: the words before ':' */
+    dt_rec mine = {.sig = comm->rank == 0 && !p, .u.win = {bytes, {(uint64_t)(uintptr_t)p}}};
+    char err[256] = "";
+    if (mine.sig) { /* the others learn why: the words before ':' */
         snprintf(err, sizeof err, "%s", dt_last_error());
-        snprintf(why, sizeof why, "%.*s", (int)strcspn(err, ":"), err);
-        memcpy(&mine.w[2], why, sizeof why);
+        snprintf(mine.u.win.to.why, sizeof mine.u.win.to.why, "%.*s", (int)strcspn(err, ":"),
+                 err);
     }
     const dt_rec *all;
     dt_result r = win_sync(comm, &mine, &all);
@@ -74,22 +76,22 @@ dt_result dt_win_allocate(dt_comm *comm, size_t bytes, void **base, dt_win **win
         return r;
     }
     for (int i = 0; i < comm->size; i++) {
-        if (all[i].w[0] != bytes) {
+        if (all[i].u.win.bytes != bytes) {
             dt_shm_free(job, p);
             return dt_fail(DT_ERR_MISMATCH, "dt_win_allocate: rank %d asks for %llu bytes, "
-                           "rank %d for %zu", i, (unsigned long long)all[i].w[0], comm->rank,
+                           "rank %d for %zu", i, (unsigned long long)all[i].u.win.bytes, comm->rank,
                            bytes);
         }
     }
-    void *shared = (void *)(uintptr_t)all[0].w[1];
-    if (!shared && comm->rank == 0)
+    if (mine.sig)
         return dt_fail(DT_ERR_NOMEM, "dt_win_allocate: %s", err);
-    if (!shared) {
-        memcpy(why, &all[0].w[2], sizeof why);
-        why[sizeof why - 1] = 0;
+    if (all[0].sig) {
+        char why[sizeof all[0].u.win.to.why + 1];
+        snprintf(why, sizeof why, "%.*s", (int)sizeof all[0].u.win.to.why, all[0].u.win.to.why);
         return dt_fail(DT_ERR_NOMEM, "dt_win_allocate: rank 0 could not allocate %zu bytes: %s",
                        bytes, why);
     }
+    void *shared = (void *)(uintptr_t)all[0].u.win.to.base;
     dt_win *w = calloc(1, sizeof *w);
     if (!w) {
         dt_shm_free(job, p);
@@ -112,7 +114,7 @@ dt_result dt_win_free(dt_win *win)
         return dt_fail(DT_ERR_STATE, "dt_win_free: not a live window");
     dt_comm *comm = win->comm;
     DT_TRY(dt_comm_check(comm, "dt_win_free"));
-    dt_rec mine = {.clock = 0};
+    dt_rec mine = {.sig = 0};
     const dt_rec *all;
     dt_result r = win_sync(comm, &mine, &all);
     /* after the barrier nobody touches the region: rank 0 releases it */

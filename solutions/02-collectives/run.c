@@ -20,7 +20,7 @@
  * process from what rank 0 reports. */
 #include "collectives.h"
 #include "dt/metrics.h"
-#include "dt/sim.h"
+#include "dt/net.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -92,23 +92,25 @@ static dt_result bench_rank(dt_comm *world, void *argp)
     return r;
 }
 
-/* The libdt model's time for each algorithm (chapter 02):
- *   naive  2 alpha + K n / beta (see section 4: libdt charges only the
- *          sending link, so the K-1 buffers reach rank 0 together);
+/* The network model's time for each algorithm (dt/net.h, chapter 02):
+ *   naive  2 alpha + 2 (K-1) n / beta (rank 0's ports take the K-1 buffers
+ *          and the K-1 results one after another), and K-2 latencies more
+ *          above the eager limit: rank 0 posts its receives one at a time,
+ *          and each buffer waits for its receive;
  *   ring   2 (K-1) (alpha + n / (K beta));
  *   rd     log2 K (alpha + n / beta), or at most (floor(log2 K) + 2) rounds;
  *   dt_allreduce (auto): recursive doubling up to 32 KiB, ring above. */
-static double predict(int alg, double alpha, double beta, double n, int k)
+static double predict(int alg, const dt_net *link, double n, int k)
 {
-    if (k == 1)
-        return 0;
     switch (alg) {
-    case ALG_NAIVE: return 2 * alpha + k * n / beta;
-    case ALG_RING: return dt_sim_ring_allreduce(alpha, beta, n, k);
-    case ALG_RD: return dt_sim_recursive_doubling_allreduce(alpha, beta, n, k);
+    case ALG_NAIVE:
+        return dt_net_naive_allreduce(link, n, k) +
+               (n > DT_NET_EAGER_MAX && k > 2 ? (k - 2) * link->alpha : 0);
+    case ALG_RING: return dt_net_ring_allreduce(link, n, k);
+    case ALG_RD: return dt_net_recursive_doubling_allreduce(link, n, k);
     default:
-        return n <= 32768 ? dt_sim_recursive_doubling_allreduce(alpha, beta, n, k)
-                          : dt_sim_ring_allreduce(alpha, beta, n, k);
+        return n <= 32768 ? dt_net_recursive_doubling_allreduce(link, n, k)
+                          : dt_net_ring_allreduce(link, n, k);
     }
 }
 
@@ -194,8 +196,8 @@ int main(int argc, char **argv)
         else
             return usage(argv[0]);
     }
-    double alpha, beta;
-    if (k < 1 || k > 64 || !min_b || max_b < min_b || dt_net_parse(net, &alpha, &beta) != DT_OK)
+    dt_net link;
+    if (k < 1 || k > 64 || !min_b || max_b < min_b || dt_net_link(net, &link) != DT_OK)
         return usage(argv[0]);
 
     double x[MAX_SIZES], busbw_model[NUM_ALG][MAX_SIZES], busbw_wall[NUM_ALG][MAX_SIZES];
@@ -203,10 +205,10 @@ int main(int argc, char **argv)
     size_t nsizes = 0;
     for (size_t b = min_b; b <= max_b && nsizes < MAX_SIZES; b *= 2)
         x[nsizes++] = (double)(b / 4 * 4);
-    double factor = k > 1 ? 2.0 * (k - 1) / k : 1.0; /* busbw / algbw for allreduce */
+    double factor = dt_net_busbw_factor(DT_COLL_ALLREDUCE, k); /* busbw / algbw */
 
     printf("allreduce of f32 on K = %d ranks; modeled network %s (alpha %.3g us, beta %.3g GB/s)\n",
-           k, net, alpha * 1e6, beta / 1e9);
+           k, net, link.alpha * 1e6, link.beta / 1e9);
     printf("wall: this machine (ranks are threads); model: libdt's alpha-beta clock\n\n");
     printf("%-13s %10s %11s %10s %10s %11s %11s %6s %10s\n", "algorithm", "bytes", "wall_us",
            "algbw", "busbw", "model_us", "formula_us", "err%", "busbw_mod");
@@ -234,7 +236,7 @@ int main(int argc, char **argv)
                 ok[a] = 0;
                 break;
             }
-            double n = x[s], pred = predict(a, alpha, beta, n, k);
+            double n = x[s], pred = predict(a, &link, n, k);
             double algbw = n / j.wall_s, busbw = algbw * factor;
             double err = pred > 0 ? 100.0 * (j.model_s - pred) / pred : 0;
             busbw_wall[a][s] = busbw / 1e9;
@@ -244,13 +246,13 @@ int main(int argc, char **argv)
                    busbw_model[a][s]);
         }
     }
-    if (k == 1 || isinf(beta)) {
+    if (k == 1 || isinf(link.beta)) {
         printf("\nno plot: one rank, or a network of no cost, has no modeled bandwidth\n");
         return 0;
     }
     char title[160];
     snprintf(title, sizeof title, "allreduce bus bandwidth, K = %d, modeled %s", k, net);
-    dt_result r = write_plot(svg, title, nsizes, x, busbw_model, ok, beta / 1e9);
+    dt_result r = write_plot(svg, title, nsizes, x, busbw_model, ok, link.beta / 1e9);
     snprintf(title, sizeof title, "allreduce bus bandwidth, K = %d, wall clock (threads)", k);
     if (r == DT_OK)
         r = write_plot(wall_svg, title, nsizes, x, busbw_wall, ok, 0);

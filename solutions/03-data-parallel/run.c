@@ -16,7 +16,7 @@
  * algorithm, so that the measured times are those of the ring formula. */
 #include "ddp.h"
 #include "dt/metrics.h"
-#include "dt/sim.h"
+#include "dt/net.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -205,9 +205,9 @@ static int equivalence(void)
 
 static int flat_cost(const char *net, int K)
 {
-    double alpha, beta;
+    dt_net link;
     dt_model m = {0};
-    if (dt_net_preset(net, &alpha, &beta) != DT_OK || dt_model_create_spec(&m, SPEC, 1) != DT_OK)
+    if (dt_net_link(net, &link) != DT_OK || dt_model_create_spec(&m, SPEC, 1) != DT_OK)
         return -1;
     double n = 4.0 * (double)m.num_params;
     dt_model_free(&m);
@@ -222,7 +222,7 @@ static int flat_cost(const char *net, int K)
             return -1;
         printf("   %-3d %-14llu %-14.0f %10.3f ms    %10.3f ms\n", k,
                (unsigned long long)j.out[0].bytes, 2.0 * (k - 1) / k * n, job_step_s(&j) * 1e3,
-               dt_sim_ring_allreduce(alpha, beta, n, k) * 1e3);
+               dt_net_ring_allreduce(&link, n, k) * 1e3);
         free(j.out[0].params);
     }
     return 0;

@@ -17,6 +17,7 @@
 
 #include "dt/data.h"
 #include "dt/metrics.h"
+#include "dt/net.h"
 #include "dt/sim.h"
 #include "dt/train.h"
 
@@ -152,7 +153,7 @@ static int comm_table(int t, const char *net)
     double a, b;
     dt_net_parse(net, &a, &b);
     double n = 4.0 * SMALL_B * small.context * small.channels; /* one activation, bytes */
-    double half = (t - 1.0) / t * n, step = dt_sim_ring_reduce_scatter(a, b, n, t);
+    double half = (t - 1.0) / t * n, step = dt_net_ring_reduce_scatter(&(dt_net){.alpha = a, .beta = b}, n, t);
     printf("## 1. One block's communication: t = %d, N = %d x %zu rows, C = %zu "
            "(an activation: 4NC = %.0f bytes), ring, %s\n\n", t, SMALL_B, small.context,
            small.channels, n, net);
@@ -198,7 +199,7 @@ static void node_table(void)
     for (int i = 0; i < 3; i++) {
         double a, b;
         dt_net_preset(nets[i], &a, &b);
-        double c = 4 * dt_sim_ring_allreduce(a, b, n, (int)t);
+        double c = 4 * dt_net_ring_allreduce(&(dt_net){.alpha = a, .beta = b}, n, (int)t);
         printf("| %s | %.1f us | %.1f GB/s | %.2f ms | %.0f%% |\n", nets[i], a * 1e6, b / 1e9,
                c * 1e3, 100 * c / (c + comp));
     }
@@ -437,9 +438,10 @@ static dt_result wall_rank(dt_comm *c, void *arg)
         /* the cost model: 4L + 2 allreduces of 4NC bytes (the blocks', the
          * embedding's, the head's), the loss's two of 4N and 8N, the clip's */
         double n = 4.0 * N * C, L = (double)big.layers;
-        double pred = t > 1 ? (4 * L + 2) * dt_sim_ring_allreduce(alpha, beta, n, t) +
-                                  dt_sim_ring_allreduce(alpha, beta, 12.0 * N, t) +
-                                  dt_sim_ring_allreduce(alpha, beta, 4, t)
+        const dt_net fit = {.alpha = alpha, .beta = beta};
+        double pred = t > 1 ? (4 * L + 2) * dt_net_ring_allreduce(&fit, n, t) +
+                                  dt_net_ring_allreduce(&fit, 12.0 * N, t) +
+                                  dt_net_ring_allreduce(&fit, 4, t)
                             : 0;
         double comp = p->t1 / t; /* the 1-rank step split perfectly */
         printf("| %s | %d | %.1f | %.1f | %.0f%% | %.0f%% | %.2fx | %.2fx |\n",

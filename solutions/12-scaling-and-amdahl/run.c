@@ -28,7 +28,7 @@
 #include <unistd.h>
 
 #include "dt/metrics.h"
-#include "dt/sim.h"
+#include "dt/net.h"
 
 #define MAX_POINTS 16
 
@@ -155,13 +155,13 @@ static int modeled(const options *o)
     size_t count = 0;
     for (int k = 1; k <= o->max_ranks; k *= 2) n[count++] = k;
     lab_job_time strong[MAX_POINTS], weak[MAX_POINTS];
-    double alpha, beta;
-    dt_result r = dt_net_parse(o->net, &alpha, &beta);
+    dt_net link;
+    dt_result r = dt_net_link(o->net, &link);
     if (r != DT_OK) return failed("--net", r);
     double p_true = w.samples * w.sample_s / (w.samples * w.sample_s + w.serial_s);
     printf("== 2. modeled clock, strong scaling on %s (alpha %.1f us, %.2f GB/s): %d samples x "
-           "%.0f ms, serial %.0f ms, %zu MB of gradients; true p = %.4f\n", o->net, alpha * 1e6,
-           beta / 1e9, w.samples, w.sample_s * 1e3, w.serial_s * 1e3, w.grad_count * 4 >> 20, p_true);
+           "%.0f ms, serial %.0f ms, %zu MB of gradients; true p = %.4f\n", o->net, link.alpha * 1e6,
+           link.beta / 1e9, w.samples, w.sample_s * 1e3, w.serial_s * 1e3, w.grad_count * 4 >> 20, p_true);
     if ((r = lab_sweep(&w, o->net, n, count, o->steps, strong)) != DT_OK)
         return failed("strong sweep", r);
     double ts[MAX_POINTS], tw[MAX_POINTS];
@@ -181,8 +181,7 @@ static int modeled(const options *o)
         printf("\n");
     }
     /* What the network adds at 1,024 ranks: the alpha-beta price of the ring. */
-    double ring = isinf(beta) ? 2.0 * 1023 * alpha /* n / beta = 0 */
-                              : dt_sim_ring_allreduce(alpha, beta, 4.0 * (double)w.grad_count, 1024);
+    double ring = dt_net_ring_allreduce(&link, 4.0 * (double)w.grad_count, 1024);
     double t1024 = w.serial_s + w.samples * w.sample_s / 1024 + ring;
     printf("  with the network (ring allreduce %.2f ms at N = 1024): T_1024 = %.2f ms, S(1024) = %.2f\n\n",
            ring * 1e3, t1024 * 1e3, strong[0].step / t1024);

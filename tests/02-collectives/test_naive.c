@@ -39,14 +39,26 @@ TEST(naive_allreduce_bytes, 1)
     }
 }
 
-/* libdt's network charges a sender n / beta per message and delivers it
- * alpha + n / beta after it left. The K-1 buffers reach rank 0 together at
- * alpha + n/beta; rank 0 then sends K-1 results one after another, the last
- * leaving (K-2) n/beta later and arriving alpha + n/beta after that:
- *     T = 2 alpha + K n / beta. */
+/* libdt's network (dt/net.h) charges both ends: a message occupies the
+ * sender's send port and the receiver's receive port for n/beta each, and
+ * arrives alpha after the receive port took it; above the eager limit
+ * (16 KiB) it waits for its receive to be posted. The K-1 buffers all leave
+ * at 0 and queue at rank 0's receive port:
+ *  - eager (n <= 16 KiB): rank 0's port takes them one after another, the
+ *    last arrives at alpha + (K-1) n/beta;
+ *  - rendezvous: rank 0 posts its receives one at a time (dt_recv), so each
+ *    buffer starts only once the previous one has arrived: (K-1)(alpha +
+ *    n/beta).
+ * Then rank 0 sends K-1 results through its send port, the last leaving
+ * (K-2) n/beta later and arriving alpha + n/beta after that (the receivers
+ * posted their receives long before):
+ *     T = 2 alpha + 2 (K-1) n/beta (eager), K alpha + 2 (K-1) n/beta (not). */
 static double naive_time(double alpha, double beta, double n, int k)
 {
-    return k == 1 ? 0 : 2 * alpha + k * n / beta;
+    if (k == 1)
+        return 0;
+    double w = n / beta;
+    return (n <= 16384 ? 2 : k) * alpha + 2 * (k - 1) * w;
 }
 
 TEST_T(naive_allreduce_modeled_time, 2, 20)

@@ -54,34 +54,74 @@ TEST(recursive_doubling_bytes, 1)
  * all in step: the ranks with no extra partner start round 1 at once, while
  * the others first wait for their partner's buffer. So the time is worked
  * out by following the schedule of the chapter message by message under
- * libdt's network model: a send leaving a rank whose clock reads t occupies
- * the sender until t + n/beta and arrives at t + alpha + n/beta; a receive
- * sets the receiver's clock to max(its clock, the arrival). The answer lies
- * between (floor(log2 K) + 1) and (floor(log2 K) + 2) rounds. */
+ * libdt's network model (dt/net.h, chapter 01, section 7): each rank has a
+ * send port and a receive port; a message of n bytes (w = n/beta) leaves
+ * at d = max(the sender's clock, its send port free), above the eager limit
+ * not before its receive is posted (d' = max(d, the receiver's clock when
+ * it posted it)), is taken by the receive port at s = max(d', that port
+ * free), and arrives at s + alpha + w; the sender's send completes at
+ * d' + w. The answer lies between (floor(log2 K) + 1) and
+ * (floor(log2 K) + 2) rounds. */
+typedef struct {
+    double t, send_free, recv_free, posted;
+} rd_rank;
+
+static double rd_depart(rd_rank *s, double w)
+{
+    double d = s->t > s->send_free ? s->t : s->send_free;
+    s->send_free = d + w;
+    return d;
+}
+
+/* r takes a message that departed at d; the sender is done at the return. */
+static double rd_take(rd_rank *r, double d, double alpha, double w, int eager)
+{
+    if (!eager && r->posted > d)
+        d = r->posted;
+    double start = d > r->recv_free ? d : r->recv_free;
+    r->recv_free = start + w;
+    if (start + alpha + w > r->t)
+        r->t = start + alpha + w;
+    return d + w;
+}
+
+static void rd_done(rd_rank *s, double sent)
+{
+    if (sent > s->t)
+        s->t = sent;
+}
+
 static double rd_time(double alpha, double beta, double n, int k)
 {
-    double w = n / beta, c[64] = {0}, next[64];
+    double w = n / beta;
+    int eager = n <= 16384;
+    rd_rank c[64] = {{0, 0, 0, 0}};
     int l = floor_log2(k), p = 1 << l, extra = k - p;
     for (int i = 0; i < extra; i++) { /* rank p + i hands its buffer to rank i */
-        c[p + i] = w;
-        c[i] = alpha + w;
+        c[i].posted = c[i].t;
+        double d = rd_depart(&c[p + i], w);
+        rd_done(&c[p + i], rd_take(&c[i], d, alpha, w, eager));
     }
-    for (int mask = 1; mask < p; mask <<= 1) { /* both send, then both receive */
+    for (int mask = 1; mask < p; mask <<= 1) { /* both post, then both wait */
+        double d[64];
         for (int r = 0; r < p; r++) {
-            double mine = c[r] + w, theirs = c[r ^ mask] + alpha + w;
-            next[r] = mine > theirs ? mine : theirs;
+            c[r].posted = c[r].t;
+            d[r] = rd_depart(&c[r], w);
         }
+        double sent[64];
+        for (int r = 0; r < p; r++) /* r's message to its partner */
+            sent[r] = rd_take(&c[r ^ mask], d[r], alpha, w, eager);
         for (int r = 0; r < p; r++)
-            c[r] = next[r];
+            rd_done(&c[r], sent[r]);
     }
     for (int i = 0; i < extra; i++) { /* rank i sends the result back */
-        double arrive = c[i] + alpha + w;
-        c[p + i] = c[p + i] > arrive ? c[p + i] : arrive;
-        c[i] += w;
+        c[p + i].posted = c[p + i].t;
+        double d = rd_depart(&c[i], w);
+        rd_done(&c[i], rd_take(&c[p + i], d, alpha, w, eager));
     }
     double t = 0;
     for (int r = 0; r < k; r++)
-        t = c[r] > t ? c[r] : t;
+        t = c[r].t > t ? c[r].t : t;
     if ((1 << l) == k) /* the plain formula, for a power of two */
         EXPECT_NEAR(t, l * (alpha + w), 1e-12); /* log2 K rounds */
     return t;

@@ -112,7 +112,8 @@ static inline dt_launch_opts tc_opts(int n, dt_algo algo)
 
 static const dt_dtype tc_dtypes[] = {DT_F32, DT_F16, DT_BF16, DT_I32, DT_I8, DT_U8};
 static const int tc_nranks[] = {1, 2, 3, 4, 5, 8};
-static const dt_algo tc_algos[] = {DT_ALGO_AUTO, DT_ALGO_RING, DT_ALGO_TREE, DT_ALGO_DIRECT};
+static const dt_algo tc_algos[] = {DT_ALGO_AUTO, DT_ALGO_RING, DT_ALGO_TREE, DT_ALGO_DIRECT,
+                                   DT_ALGO_BINOMIAL};
 #define TC_LEN(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
 #endif /* TEST_COMM_UTIL_H */

@@ -8,19 +8,35 @@
  * Conventions of every call below:
  *  - Returns DT_OK, or a dt_result with a message for the calling rank in
  *    dt_last_error() (it names what was wrong: the argument, the rank that
- *    differs, the operation each rank waits in). On failure the output
- *    buffers may hold partial results; nothing outside them is written.
+ *    differs, the operation each rank waits in). Failures follow dt/core.h:
+ *    bad arguments change nothing; a failure on the way may leave partial
+ *    results in the output buffers and writes nothing outside them.
  *  - Counts are in elements of dtype, never bytes. count 0 is valid (the
  *    call still synchronizes where the collective would) and buffers may
  *    then be NULL.
  *  - Collective calls must be made by every rank of the communicator, in the
- *    same order, with the same count, dtype, op and root. With debug on
- *    (DT_DEBUG=1, or dt_launch_opts.debug) every collective checks this and
- *    returns DT_ERR_MISMATCH naming the rank that differs, instead of hanging.
+ *    same order, with the same count, dtype, op and root. A call that
+ *    differs never writes out of bounds, and returns DT_ERR_MISMATCH naming
+ *    the ranks and what each called: each call's signature rides on what it
+ *    publishes anyway (the records of the barrier-exchange of the shortcuts,
+ *    every message's header, checked before a byte is copied, and the
+ *    rank's board, which a waiting rank compares with the others' now and
+ *    then). The rank that finds the mismatch marks the communicator out of
+ *    step: every rank waiting on it returns DT_ERR_MISMATCH with that
+ *    message, and so does every later call on it (end the job). A rank that
+ *    had already returned (a broadcast's root, whose sends were copied)
+ *    learns it at its next call. A mismatch that no message or record
+ *    carries goes unseen (two ranks of a broadcast that each name itself
+ *    the root send and receive nothing). With debug on (DT_DEBUG=1, or
+ *    dt_launch_opts.debug) every collective first exchanges its signature
+ *    and number, so every rank returns DT_ERR_MISMATCH before moving data,
+ *    whatever the mismatch, blocking and async calls issued in different
+ *    orders included.
  *  - Every blocking wait has a deadline (dt_launch_opts.timeout_s, env
  *    DT_TIMEOUT, default 30 s). On timeout the call returns DT_ERR_TIMEOUT
  *    and its message lists what every rank of the job is doing, e.g.
- *    "rank 0 waits in allreduce #3 (count 1000); rank 2 in broadcast #3 (root 1)".
+ *    "rank 0 waits in allreduce #3 (count 1000); rank 2 waits in recv #1 (count
+ *    1000, peer 1)".
  *    After a timeout the communicator's ranks are out of step: end the job.
  *  - When another rank of the job has failed (its function returned an
  *    error, or its process died), blocked calls return DT_ERR_PEER_DIED
@@ -41,6 +57,7 @@
 #define DT_COMM_H
 
 #include "dt/core.h"
+#include "dt/net.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -73,23 +90,30 @@ typedef enum {
 } dt_backend;
 
 /* The algorithm behind the collectives. AUTO picks by size as a real library
- * does: tree algorithms up to 32 KiB, ring above. For allreduce the
- * emulation backends then take shared-memory shortcuts: up to 40 bytes the
- * values travel inside the barrier, from 256 KiB a one-pass reduction reads
- * every input once and writes every output once; these charge the modeled
- * clock and the stats what recursive doubling (tiny) or the ring (large)
- * would. An explicit choice always runs that algorithm over point-to-point
- * messages, so that its stats and modeled time are its own. */
+ * does: tree algorithms up to 32 KiB, ring above. With the fast paths on
+ * (dt_launch_opts.fast, the default) the emulation backends then take
+ * shared-memory shortcuts: an allreduce of up to 32 bytes travels inside
+ * the barrier; an allreduce, reduce-scatter or allgather of 256 KiB or more
+ * is one pass over shared memory that reads every input once and writes
+ * every output once. A shortcut charges the modeled clock, the ports and
+ * the stats exactly what the algorithm it stands for would (recursive
+ * doubling for the tiny allreduce, the ring for the large ones): it replays
+ * that algorithm's messages through the network model. Its reductions run
+ * in rank order, as DT_ALGO_DIRECT's do (the same bits). An explicit choice
+ * always runs that algorithm over point-to-point messages. */
 typedef enum {
     DT_ALGO_AUTO = 0,
     DT_ALGO_RING,   /* ring: reduce-scatter then allgather, pipelined chains */
-    DT_ALGO_TREE,   /* recursive doubling / halving, binomial trees; any N */
+    DT_ALGO_TREE,   /* recursive doubling (allreduce), binomial trees; any N */
     DT_ALGO_DIRECT, /* every rank talks to every rank (or the root) at once */
+    DT_ALGO_BINOMIAL, /* binomial trees: allreduce as a reduce to rank 0 then a
+                         broadcast (2 ceil(log2 N) rounds of the whole buffer,
+                         dt_net_tree_allreduce); the other collectives as tree */
     DT_NUM_ALGOS
 } dt_algo;
 
 /* Names for DT_ALGO, DT_BACKEND and messages: "auto", "ring", "tree",
- * "direct"; "thread", "proc", "mpi", "nccl"; "sum", "prod", "max", "min",
+ * "direct", "binomial"; "thread", "proc", "mpi", "nccl"; "sum", "prod", "max", "min",
  * "avg". "?" for a value out of range. */
 const char *dt_algo_name(dt_algo a);
 const char *dt_backend_name(dt_backend b);
@@ -106,7 +130,8 @@ typedef struct {
     dt_backend backend;    /* default: env DT_BACKEND, else thread */
     const char *net;       /* network model: a preset name ("eth10") or
                               "alpha=2us,bw=10GB/s"; NULL: env DT_NET, else
-                              "none" (a zero-cost network, see dt_net_parse) */
+                              "none" (a zero-cost network; the strings of
+                              dt_net_link in dt/net.h, gamma= included) */
     double timeout_s;      /* deadline of each blocking wait, 0.001 .. 1e6 s;
                               0: env DT_TIMEOUT, else 30 s */
     int debug;             /* 1: check that collectives match across ranks;
@@ -123,12 +148,18 @@ typedef struct {
                               each collective and send it starts is delayed
                               by 20 ms of wall time and of modeled time.
                               Several faults are separated by ';'. */
+    int fast;              /* the fast paths: AUTO's shared-memory shortcuts
+                              and the vectorized reductions; 1 on (the
+                              default), 0 the reference path only (the
+                              same results, stats and modeled clock, slower);
+                              -1: env DT_FAST */
     char env_error[240];   /* set by dt_launch_opts_init when a variable of
                               the environment is bad; dt_launch returns it */
 } dt_launch_opts;
 
 /* Fills o with the defaults above, reading the environment now (DT_NRANKS,
- * DT_BACKEND, DT_NET, DT_TIMEOUT, DT_DEBUG, DT_ALGO, DT_TRACE, DT_FAULT).
+ * DT_BACKEND, DT_NET, DT_TIMEOUT, DT_DEBUG, DT_ALGO, DT_TRACE, DT_FAULT,
+ * DT_FAST).
  * Four more knobs are read at launch, and checked here too: DT_BIND=1 pins
  * rank r to core r mod cores (0, the default, leaves ranks unbound; dtbench
  * sets it, as mpirun binds); DT_SPIN_US, how long a wait spins before it
@@ -296,7 +327,20 @@ dt_result dt_sendrecv(const void *sendbuf, size_t sendcount, int dest, void *rec
 
 /* Receives the first message that arrives from any rank (a parameter
  * server's loop); *source is set to the sender's rank. The message's count
- * must equal count. */
+ * must equal count. "First" is in modeled time, so that the choice (and
+ * every clock after it) is the same in every run, whatever order the ranks
+ * ran in: among the pending messages, the one whose transfer would start
+ * first at this rank's receive port (THE RULE of dt/net.h; ties: the lower
+ * rank), taken only once no other rank can still send an earlier one. A
+ * rank cannot when it has ended; when it is blocked in a call on this
+ * communicator that cannot complete without this rank (a receive of a
+ * message this rank has not sent yet, a blocking collective); or when its
+ * clock, which each rank publishes at the end of its calls, is already past
+ * the candidate's start. So dt_recv_any waits (in wall time) for a rank
+ * that computes and has not said when it will send. Where every rank that
+ * could still send earlier is itself blocked in a receive from a third rank
+ * (several ranks in dt_recv_any at once, each waiting on the others'
+ * peers), the candidate is taken then: that choice can depend on timing. */
 dt_result dt_recv_any(void *recvbuf, size_t count, dt_dtype dtype, int *source, dt_comm *comm);
 
 /* ---------------------------------------------------------------- async */
@@ -361,25 +405,9 @@ void dt_free_shared(dt_comm *comm, void *p);
 
 /* ---------------------------------------------------------------- stats */
 
-/* The kinds of call counted in dt_stats.calls. Async forms count as their
- * blocking kind (dt_iallreduce as DT_COLL_ALLREDUCE, dt_isend as
+/* dt_stats.calls counts calls by dt_coll_kind (dt/net.h). Async forms count
+ * as their blocking kind (dt_iallreduce as DT_COLL_ALLREDUCE, dt_isend as
  * DT_COLL_SEND, dt_irecv and dt_recv_any as DT_COLL_RECV). */
-typedef enum {
-    DT_COLL_ALLREDUCE = 0,
-    DT_COLL_BROADCAST,
-    DT_COLL_REDUCE,
-    DT_COLL_ALLGATHER,
-    DT_COLL_REDUCE_SCATTER,
-    DT_COLL_ALLTOALL,
-    DT_COLL_BARRIER,
-    DT_COLL_SEND,
-    DT_COLL_RECV,
-    DT_COLL_SENDRECV,
-    DT_NUM_COLLS
-} dt_coll_kind;
-
-/* "allreduce", "broadcast", ..., "sendrecv"; "?" out of range. */
-const char *dt_coll_name(dt_coll_kind k);
 
 /* One rank's figures on one communicator since it was made or last reset.
  * Bytes and messages count payload moved between ranks by this rank's
@@ -404,16 +432,31 @@ dt_result dt_comm_stats_reset(dt_comm *comm);
 /* ---------------------------------------------------------------- modeled network */
 
 /* Each rank has a virtual clock in modeled seconds (0 at launch), shared by
- * all its communicators. The network is the alpha-beta model: a message of
- * n bytes sent when the sender's clock reads t_s arrives at
- *     t_arrive = t_s + alpha + n / beta
- * and the receiver's clock becomes max(its clock, t_arrive). Sending
- * occupies the sender's link: its clock advances by n / beta per message
- * (so a ring step costs alpha + n/beta, and a root that sends to k ranks
- * one after another pays k * n / beta). Under this model a ring allreduce
- * of n bytes on N ranks that start it together (their clocks equal, e.g.
- * after a barrier) takes 2(N-1)(alpha + n/(N*beta)); ranks whose clocks
- * differ see the difference carried through the ring.
+ * all its communicators; its async collectives run on a second timeline per
+ * communicator, which dt_wait joins. Messages are charged by the network
+ * model of dt/net.h (THE RULE there): every rank has a send port and a
+ * receive port per timeline. A message of n bytes (w = n / beta) that rank
+ * s posts at its clock t_s leaves at d = max(t_s, s's send port free); its
+ * send port is then busy until d + w (a rank's sends go out one after
+ * another). Above the eager limit (16 KiB) it cannot start before the
+ * receiver posted its receive, at t_r: d' = max(d, t_r); an eager message
+ * does not wait (d' = d). The receiver's receive port takes it at
+ * max(d', its receive port free), busy w, in the order the receiver's
+ * program waits for its receives; it arrives alpha after the port is done,
+ * and the receiver's clock becomes at least that arrival. The sender's
+ * clock becomes at least d' + w when it waits for (or, for dt_send,
+ * completes) the send. A reduction of n bytes adds gamma * n to the clock
+ * of the rank that computes it (gamma 0 unless DT_NET gives it).
+ * Worked example: on "alpha=1us,bw=1GB/s", ranks 1, 2 and 3 each dt_send
+ * 64 KiB (w = 65.536 us) to rank 0 at clock 0, and rank 0 has posted
+ * dt_irecv for all three at clock 0: rank 0's receive port takes them at
+ * 0, w and 2w; after dt_waitall rank 0's clock reads alpha + 3w = 197.6 us,
+ * while each sender's reads w. A ring step, where each rank sends to its
+ * right and receives from its left at the same clock t, ends at
+ * t + alpha + w on every rank; a ring allreduce of n bytes on N ranks that
+ * start it together takes 2(N-1)(alpha + n/(N beta)) + (N-1)/N n gamma.
+ * Every figure depends only on program order and modeled times: the clock
+ * is deterministic, whatever order the ranks ran in.
  * Without a network set (no opts.net, no DT_NET) the network is "none":
  * alpha = 0 and an infinite beta, so communication costs no modeled time
  * and the clock counts only compute. */
@@ -431,23 +474,6 @@ dt_result dt_clock_advance(dt_comm *comm, double seconds);
 /* The network of comm's job (alpha in seconds, beta in bytes per second;
  * beta is INFINITY for "none"). */
 dt_result dt_comm_net(const dt_comm *comm, double *alpha, double *beta);
-
-/* Presets (alpha seconds, beta bytes/s, one direction of one link):
- *   none    0        inf        no modeled communication cost
- *   nvlink  1 us     300 GB/s   NVLink 3, A100 (12 links x 25 GB/s)
- *   pcie4   2 us     25 GB/s    PCIe 4.0 x16 (31.5 GB/s raw, ~80% usable)
- *   ib100   1.5 us   12.5 GB/s  InfiniBand EDR 100 Gb/s
- *   ib400   1.5 us   50 GB/s    InfiniBand NDR 400 Gb/s
- *   eth10   30 us    1.25 GB/s  10 Gb Ethernet, TCP through the kernel
- *   eth100  10 us    12.5 GB/s  100 Gb Ethernet, TCP
- * DT_ERR_INVALID_ARG for an unknown name. */
-dt_result dt_net_preset(const char *name, double *alpha, double *beta);
-
-/* A preset name, or "alpha=<time>,bw=<rate>" (either part may be left out:
- * alpha defaults to 0, bw to infinite), with time units s, ms, us, ns and
- * rate units B/s, KB/s, MB/s, GB/s (powers of 10) or Gb/s (bits), e.g.
- * "alpha=2us,bw=10GB/s". NULL or "" gives "none". */
-dt_result dt_net_parse(const char *spec, double *alpha, double *beta);
 
 #ifdef __cplusplus
 }

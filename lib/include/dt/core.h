@@ -5,7 +5,10 @@
  * Conventions (every layer follows them):
  *  - Every call that can fail returns a dt_result. The library never exits
  *    and never prints on error: it records a message for the calling rank
- *    (dt_last_error) and returns. On failure, state is left unchanged.
+ *    (dt_last_error) and returns. A call refused for its arguments changes
+ *    nothing. A call that fails on the way (out of memory, a timeout, a
+ *    rank that died) writes nothing outside its outputs, which may then
+ *    hold partial results; every object stays valid to free.
  *  - Per-rank state is thread-local or lives in a rank's context, never in
  *    process-global mutable variables: with the thread backend, ranks are
  *    threads of one process.

@@ -1,131 +1,21 @@
-/* dt/sim.h - the cost model: how long a message, a collective algorithm, a
- * data-parallel step or a pipeline takes, from the alpha-beta model of a
- * link; and how many bytes of activations a transformer layer keeps.
+/* dt/sim.h - the cost model above the collectives: how long a
+ * data-parallel step or a pipeline takes, from the time of its compute and
+ * of its communication; and how many bytes of activations a transformer
+ * layer keeps. What a message or a collective algorithm costs on a link is
+ * the network model's (dt/net.h: dt_net_ring_allreduce, ..., dt_net_busbw);
+ * this layer combines those figures with compute.
  *
- * The alpha-beta (latency-bandwidth, "Hockney") model: sending n bytes over
- * one link takes alpha + n / beta, with alpha the latency in seconds and
- * beta the bandwidth in bytes per second. Each collective algorithm is a
- * number of such steps, and its cost is the sum over the steps of the
- * slowest link in each; the time to apply the reduction operator is left
- * out (it is small next to the transfer on every network the chapters use).
- *
- * The parameters are plain numbers: alpha >= 0 seconds, beta > 0 bytes/s,
- * n >= 0 bytes (the whole buffer, as NCCL counts it: for allgather the
- * gathered result, for reduce-scatter the input), k >= 1 ranks. As in
- * dt/metrics.h, a formula given an argument outside its domain returns NaN
- * and records why (dt_last_error). Named networks (NVLink, InfiniBand, ...)
- * are defined by the communicator; pass their alpha and beta here.
- */
+ * As in dt/metrics.h, a formula given an argument outside its domain returns
+ * NaN and records why (dt_last_error). */
 #ifndef DT_SIM_H
 #define DT_SIM_H
 
 #include "dt/core.h"
+#include "dt/net.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-/* ---------------------------------------------------------------- algorithms */
-
-/* One message of n bytes: T = alpha + n / beta. */
-double dt_sim_p2p(double alpha, double beta, double n);
-
-/* Ring allreduce: a reduce-scatter then an allgather around the ring, each
- * K - 1 steps moving a block of n / K bytes:
- * T = 2 (K - 1) (alpha + n / (K beta)). */
-double dt_sim_ring_allreduce(double alpha, double beta, double n, int k);
-
-/* Ring reduce-scatter, and ring allgather: K - 1 steps of n / K bytes:
- * T = (K - 1) (alpha + n / (K beta)). */
-double dt_sim_ring_reduce_scatter(double alpha, double beta, double n, int k);
-double dt_sim_ring_allgather(double alpha, double beta, double n, int k);
-
-/* Tree allreduce: a binomial-tree reduce to rank 0, then a binomial-tree
- * broadcast, each ceil(log2 K) rounds moving the whole buffer:
- * T = 2 ceil(log2 K) (alpha + n / beta). Any K: the last round of a
- * non-power of two is partly empty but still costs a full round. */
-double dt_sim_tree_allreduce(double alpha, double beta, double n, int k);
-
-/* Recursive-doubling allreduce: in round r each rank exchanges the whole
- * buffer with the rank whose id differs in bit r, so a power of two takes
- * log2 K rounds: T = log2(K) (alpha + n / beta). For other K, with
- * P = 2^floor(log2 K): the K - P extra ranks first hand their buffer to a
- * partner among the P (one round), the P ranks run recursive doubling, and
- * the partners send the result back (one round):
- * T = (floor(log2 K) + 2) (alpha + n / beta). */
-double dt_sim_recursive_doubling_allreduce(double alpha, double beta, double n, int k);
-
-/* Naive allreduce: every rank sends its buffer to the root, which reduces
- * and sends the result to each rank, one message at a time:
- * T = 2 (K - 1) (alpha + n / beta). */
-double dt_sim_naive_allreduce(double alpha, double beta, double n, int k);
-
-/* Binomial-tree broadcast: the ranks holding the data double each round:
- * T = ceil(log2 K) (alpha + n / beta). */
-double dt_sim_binomial_broadcast(double alpha, double beta, double n, int k);
-
-/* Linear broadcast: the root sends to each other rank in turn:
- * T = (K - 1) (alpha + n / beta). */
-double dt_sim_linear_broadcast(double alpha, double beta, double n, int k);
-
-/* Pairwise all-to-all: K - 1 rounds, each rank sending the n / K bytes
- * meant for one peer: T = (K - 1) (alpha + n / (K beta)). */
-double dt_sim_pairwise_alltoall(double alpha, double beta, double n, int k);
-
-/* The algorithms above as data, for tables and command lines. */
-typedef enum {
-    DT_SIM_P2P = 0,
-    DT_SIM_RING_ALLREDUCE,
-    DT_SIM_RING_REDUCE_SCATTER,
-    DT_SIM_RING_ALLGATHER,
-    DT_SIM_TREE_ALLREDUCE,
-    DT_SIM_RECURSIVE_DOUBLING_ALLREDUCE,
-    DT_SIM_NAIVE_ALLREDUCE,
-    DT_SIM_BINOMIAL_BROADCAST,
-    DT_SIM_LINEAR_BROADCAST,
-    DT_SIM_PAIRWISE_ALLTOALL,
-    DT_SIM_NUM_ALGOS
-} dt_sim_algo;
-
-/* What an algorithm computes, for its bus-bandwidth factor. */
-typedef enum {
-    DT_SIM_SENDRECV = 0,
-    DT_SIM_ALLREDUCE,
-    DT_SIM_REDUCE_SCATTER,
-    DT_SIM_ALLGATHER,
-    DT_SIM_ALLTOALL,
-    DT_SIM_BROADCAST,
-    DT_SIM_REDUCE,
-    DT_SIM_NUM_COLLECTIVES
-} dt_sim_collective;
-
-/* The cost of algo (one of the functions above; p2p ignores k). NaN for an
- * unknown algo or bad argument. */
-double dt_sim_cost(dt_sim_algo algo, double alpha, double beta, double n, int k);
-
-/* "ring_allreduce", ...; "?" when unknown. */
-const char *dt_sim_algo_name(dt_sim_algo algo);
-
-/* The collective an algorithm computes (DT_SIM_NUM_COLLECTIVES when unknown). */
-dt_sim_collective dt_sim_algo_collective(dt_sim_algo algo);
-
-/* "allreduce", ...; "?" when unknown. */
-const char *dt_sim_collective_name(dt_sim_collective c);
-
-/* ---------------------------------------------------------------- bandwidths */
-
-/* The bus-bandwidth factor of nccl-tests: busbw = algbw * factor makes the
- * figure comparable with the link's bandwidth whatever the collective:
- * allreduce 2 (K - 1) / K; reduce-scatter, allgather, all-to-all (K - 1) / K;
- * broadcast, reduce and send/recv 1. */
-double dt_sim_busbw_factor(dt_sim_collective c, int k);
-
-/* Algorithm bandwidth n / seconds, in bytes/s; n >= 0, seconds > 0. */
-double dt_sim_algbw(double n, double seconds);
-
-/* Bus bandwidth: dt_sim_algbw(n, seconds) * dt_sim_busbw_factor(c, k). A
- * ring allreduce costed by this model with alpha = 0 has busbw = beta. */
-double dt_sim_busbw(dt_sim_collective c, double n, double seconds, int k);
 
 /* ---------------------------------------------------------------- steps */
 

@@ -1,0 +1,51 @@
+/* diag.h - diagnosis (diag.c): what each rank is doing, published on its
+ * board, and the report a timeout gives. */
+#ifndef DT_COMM_DIAG_H
+#define DT_COMM_DIAG_H
+
+#include "handle.h"
+
+/* Publishes what lane does (for the timeout report and the mismatch check:
+ * sig, a collective's signature, else 0); kind -1 clears. */
+void dt_doing_set(dt_comm *comm, int lane, int kind, long seq, size_t count, int root,
+                  uint32_t sig);
+/* Adds to lane 0's entry: the call waits for message number want (its
+ * k-th user message to this rank) from comm rank from (DT_FROM_ANY: any),
+ * or (waiting 1) for an async collective. */
+void dt_doing_detail(dt_comm *comm, int from, uint32_t want, int waiting);
+
+/* A consistent snapshot of a lane's entry. */
+typedef struct {
+    int active, kind, comm_id, root, from, waiting;
+    uint32_t want, sig;
+    long seq, count;
+} dt_doing_view;
+void dt_doing_read(const dt_doing *d, dt_doing_view *out);
+
+/* "allreduce (count 4, f32, sum, algo tree)": a collective's signature
+ * (coll.h) and count, as the messages say it. */
+void dt_coll_describe(char *out, size_t n, uint32_t sig, uint64_t count);
+
+/* Marks the communicator out of step after a mismatch (the message of
+ * dt_last_error, for every member: the first one written stays) and wakes
+ * every member; returns r. */
+dt_result dt_comm_poison(dt_comm *comm, dt_result r);
+/* DT_OK, or DT_ERR_MISMATCH with the poisoning message. */
+dt_result dt_comm_poisoned(const dt_comm *comm);
+
+/* What a waiting collective checks now and then: the communicator is not
+ * poisoned, and every member that is in the same collective (same
+ * communicator and number) called it with the same signature and count;
+ * else DT_ERR_MISMATCH naming both (and the communicator is poisoned). */
+dt_result dt_diag_check(dt_call *call);
+
+/* Publishes the rank's lane-0 clock on its board (dt_recv_any reads it). */
+void dt_clock_publish(dt_rank_ctx *rc);
+double dt_clock_published(const dt_board *b);
+
+/* The timeout report: what every rank of the job does, e.g. "rank 0 waits
+ * in allreduce #3 (count 1000); rank 2 waits in broadcast #3 (count 1000,
+ * root 1)". */
+void dt_describe_job(dt_job *job, char *out, size_t n);
+
+#endif /* DT_COMM_DIAG_H */
