@@ -228,4 +228,3 @@ dt_result dt_comm_split(dt_comm *comm, int color, int key, dt_comm **newcomm)
     dt_doing_set(comm, 0, -1, 0, 0, 0, 0);
     return r;
 }
-
