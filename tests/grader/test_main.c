@@ -28,10 +28,12 @@
 #include "grader.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 static dt_test *first, **last = &first;
@@ -128,6 +130,85 @@ void dt_test_fail(const char *file, int line, const char *fmt, ...)
 
 void dt_test_see(const char *where) { see_where = where; }
 
+/* ------------------------------------------------ a crash at the memory limit */
+
+/* Under dtgrade's address-space limit (RLIMIT_AS) a failed allocation
+ * returns NULL, and code that uses it anyway dies of SIGSEGV. dtgrade
+ * samples each process's size, but one that dies right after it reached
+ * the limit can end between two samples; so the test's process says, as it
+ * dies, how close to the limit it was, and the verdict does not depend on
+ * when the sample was taken. The handler runs once (SA_RESETHAND) and
+ * returns: the fault repeats with the default action. Not installed without
+ * a limit (sanitized builds have none and handle SIGSEGV themselves). */
+static long as_limit_kib;
+
+/* VmSize from /proc/self/status, with async-signal-safe calls only. */
+static long vm_size_kib(void)
+{
+    char buf[4096];
+    int fd = open("/proc/self/status", O_RDONLY);
+    if (fd < 0)
+        return -1;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0)
+        return -1;
+    buf[n] = '\0';
+    const char *p = strstr(buf, "VmSize:");
+    if (!p)
+        return -1;
+    long kib = 0;
+    for (p += 7; *p == ' ' || *p == '\t'; p++)
+        ;
+    for (; *p >= '0' && *p <= '9'; p++)
+        kib = kib * 10 + (*p - '0');
+    return kib;
+}
+
+static char *put_long(char *at, long v)
+{
+    char digits[24];
+    int n = 0;
+    do
+        digits[n++] = (char)('0' + v % 10);
+    while ((v /= 10) > 0);
+    while (n > 0)
+        *at++ = digits[--n];
+    return at;
+}
+
+static void on_fault(int sig)
+{
+    (void)sig;
+    long kib = vm_size_kib();
+    if (kib < 0 || kib < as_limit_kib / 10 * 9)
+        return;
+    char line[160], *at = line;
+    const char *a = "address space: ", *b = " MiB of the process's ", *c =
+        " MiB limit in use at the fault: out of memory\n";
+    at = stpcpy(at, a);
+    at = put_long(at, kib >> 10);
+    at = stpcpy(at, b);
+    at = put_long(at, as_limit_kib >> 10);
+    at = stpcpy(at, c);
+    ssize_t w = write(STDERR_FILENO, line, (size_t)(at - line));
+    (void)w;
+}
+
+static void watch_address_space(void)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_AS, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY)
+        return;
+    as_limit_kib = (long)(rl.rlim_cur >> 10);
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_fault;
+    sa.sa_flags = SA_RESETHAND;
+    sigaction(SIGSEGV, &sa, NULL);
+    sigaction(SIGBUS, &sa, NULL);
+}
+
 static void finish(void)
 {
     fflush(stdout);
@@ -138,6 +219,7 @@ static void finish(void)
 int main(int argc, char **argv)
 {
     chan_keep_private();
+    watch_address_space();
     if (argc == 2 && strcmp(argv[1], "--list") == 0) {
         for (dt_test *t = first; t; t = t->next)
             printf("test\t%s\t%d\t%g\t%s\t%d\t%g\t%g\t%g\t%d\n", t->name, t->points,

@@ -99,7 +99,7 @@ table() {
 2 | --comp '-1': must be >= 0                   | dtsim --alpha 1us --bw 1G --bytes 1M --ranks 2 --comp -1
 2 | --stages and --micro go together            | dtsim --alpha 1us --bw 1G --bytes 1M --ranks 2 --stages 4
 2 | --micro '0': must be a whole number         | dtsim --alpha 1us --bw 1G --bytes 1M --ranks 2 --stages 4 --micro 0
-2 | --alpha, --bw, --bytes and --ranks are all needed | dtsim --alpha 1us
+2 | --alpha and --bw (or --net), --bytes and --ranks are all needed | dtsim --alpha 1us
 2 | unknown option '--gpus'                     | dtsim --gpus 8
 2 | --alpha needs a value                       | dtsim --alpha
 0 | ring                                        | dtsim --alpha 5us --bw 25G --bytes 256Mi --ranks 8

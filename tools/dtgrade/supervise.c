@@ -100,6 +100,12 @@ static void exec_test(const run_spec *sp, int out_w, int chan_w)
     setenv("DT_JOB_ID", sp->job, 1);
     snprintf(v, sizeof v, "%g", sp->timeout_s);
     setenv("DT_TEST_TIMEOUT", v, 1);
+    /* libdt runs its BLAS on one thread unless DT_BLAS_THREADS says more,
+     * but OpenBLAS starts a pool of a thread per core as it loads, before
+     * libdt can say so: a test would hold threads and address space it
+     * never uses, and a main thread's pthread_exit would leave the process
+     * alive (a TIMEOUT, not the EXIT it is). A value already set is kept. */
+    setenv("OPENBLAS_NUM_THREADS", "1", 0);
     if (sp->test)
         execl(sp->binary, sp->binary, "--run", sp->test, (char *)NULL);
     else
