@@ -42,9 +42,8 @@ dt_result lab_sign_encode(const float *v, size_t n, uint8_t *out)
     memcpy(out, &scale, sizeof scale);
     uint8_t *bits = out + sizeof scale;
     memset(bits, 0, (n + 7) / 8);
-    for (size_t i = 0; i < n; i++)
-        if (v[i] >= 0)
-            bits[i / 8] |= (uint8_t)(1u << (i % 8));
+    for (size_t i = 0; i < n; i++) /* no branch: random signs would mispredict half */
+        bits[i / 8] |= (uint8_t)((v[i] >= 0) << (i % 8));
     return DT_OK;
     /* END STUDENT CODE */
 }

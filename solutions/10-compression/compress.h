@@ -292,8 +292,10 @@ dt_result lab_cdp_load(lab_cdp *c, const char *path);
 
 /* Gram-Schmidt on the r columns of p (rows x r, row-major), in column
  * order: column j loses its projections on columns 0 .. j-1 (each taken
- * with the column as updated so far), then is divided by its norm; a
- * column of norm 0 stays 0. Afterwards the columns are orthonormal. */
+ * with the column as updated so far), and a second time the same way,
+ * then is divided by its norm; a column of norm 0 stays 0. Afterwards the
+ * columns are orthonormal, to float precision, also when a column was
+ * (nearly) a combination of the earlier ones. */
 dt_result lab_orthonormalize(float *p, size_t rows, int r);
 
 /* The sync of LAB_POWERSGD, collective: v = g + e; for each matrix V of

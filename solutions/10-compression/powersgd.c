@@ -14,14 +14,18 @@ dt_result lab_orthonormalize(float *p, size_t rows, int r)
         return dt_fail(DT_ERR_INVALID_ARG, "lab_orthonormalize: %s", p ? "r < 1" : "NULL p");
     size_t R = (size_t)r;
     for (size_t j = 0; j < R; j++) {
-        /* modified Gram-Schmidt: each projection from the column as it is now */
-        for (size_t i = 0; i < j; i++) {
-            double dot = 0;
-            for (size_t k = 0; k < rows; k++)
-                dot += (double)p[k * R + i] * (double)p[k * R + j];
-            for (size_t k = 0; k < rows; k++)
-                p[k * R + j] -= (float)dot * p[k * R + i];
-        }
+        /* modified Gram-Schmidt, each projection from the column as it is
+         * now; twice, because a column nearly in the span of the earlier
+         * ones keeps, after one pass, only rounding noise, which is not
+         * orthogonal to them: the second pass makes it so */
+        for (int pass = 0; pass < 2; pass++)
+            for (size_t i = 0; i < j; i++) {
+                double dot = 0;
+                for (size_t k = 0; k < rows; k++)
+                    dot += (double)p[k * R + i] * (double)p[k * R + j];
+                for (size_t k = 0; k < rows; k++)
+                    p[k * R + j] -= (float)dot * p[k * R + i];
+            }
         double norm = 0;
         for (size_t k = 0; k < rows; k++)
             norm += (double)p[k * R + j] * (double)p[k * R + j];

@@ -17,15 +17,15 @@ void cmp_fill(float *x, size_t n, uint64_t seed, int rank, int range, float den)
     }
 }
 
-void cmp_exchange_error(lab_method m, int r, float *e)
+void cmp_exchange_error(lab_method m, int r, size_t n, float *e)
 {
-    cmp_fill(e, CMP_N, 2000 + (uint64_t)m, r, 8, 16.0f); /* [-1/2, 1/2] */
+    cmp_fill(e, n, 2000 + (uint64_t)m, r, 8, 16.0f); /* [-1/2, 1/2] */
 }
 
-void cmp_exchange_grad(lab_method m, int K, int r, int step, const float *e, float *g)
+void cmp_exchange_grad(lab_method m, int K, int r, int step, size_t n, const float *e, float *g)
 {
-    cmp_fill(g, CMP_N, 1000 + 100 * (uint64_t)step + (uint64_t)m, r, 32, 16.0f); /* [-2, 2] */
-    if (m == LAB_INT8 && r == 0) /* the largest |v| of all ranks: levels / 4 */
+    cmp_fill(g, n, 1000 + 100 * (uint64_t)step + (uint64_t)m, r, 32, 16.0f); /* [-2, 2] */
+    if (m == LAB_INT8 && r == 0 && n > 5) /* the largest |v| of all ranks: levels / 4 */
         g[5] = (float)lab_int8_levels(K) / 4.0f - (e ? e[5] : 0.0f);
 }
 

@@ -12,7 +12,6 @@
  * 1-bit blocks of K = 1, 2, 4 and 8 ranks hold 64 / K values, a power of
  * two: every mean of them is exact in float. */
 #define CMP_SPEC "mlp:15,4"
-#define CMP_N 64
 
 /* x[i] = an integer in [-range, range] divided by den, a function of
  * (seed, rank, i): dyadic values whose sums and means by a power of two are
@@ -23,9 +22,10 @@ void cmp_fill(float *x, size_t n, uint64_t seed, int rank, int range, float den)
  * of 1/16 in [-1/2, 1/2]; its gradient g of step `step`, multiples of
  * 1/16 in [-2, 2]. For int8 with K ranks, rank 0's g is set so that its
  * v = g + e (e: its residual now) has one entry of magnitude levels / 4,
- * the largest of all ranks, and the shared scale is exactly 1/4. */
-void cmp_exchange_error(lab_method m, int r, float *e);
-void cmp_exchange_grad(lab_method m, int K, int r, int step, const float *e, float *g);
+ * the largest of all ranks, and the shared scale is exactly 1/4 (with at
+ * least 6 values). */
+void cmp_exchange_error(lab_method m, int r, size_t n, float *e);
+void cmp_exchange_grad(lab_method m, int K, int r, int step, size_t n, const float *e, float *g);
 
 /* One exchange on K ranks, computed here from every rank's g and e (arrays
  * of K x n), as compress.h specifies it: out (n) the mean every rank gets,

@@ -10,6 +10,7 @@ typedef struct {
     lab_compress_config cc;
     int steps;
     double tol;
+    const char *spec;
 } ex_args;
 
 /* Buffers of one rank's check: every rank's inputs and the reference. */
@@ -86,7 +87,7 @@ static dt_result ex_step(lab_cdp *c, const ex_args *a, ex_bufs *b, int step)
     int K = c->ranks, me = c->rank, ef = a->cc.error_feedback;
     size_t n = c->n, longest = c->block_len ? c->block_len[0] : 0;
     for (int q = 0; q < K; q++)
-        cmp_exchange_grad(a->cc.method, K, q, step, ef ? b->e + (size_t)q * n : NULL,
+        cmp_exchange_grad(a->cc.method, K, q, step, n, ef ? b->e + (size_t)q * n : NULL,
                           b->g + (size_t)q * n);
     memcpy(c->model->grads, b->g + (size_t)me * n, n * sizeof(float));
     float *se_mine = c->server_error;
@@ -125,7 +126,7 @@ static dt_result ex_rank(dt_comm *w, void *arg)
     dt_model m = {0};
     lab_cdp c;
     ex_bufs b;
-    DT_CHECK(dt_model_create_spec(&m, CMP_SPEC, 1));
+    DT_CHECK(dt_model_create_spec(&m, a->spec ? a->spec : CMP_SPEC, 1));
     dt_result r = lab_cdp_init(&c, w, &m, &a->cc, NULL);
     if (r != DT_OK) {
         dt_model_free(&m);
@@ -136,7 +137,7 @@ static dt_result ex_rank(dt_comm *w, void *arg)
     if (r == DT_OK && a->cc.error_feedback && !c.error)
         r = dt_fail(DT_ERR_STATE, "lab_cdp_init made no residual buffer");
     for (int q = 0; r == DT_OK && q < K; q++) {
-        cmp_exchange_error(a->cc.method, q, b.e + (size_t)q * n);
+        cmp_exchange_error(a->cc.method, q, n, b.e + (size_t)q * n);
         cmp_fill(b.se + (size_t)q * longest, longest, 3000, q, 8, 16.0f);
     }
     if (r == DT_OK && c.error)
@@ -154,9 +155,9 @@ static dt_result ex_rank(dt_comm *w, void *arg)
 }
 
 void exchange_expect_on(const lab_compress_config *cc, int K, int steps, double tol,
-                        dt_backend backend)
+                        dt_backend backend, const char *spec)
 {
-    ex_args a = {*cc, steps, tol};
+    ex_args a = {*cc, steps, tol, spec};
     dt_launch_opts o;
     dt_launch_opts_init(&o);
     o.nranks = K;
@@ -170,11 +171,12 @@ void exchange_expect_on(const lab_compress_config *cc, int K, int steps, double 
         o.backend = DT_BACKEND_THREAD;
         r = dt_launch(&o, ex_rank, &a);
     }
-    EXPECT(r == DT_OK, "%s%s on %d ranks: %s", lab_method_name(cc->method),
-           cc->error_feedback ? " with error feedback" : "", K, dt_last_error());
+    EXPECT(r == DT_OK, "%s%s on %d ranks (%s): %s", lab_method_name(cc->method),
+           cc->error_feedback ? " with error feedback" : "", K, spec ? spec : CMP_SPEC,
+           dt_last_error());
 }
 
 void exchange_expect(const lab_compress_config *cc, int K, int steps, double tol)
 {
-    exchange_expect_on(cc, K, steps, tol, DT_BACKEND_THREAD);
+    exchange_expect_on(cc, K, steps, tol, DT_BACKEND_THREAD, NULL);
 }

@@ -72,7 +72,8 @@ static dt_result ratio_rank(dt_comm *w, void *arg)
         if (r == DT_OK)
             r = dt_comm_stats(w, &st);
         run->bytes[rank] = st.bytes_sent;
-        run->k = c.k, run->block_bytes = c.block_bytes;
+        if (rank == 0)
+            run->k = c.k, run->block_bytes = c.block_bytes;
         lab_cdp_free(&c);
     }
     dt_model_free(&m);

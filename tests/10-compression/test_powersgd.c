@@ -35,6 +35,19 @@ TEST(orthonormalize_columns, 2)
             EXPECT(fabs(dot - (a == b)) <= 1e-5, "columns %d and %d: dot product %.7f, "
                    "expected %d", a, b, dot, a == b);
         }
+    /* a column that is 0.7 times the first, up to rounding: one pass of
+     * projections leaves rounding noise, not orthogonal to the first; the
+     * second pass must make it so (or leave it 0) */
+    float d[8];
+    for (int k = 0; k < 4; k++)
+        d[2 * k] = 0.1f + 0.37f * (float)k, d[2 * k + 1] = 0.7f * d[2 * k];
+    EXPECT_OK(lab_orthonormalize(d, 4, 2));
+    double dot = 0, norm = 0;
+    for (int k = 0; k < 4; k++)
+        dot += (double)d[2 * k] * d[2 * k + 1], norm += (double)d[2 * k + 1] * d[2 * k + 1];
+    EXPECT(fabs(dot) <= 1e-5 && (fabs(norm - 1) <= 1e-5 || norm == 0), "a second column 0.7 "
+           "times the first: afterwards their dot product is %.3g and its norm %.6f "
+           "(expected 0, and 1 or 0): project it twice", dot, sqrt(norm));
     /* a zero column stays zero */
     float z[4] = {1, 0, 1, 0};
     EXPECT_OK(lab_orthonormalize(z, 2, 2));
