@@ -50,8 +50,13 @@ static const method_row ROWS[] = {
 /* ------------------------------------------------------------ jobs */
 
 typedef struct {
+    double lr, momentum;    /* of the SGD every run uses */
+} train_opts;
+
+typedef struct {
     const char *net;
     const char *spec;
+    train_opts opt;
     lab_compress_config cc;
     long steps;             /* training steps; 0: one sync of a random gradient */
     const dt_dataset *train, *test;
@@ -145,7 +150,7 @@ static dt_result rank_fn(dt_comm *w, void *arg)
     DT_CHECK(dt_model_create_spec(&m, j->spec, 7));
     dt_result r = m.num_layers <= 64 ? DT_OK : dt_fail(DT_ERR_INVALID_ARG, "run: %d layers",
                                                        m.num_layers);
-    tc.optim = dt_sgd_config(0.1f, 0, 0);
+    tc.optim = dt_sgd_config((float)j->opt.lr, (float)j->opt.momentum, 0);
     tc.clock = DT_CLOCK_MODELED;
     tc.backward_s = bwd;
     if (r == DT_OK) {
@@ -239,7 +244,7 @@ static int write_losses(const char *out, int K, long steps, long per_epoch, floa
     return 0;
 }
 
-static int training(int K, long epochs, const char *out)
+static int training(int K, long epochs, train_opts opt, const char *out)
 {
     dt_dataset all, train, test;
     dt_sampler s;
@@ -253,14 +258,14 @@ static int training(int K, long epochs, const char *out)
     dt_dataset_free(&all);
     (void)dt_sampler_init(&s, train.n, K, 0, 1, 1, 3);
     long per_epoch = (long)(s.num_samples / BATCH), steps = epochs * per_epoch;
-    printf("1. The digits MLP (%s), %d ranks x batch %d, plain SGD lr 0.1, %ld epochs = %ld "
-           "steps; compute priced at %.0f GFLOP/s\n", SPEC, K, BATCH, epochs, steps,
-           DEVICE_FLOPS / 1e9);
+    printf("1. The digits MLP (%s), %d ranks x batch %d, SGD lr %g momentum %g, %ld epochs = "
+           "%ld steps; compute priced at %.0f GFLOP/s\n", SPEC, K, BATCH, opt.lr, opt.momentum,
+           epochs, steps, DEVICE_FLOPS / 1e9);
     printf("   %-29s %12s %7s %12s %12s %9s %8s\n", "method", "bytes/step", "less",
            "step eth10", "step ib100", "accuracy", "loss");
     double dense_bytes = 0;
     for (int i = 0; i < NUM_ROWS; i++) {
-        job a = {.net = "eth10", .spec = SPEC, .cc = ROWS[i].cc, .steps = steps,
+        job a = {.net = "eth10", .spec = SPEC, .opt = opt, .cc = ROWS[i].cc, .steps = steps,
                  .train = &train, .test = &test};
         job b = a;
         if (!(losses[i] = malloc((size_t)steps * sizeof(float))))
@@ -335,7 +340,7 @@ static int exchange(int K)
         job j[2];
         double t[2], m[2];
         for (int q = 0; q < 2; q++) {
-            j[q] = (job){.net = nets[q], .spec = BIG, .cc = ROWS[i].cc};
+            j[q] = (job){.net = nets[q], .spec = BIG, .opt = {0.1, 0}, .cc = ROWS[i].cc};
             if (run_job(&j[q], K))
                 return -1;
             double a, b;
@@ -364,15 +369,15 @@ static int crossover(int K)
     job dense[2];
     for (int q = 0; q < 2; q++) {
         dt_net_preset(nets[q], &a[q], &b[q]);
-        dense[q] = (job){.net = nets[q], .spec = BIG, .cc = ROWS[0].cc};
+        dense[q] = (job){.net = nets[q], .spec = BIG, .opt = {0.1, 0}, .cc = ROWS[0].cc};
         if (run_job(&dense[q], K))
             return -1;
         t_dense[q] = job_span(&dense[q], K);
     }
-    double n = (double)dense[0].n;
+    double n = (double)dense[0].n; /* P, in values */
     printf("\n3. Top-k (allgather of index and value) against the dense allreduce, %s, %d ranks\n",
            BIG, K);
-    printf("   crossover in bytes at d = 1/K = %.3f; in time at d = 1/K + alpha beta / (8n): "
+    printf("   crossover in bytes at d = 1/K = %.3f; in time at d = 1/K + alpha beta / (8P): "
            "%.3f on eth10, %.3f on ib100\n", 1.0 / K, 1.0 / K + a[0] * b[0] / (8 * n),
            1.0 / K + a[1] * b[1] / (8 * n));
     printf("   %-8s %12s %12s %12s %12s %12s\n", "density", "bytes", "dense bytes", "eth10",
@@ -380,7 +385,7 @@ static int crossover(int K)
     for (size_t i = 0; i < sizeof d / sizeof *d; i++) {
         job j[2];
         for (int q = 0; q < 2; q++) {
-            j[q] = (job){.net = nets[q], .spec = BIG, .cc = {LAB_TOPK, 1, d[i], 0, 0}};
+            j[q] = (job){.net = nets[q], .spec = BIG, .opt = {0.1, 0}, .cc = {LAB_TOPK, 1, d[i], 0, 0}};
             if (run_job(&j[q], K))
                 return -1;
         }
@@ -397,7 +402,21 @@ static int crossover(int K)
 static void usage(const char *prog)
 {
     fprintf(stderr, "usage: %s [--ranks K (1..%d, default 4)] [--epochs E (1..200, default "
-            "20)] [--out DIR (default $BUILD or build)] [--only 1|2|3]\n", prog, MAX_RANKS);
+            "20)] [--lr X (default 0.1)] [--momentum X (in [0, 1), default 0)] [--out DIR "
+            "(default $BUILD or build)] [--only 1|2|3]\n", prog, MAX_RANKS);
+}
+
+static int real(const char *opt, const char *s, double lo, double hi, double *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || *end || end == s || !(v >= lo && v < hi)) {
+        fprintf(stderr, "run: %s %s: expected a number in [%g, %g)\n", opt, s, lo, hi);
+        return -1;
+    }
+    *out = v;
+    return 0;
 }
 
 static int number(const char *opt, const char *s, long lo, long hi, long *out)
@@ -416,6 +435,7 @@ static int number(const char *opt, const char *s, long lo, long hi, long *out)
 int main(int argc, char **argv)
 {
     long K = 4, epochs = 20, only = 0;
+    train_opts opt = {0.1, 0};
     const char *out = getenv("BUILD");
     out = out && *out ? out : "build";
     for (int i = 1; i < argc; i++) {
@@ -425,6 +445,12 @@ int main(int argc, char **argv)
                 return 2;
         } else if (!strcmp(argv[i], "--epochs") && more) {
             if (number("--epochs", argv[++i], 1, 200, &epochs))
+                return 2;
+        } else if (!strcmp(argv[i], "--lr") && more) {
+            if (real("--lr", argv[++i], 1e-6, 10, &opt.lr))
+                return 2;
+        } else if (!strcmp(argv[i], "--momentum") && more) {
+            if (real("--momentum", argv[++i], 0, 1, &opt.momentum))
                 return 2;
         } else if (!strcmp(argv[i], "--only") && more) {
             if (number("--only", argv[++i], 1, 3, &only))
@@ -441,7 +467,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "run: --out %s: %s\n", out, strerror(errno));
         return 2;
     }
-    if ((!only || only == 1) && training((int)K, epochs, out))
+    if ((!only || only == 1) && training((int)K, epochs, opt, out))
         return 1;
     if ((!only || only == 2) && exchange((int)K))
         return 1;
