@@ -122,6 +122,10 @@ static dt_result lowrank_rank(dt_comm *w, void *arg)
                         K, i, (double)m.grads[i], (double)mean[i],
                         i < 48 ? "a rank-2 matrix: PowerSGD with r = 2 recovers it"
                                : "sent uncompressed");
+        if (r == DT_OK && i >= 48 && (c.sent[i] != mine[i] || c.error[i] != 0))
+            r = dt_fail(DT_ERR_MISMATCH, "value %zu, sent uncompressed: C(v) = %.9g and "
+                        "residual %.9g, expected v = %.9g and 0", i, (double)c.sent[i],
+                        (double)c.error[i], (double)mine[i]);
         float e = mine[i] - c.sent[i];
         if (r == DT_OK && memcmp(&e, &c.error[i], sizeof e) != 0)
             r = dt_fail(DT_ERR_MISMATCH, "residual[%zu] = %.9g, expected v - C(v) = %.9g", i,
