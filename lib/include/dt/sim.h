@@ -1,6 +1,6 @@
 /* dt/sim.h - the cost model: how long a message, a collective algorithm, a
  * data-parallel step or a pipeline takes, from the alpha-beta model of a
- * link.
+ * link; and how many bytes of activations a transformer layer keeps.
  *
  * The alpha-beta (latency-bandwidth, "Hockney") model: sending n bytes over
  * one link takes alpha + n / beta, with alpha the latency in seconds and
@@ -140,6 +140,22 @@ double dt_sim_step_overlapped(double t_comp, double t_comm);
  * m >= 1 micro-batches: the fraction of the time a stage idles,
  * (p - 1) / (m + p - 1). */
 double dt_sim_bubble_fraction(int stages, int microbatches);
+
+/* ---------------------------------------------------------------- memory */
+
+/* Bytes of activations one transformer layer keeps for its backward
+ * (Korthikanti et al. 2022): sequence length s, micro-batch b, hidden size
+ * h, a heads, t tensor-parallel ranks (1: none), sp 1 with sequence
+ * parallelism, e bytes per activation element, dropout 1 when the layer
+ * has dropout (1-byte masks, and the attention dropout's output). With
+ * e = 2 and dropout, the paper's
+ *     TP:       sbh (10 + 24/t + 5as/(ht))
+ *     TP + SP:  (sbh/t) (34 + 5as/h)
+ * and in general sbh (4e + 2d) / (sp ? t : 1) + 12 e sbh / t
+ * + a s^2 b (e + d (1 + e)) / t (d = dropout). NaN for a size <= 0, t < 1,
+ * e <= 0, or sp or dropout other than 0 and 1. */
+double dt_sim_act_bytes_layer(double s, double b, double h, double a, int t, int sp, double e,
+                              int dropout);
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,84 @@
+/* test_clip.c - lab 07, task 5: gradient-norm clipping when the
+ * parameters are sharded (chapter 07, section 9). The gradients are small
+ * integers: every sum of squares is then exact, whatever the order of the
+ * additions, so the clipped gradients and the norm must equal one rank's
+ * clip of the whole gradient bit for bit. */
+#include "grader.h"
+#include "tp_test.h"
+
+#include <math.h>
+#include <string.h>
+
+enum { REP = 100, SPLIT = 1000 }; /* replicated floats; split floats per rank */
+
+/* The whole model's gradient: the replicated part, then rank 0's split
+ * part, rank 1's, ... Element i of stream 61, in [-3, 3]. */
+static float whole_grad(size_t i) { return tpt_int(61, i, 3); }
+
+/* One rank's clip of the whole gradient, as torch.nn.utils.clip_grad_norm_
+ * computes it (the formula of tp.h). */
+static float whole_clip(int t, float max_norm, float *coef_out)
+{
+    double total = 0;
+    for (size_t i = 0; i < REP + (size_t)t * SPLIT; i++)
+        total += (double)whole_grad(i) * whole_grad(i);
+    float norm = sqrtf((float)total), coef = max_norm / (norm + 1e-6f);
+    *coef_out = coef < 1 ? coef : 1;
+    return norm;
+}
+
+static dt_result clip_rank(dt_comm *world, void *arg)
+{
+    const float *max_norm = arg;
+    dt_gpt_config cfg = tpt_config(1);
+    lab_tp tp;
+    DT_CHECK(lab_tp_init(&tp, world, &cfg, TPT_B, TPT_T, 0));
+    int t = tp.t, r = tp.rank;
+    static _Thread_local float g[REP + SPLIT];
+    lab_tp_model m = {0};
+    m.grads = g, m.num_params = REP + SPLIT, m.num_replicated = REP;
+    for (size_t i = 0; i < REP; i++)
+        g[i] = whole_grad(i);
+    for (size_t i = 0; i < SPLIT; i++)
+        g[REP + i] = whole_grad(REP + (size_t)r * SPLIT + i);
+    float coef, want_norm = whole_clip(t, *max_norm, &coef), norm = -1;
+    dt_result res = dt_comm_stats_reset(world);
+    if (res == DT_OK)
+        res = lab_tp_clip_grad_norm(&tp, &m, *max_norm, &norm);
+    if (res == DT_OK && memcmp(&norm, &want_norm, sizeof norm))
+        res = dt_fail(DT_ERR_MISMATCH, "norm %.9g, one rank with the whole gradient gives %.9g "
+                      "(every parameter of the whole model once)",
+                      (double)norm, (double)want_norm);
+    for (size_t i = 0; res == DT_OK && i < REP + SPLIT; i++) {
+        size_t whole = i < REP ? i : REP + (size_t)r * SPLIT + (i - REP);
+        float want = coef < 1 ? whole_grad(whole) * coef : whole_grad(whole);
+        if (memcmp(&g[i], &want, sizeof want))
+            res = dt_fail(DT_ERR_MISMATCH, "gradient %zu = %.9g after clipping to %g, one rank "
+                          "gives %.9g", i, (double)g[i],
+                          (double)*max_norm, (double)want);
+    }
+    dt_stats st;
+    if (res == DT_OK)
+        res = dt_comm_stats(world, &st);
+    if (res == DT_OK && (st.calls[DT_COLL_ALLREDUCE] != 1 || st.bytes_sent > 4 * (uint64_t)t))
+        res = dt_fail(DT_ERR_MISMATCH, "%llu allreduces sending %llu bytes; expected one "
+                      "allreduce of one float",
+                      (unsigned long long)st.calls[DT_COLL_ALLREDUCE],
+                      (unsigned long long)st.bytes_sent);
+    lab_tp_free(&tp);
+    return res;
+}
+
+TEST(clip_global_norm_bit_for_bit, 4)
+{
+    dt_test_see("chapter 07, section 9");
+    float max_norm = 10; /* the norm is about 70 * sqrt(t): clipped */
+    EXPECT_OK(tpt_launch_1_2_4(clip_rank, &max_norm));
+}
+
+TEST(clip_below_max_changes_nothing, 1)
+{
+    dt_test_see("chapter 07, section 9");
+    float max_norm = 1e6f;
+    EXPECT_OK(tpt_launch_1_2_4(clip_rank, &max_norm));
+}
