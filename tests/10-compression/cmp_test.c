@@ -242,3 +242,28 @@ void cmp_expect_within_two_points(lab_compress_config cc, float *dense, float *w
     if (with_ef)
         *with_ef = run.accuracy;
 }
+
+dt_result cmp_train_until(dt_comm *w, const lab_compress_config *cc, dt_optim_config opt,
+                          uint64_t model_seed, const char *load, const char *save, long until,
+                          dt_model *m)
+{
+    dt_dataset d = {0};
+    dt_trainer_config tc = {0};
+    lab_cdp c;
+    tc.optim = opt;
+    DT_CHECK(dt_data_blobs(&d, 256, 12, 4, 1.5f, 8, 0));
+    dt_result r = dt_model_create_spec(m, "mlp:12,16,4", model_seed);
+    if (r == DT_OK)
+        r = lab_cdp_init(&c, w, m, cc, &tc);
+    if (r == DT_OK) {
+        if (load)
+            r = lab_cdp_load(&c, load);
+        if (r == DT_OK)
+            r = lab_cdp_train(&c, &d, 8, 4, until, NULL);
+        if (r == DT_OK && save)
+            r = lab_cdp_save(&c, save);
+        lab_cdp_free(&c);
+    }
+    dt_dataset_free(&d);
+    return r;
+}

@@ -65,4 +65,12 @@ dt_result cmp_train_digits(cmp_digits_run *run);
  * *dense and *with_ef get both (either may be NULL). */
 void cmp_expect_within_two_points(lab_compress_config cc, float *dense, float *with_ef);
 
+/* The checkpoint tests' runs: mlp:12,16,4 from model_seed on 256 blobs,
+ * batch 8 per rank (sampler seed 4), the update's optimizer opt; loads the
+ * checkpoint `load` first and saves to `save` at the end (NULL: neither),
+ * training up to step `until`. m gets the model (the caller frees it). */
+dt_result cmp_train_until(dt_comm *w, const lab_compress_config *cc, dt_optim_config opt,
+                          uint64_t model_seed, const char *load, const char *save, long until,
+                          dt_model *m);
+
 #endif /* CMP_TEST_H */

@@ -94,28 +94,11 @@ typedef struct {
     char dir[256];
 } ck_dir;
 
+/* AdamW this time: two state slots and a step count to resume. */
 static dt_result run_steps(dt_comm *w, lab_compress_config cc, uint64_t seed, const char *load,
                            const char *save, long until, dt_model *m)
 {
-    dt_dataset d = {0};
-    dt_trainer_config tc = {0};
-    lab_cdp c;
-    tc.optim = dt_adamw_config(0.01f); /* this time two state slots and a step count */
-    DT_CHECK(dt_data_blobs(&d, 256, 12, 4, 1.5f, 8, 0));
-    dt_result r = dt_model_create_spec(m, "mlp:12,16,4", seed);
-    if (r == DT_OK)
-        r = lab_cdp_init(&c, w, m, &cc, &tc);
-    if (r == DT_OK) {
-        if (load)
-            r = lab_cdp_load(&c, load);
-        if (r == DT_OK)
-            r = lab_cdp_train(&c, &d, 8, 4, until, NULL);
-        if (r == DT_OK && save)
-            r = lab_cdp_save(&c, save);
-        lab_cdp_free(&c);
-    }
-    dt_dataset_free(&d);
-    return r;
+    return cmp_train_until(w, &cc, dt_adamw_config(0.01f), seed, load, save, until, m);
 }
 
 static dt_result psgd_ckpt_rank(dt_comm *w, void *arg)
