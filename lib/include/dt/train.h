@@ -168,6 +168,15 @@ dt_result dt_train_use_zero1(dt_trainer *t);
 dt_result dt_train_fused_sgd_applies(const dt_trainer *t);
 dt_result dt_train_use_fused_sgd(dt_trainer *t);
 
+/* The optimizer of the default update (the optimizer over every
+ * parameter), so that a checkpoint can save and restore it: its state
+ * (o->slots x o->count floats, momentum or Adam's moments) and its step
+ * count may be read and written between steps. Before the first update
+ * the state is made now, zeroed at step 0, as that update would make it.
+ * DT_ERR_UNSUPPORTED when t's update is another hook (ZeRO-1, fused SGD,
+ * a strategy's own), whose state this function does not know. */
+dt_result dt_train_optimizer(dt_trainer *t, dt_optimizer **o);
+
 /* ---------------------------------------------------------------- for hooks */
 
 /* A backward hook calls this as each layer's gradients are complete: it
