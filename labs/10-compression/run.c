@@ -296,22 +296,22 @@ out:
 /* ------------------------------------------------------------ 2. one exchange */
 
 /* The cost model of each exchange (chapter 10, section 6), n floats on K ranks. */
-static double model_time(const job *j, double a, double b, int K)
+static double model_time(const job *j, const dt_net *l, int K)
 {
     double n = (double)j->n;
     switch (j->cc.method) {
     case LAB_SIGN: /* an alltoall and an allgather of one block per rank */
-        return dt_sim_pairwise_alltoall(a, b, K * (double)j->block_bytes, K) +
-               dt_sim_ring_allgather(a, b, K * (double)j->block_bytes, K);
+        return dt_net_pairwise_alltoall(l, K * (double)j->block_bytes, K) +
+               dt_net_ring_allgather(l, K * (double)j->block_bytes, K);
     case LAB_TOPK:
-        return dt_sim_ring_allgather(a, b, K * 8.0 * (double)j->k, K);
+        return dt_net_ring_allgather(l, K * 8.0 * (double)j->k, K);
     case LAB_INT8: /* the scale (one float), then n bytes */
-        return dt_sim_ring_allreduce(a, b, 4, K) + dt_sim_ring_allreduce(a, b, n, K);
+        return dt_net_ring_allreduce(l, 4, K) + dt_net_ring_allreduce(l, n, K);
     case LAB_POWERSGD:
-        return dt_sim_ring_allreduce(a, b, 4.0 * (double)j->lr_p, K) +
-               dt_sim_ring_allreduce(a, b, 4.0 * (double)j->lr_q, K);
+        return dt_net_ring_allreduce(l, 4.0 * (double)j->lr_p, K) +
+               dt_net_ring_allreduce(l, 4.0 * (double)j->lr_q, K);
     default:
-        return dt_sim_ring_allreduce(a, b, 4 * n, K);
+        return dt_net_ring_allreduce(l, 4 * n, K);
     }
 }
 
@@ -343,9 +343,9 @@ static int exchange(int K)
             j[q] = (job){.net = nets[q], .spec = BIG, .opt = {0.1, 0}, .cc = ROWS[i].cc};
             if (run_job(&j[q], K))
                 return -1;
-            double a, b;
-            dt_net_preset(nets[q], &a, &b);
-            t[q] = job_span(&j[q], K), m[q] = model_time(&j[q], a, b, K);
+            dt_net link;
+            dt_net_link(nets[q], &link);
+            t[q] = job_span(&j[q], K), m[q] = model_time(&j[q], &link, K);
         }
         if (i == 0)
             dense = j[0].bytes;
