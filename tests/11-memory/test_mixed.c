@@ -20,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { ROWS = 32, IN = 64 };
+enum { ROWS = 128, IN = 64 };
 
 typedef struct {
     dt_model m;
@@ -110,6 +110,8 @@ TEST(mp_backward_scaled_gradients_rounded_once, 3)
 
 /* ---------------------------------------------------------------- underflow */
 
+enum { SURE_ROWS = 32 };
+
 /* A model sure of itself: class 0's logit 24 above what it was, every
  * label 0. p(other classes) ~ e^-24 ~ 4e-11, so the gradient of the
  * logits, (p - onehot) / 32, is ~1e-12: below fp16's smallest subnormal
@@ -117,9 +119,9 @@ TEST(mp_backward_scaled_gradients_rounded_once, 3)
 static dt_result sure_model(dt_model *m, float *x, int32_t *y)
 {
     DT_CHECK(mt_mlp(m));
-    int32_t ignored[ROWS];
-    mt_batch(x, ignored, ROWS, IN, m->num_classes, MT_DATA_SEED);
-    for (int n = 0; n < ROWS; n++)
+    int32_t ignored[SURE_ROWS];
+    mt_batch(x, ignored, SURE_ROWS, IN, m->num_classes, MT_DATA_SEED);
+    for (int n = 0; n < SURE_ROWS; n++)
         y[n] = 0;
     dt_model_view(m, m->params, m->num_layers - 1, DT_LINEAR_BIAS)[0] += 24;
     return DT_OK;
@@ -130,12 +132,12 @@ static dt_result sure_model(dt_model *m, float *x, int32_t *y)
 static double run_16(dt_dtype t, float scale, const float *g32, size_t *nonzero32, double tol)
 {
     dt_model m;
-    float x[ROWS * IN], loss;
-    int32_t y[ROWS];
+    float x[SURE_ROWS * IN], loss;
+    int32_t y[SURE_ROWS];
     lab_mp mp;
     EXPECT_OK(sure_model(&m, x, y));
     dt_optim_config o = dt_sgd_config(0.1f, 0, 0);
-    EXPECT_OK(lab_mp_create(&mp, &m, t, ROWS, &o));
+    EXPECT_OK(lab_mp_create(&mp, &m, t, SURE_ROWS, &o));
     EXPECT_OK(lab_mp_forward(&mp, x, y, &loss, NULL));
     EXPECT_OK(lab_mp_backward(&mp, y, scale));
     size_t lost = 0, nz = 0, P = m.num_params;
@@ -166,12 +168,12 @@ TEST(fp16_underflows_without_scaling_bf16_does_not, 3)
 {
     dt_test_see("chapter 11, sections 1 and 3");
     dt_model m;
-    float x[ROWS * IN];
-    int32_t y[ROWS];
+    float x[SURE_ROWS * IN];
+    int32_t y[SURE_ROWS];
     EXPECT_OK(sure_model(&m, x, y));
     float *g32 = malloc(m.num_params * sizeof(float));
     EXPECT(g32 != NULL, "out of memory");
-    EXPECT_OK(mt_fp32_grads(&m, x, y, ROWS, g32));
+    EXPECT_OK(mt_fp32_grads(&m, x, y, SURE_ROWS, g32));
     size_t nz;
     double lost = run_16(DT_F16, 1, g32, &nz, 0);
     EXPECT(nz > m.num_params / 2, "the fp32 gradient has only %zu nonzero elements of %zu", nz,
