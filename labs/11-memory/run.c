@@ -258,7 +258,7 @@ static dt_result training_table(long steps)
            "|---|---|---|---|---|\n", steps);
     dt_plot *pl = NULL;
     RUN_CHECK(dt_plot_create(&pl, "digits MLP: training loss", "step", "loss"));
-    dt_result r = DT_OK;
+    dt_result r = dt_plot_set_yscale(pl, DT_AXIS_LOG10);
     for (int k = 0; k < RUNS && r == DT_OK; k++) {
         lab_scaler s = {0};
         float acc;
