@@ -325,7 +325,7 @@ static dt_result memory_table(void)
 
 /* ================================================================ 6. checkpointing */
 
-enum { ROWS = 64, REPS = 5 };
+enum { ROWS = 64, REPS = 9 };
 
 static double cpu_now(void)
 {
