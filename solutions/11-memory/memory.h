@@ -1,6 +1,6 @@
 /* memory.h - lab 11: mixed precision with dynamic loss scaling, and
  * activation checkpointing (chapter 11). The contract of the functions
- * you write (scaler.c, mixed.c, ckpt.c, select.c) and of the given code
+ * you write (scaler.c, mixed.c, ckpt.c, plan.c) and of the given code
  * around them.
  *
  * Part A, mixed precision (chapter 11, sections 1 to 5). The MLP's fp32
