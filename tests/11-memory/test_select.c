@@ -65,6 +65,7 @@ TEST(select_fits_the_budget_and_recomputes_least, 3)
     c.fixed_bytes = 500;
     for (size_t b = 500; b <= 500 + 10 * 1000 + 1000; b += 250)
         expect_best(&c, b, "10 equal layers");
+    lab_chain_free(&c);
 }
 
 TEST(select_unequal_layers_optimum, 2)
