@@ -3,7 +3,7 @@
 #
 #   bash bench/chapter.sh NN [FIGURES]
 #
-# NN is the chapter (00, 01, 02, 03, 04, 07, 10, 12); without it (as `make bench-chapter`
+# NN is the chapter (00, 01, 02, 03, 04, 07, 10, 11, 12); without it (as `make bench-chapter`
 # runs it) every chapter in turn. Runs the lab's program with
 # each setting the chapter's tables come from, prints each run's output
 # under a heading that names the table it feeds, and writes the chapter's
@@ -20,7 +20,7 @@ nn=${1:-}
 BUILD=${BUILD:-build}
 FIG=${2:-$BUILD/chapters}
 if [ -z "$nn" ]; then
-    for c in 00 01 02 03 04 07 10 12; do
+    for c in 00 01 02 03 04 07 10 11 12; do
         bash "$0" "$c" "$FIG"
     done
     exit 0
@@ -95,6 +95,10 @@ case "$nn" in
     table "section 12, exercise 1: error feedback with momentum"
     run_lab 10 --only 1 --momentum 0.9 --lr 0.02 --out "$BUILD"
     ;;
+11)
+    table "section 9, every table (the wall clock varies with the machine's load); figures 11-loss and 11-ckpt-memory"
+    run_lab 11 --out "$FIG"
+    ;;
 12)
     table "section 11, every table; figures 12-speedup and 12-efficiency (eth10)"
     run_lab 12 --out "$FIG"
@@ -102,7 +106,7 @@ case "$nn" in
     run_lab 12 --net none --out "$BUILD"
     ;;
 *)
-    echo "usage: bash bench/chapter.sh NN [FIGURES]   (NN: 00 01 02 03 04 07 10 12)" >&2
+    echo "usage: bash bench/chapter.sh NN [FIGURES]   (NN: 00 01 02 03 04 07 10 11 12)" >&2
     exit 2
     ;;
 esac
