@@ -184,11 +184,10 @@ static dt_result hook_sync(dt_trainer *t, void *self)
     return lab_pipe_sync(self, t->batch->micro_steps);
 }
 
-/* Stage s of S over L layers: L / S each, the first L mod S one more. */
-static void cut_stages(lab_pipe *lp, int L)
+void lab_pipe_cut(int L, int S, int *first)
 {
-    for (int s = 0; s <= lp->S; s++)
-        lp->first[s] = s * (L / lp->S) + (s < L % lp->S ? s : L % lp->S);
+    for (int s = 0; s <= S; s++)
+        first[s] = s * (L / S) + (s < L % S ? s : L % S);
 }
 
 static dt_result make_comms(lab_pipe *lp, dt_comm *world)
@@ -240,7 +239,7 @@ dt_result lab_pipe_init(lab_pipe *lp, dt_comm *world, dt_model *m, int p, int v,
     lp->model = m, lp->p = p, lp->v = v, lp->S = v * p, lp->d = K / p, lp->B = B;
     if (cost)
         lp->cost = *cost;
-    cut_stages(lp, m->num_layers);
+    lab_pipe_cut(m->num_layers, lp->S, lp->first);
     size_t widest = 0;
     for (int s = 1; s < lp->S; s++)
         widest = lab_pipe_cut_count(lp, s) > widest ? lab_pipe_cut_count(lp, s) : widest;

@@ -131,6 +131,11 @@ dt_result lab_pipe_set_schedule(lab_pipe *lp, const dt_schedule *s);
  * rank of the last stage, 0 elsewhere. Collective over world. */
 dt_result lab_pipe_step(lab_pipe *lp, const float *x, const int32_t *labels, float *loss);
 
+/* The cut of L layers into S stages that lab_pipe_init makes: stage s is
+ * layers [first[s], first[s+1]), L / S each, the first L mod S one more
+ * (first: S + 1 entries). */
+void lab_pipe_cut(int L, int S, int *first);
+
 /* The stage of this rank's chunk c, the pipeline rank of stage s, the pair
  * (c, j), and the first input row of micro-batch j. */
 int lab_pipe_stage(const lab_pipe *lp, int chunk);
