@@ -71,10 +71,10 @@ static const float *layer_input(const dt_acts *a, int j)
     return j ? a->out[j - 1] : a->input;
 }
 
-dt_result dt_model_backward_input(dt_model *m, dt_acts *a, const float *dout, float *dinp,
-                                  dt_wgrad *w)
+/* m, a and w belong together (fn names the caller in the message). */
+static dt_result check_split(const char *fn, const dt_model *m, const dt_acts *a,
+                             const dt_wgrad *w)
 {
-    const char *fn = "dt_model_backward_input";
     if (!m || !a || !w)
         return dt_fail(DT_ERR_INVALID_ARG, "%s: NULL %s", fn, !m ? "model" : !a ? "activations"
                                                                           : "wgrad");
@@ -82,6 +82,14 @@ dt_result dt_model_backward_input(dt_model *m, dt_acts *a, const float *dout, fl
         return dt_fail(DT_ERR_INVALID_ARG, "%s: the %s made for another %s", fn,
                        a->model != m ? "activations were" : "wgrad was",
                        a->model != m ? "model" : "dt_acts");
+    return DT_OK;
+}
+
+dt_result dt_model_backward_input(dt_model *m, dt_acts *a, const float *dout, float *dinp,
+                                  dt_wgrad *w)
+{
+    const char *fn = "dt_model_backward_input";
+    DT_CHECK(check_split(fn, m, a, w));
     if (!a->forward_done)
         return dt_fail(DT_ERR_STATE, "%s: no forward has run on these activations", fn);
     if (!dout && !a->has_loss_grad)
@@ -113,13 +121,7 @@ dt_result dt_model_backward_weight(dt_model *m, dt_acts *a, dt_wgrad *w, dt_grad
                                    void *hook_arg)
 {
     const char *fn = "dt_model_backward_weight";
-    if (!m || !a || !w)
-        return dt_fail(DT_ERR_INVALID_ARG, "%s: NULL %s", fn, !m ? "model" : !a ? "activations"
-                                                                          : "wgrad");
-    if (a->model != m || w->acts != a)
-        return dt_fail(DT_ERR_INVALID_ARG, "%s: the %s made for another %s", fn,
-                       a->model != m ? "activations were" : "wgrad was",
-                       a->model != m ? "model" : "dt_acts");
+    DT_CHECK(check_split(fn, m, a, w));
     if (!w->pending)
         return dt_fail(DT_ERR_STATE, "%s: the input half (dt_model_backward_input) has not run", fn);
     if (!m->grads)

@@ -31,6 +31,18 @@ static dt_result note_layer(void *arg, int layer, size_t offset, size_t count)
     return DT_OK;
 }
 
+/* Both micro-batches' forwards (and losses, on the last stage). */
+static void forward_both(dt_model *m, dt_acts **a, float (*x)[ROWS * 8], const int32_t *y,
+                         int with_loss)
+{
+    for (int k = 0; k < 2; k++) {
+        float loss;
+        EXPECT_OK(dt_model_forward(m, a[k], x[k], NULL));
+        if (with_loss)
+            EXPECT_OK(dt_model_loss(m, a[k], y, &loss, NULL));
+    }
+}
+
 /* Layers [first, last) of deep:6,8,3,4 (5 layers) on two micro-batches,
  * each as the reference backward and as B (both) then W (both). */
 static void expect_split_equal(int first, int last)
@@ -49,25 +61,16 @@ static void expect_split_equal(int first, int last)
         EXPECT_OK(dt_acts_create(&a[k], &m, first, last, ROWS, 1));
         EXPECT_OK(dt_wgrad_create(&w[k], a[k]));
     }
-    /* the reference: forward and backward of each micro-batch in turn */
+    /* the reference: both forwards, then each micro-batch's backward */
     EXPECT_OK(dt_model_zero_grads(&m));
-    for (int k = 0; k < 2; k++) {
-        float loss;
-        EXPECT_OK(dt_model_forward(&m, a[k], x[k], NULL));
-        if (with_loss)
-            EXPECT_OK(dt_model_loss(&m, a[k], y, &loss, NULL));
+    forward_both(&m, a, x, y, with_loss);
+    for (int k = 0; k < 2; k++)
         EXPECT_OK(dt_model_backward(&m, a[k], with_loss ? NULL : dout[k], first ? dinp_ref[k] : NULL,
                                     NULL, NULL));
-    }
     memcpy(ref, m.grads, m.num_params * sizeof *ref);
     /* split: both forwards, both B, then both W (as ZB-H1 may order them) */
     EXPECT_OK(dt_model_zero_grads(&m));
-    for (int k = 0; k < 2; k++) {
-        float loss;
-        EXPECT_OK(dt_model_forward(&m, a[k], x[k], NULL));
-        if (with_loss)
-            EXPECT_OK(dt_model_loss(&m, a[k], y, &loss, NULL));
-    }
+    forward_both(&m, a, x, y, with_loss);
     for (int k = 0; k < 2; k++) {
         EXPECT_OK(dt_model_backward_input(&m, a[k], with_loss ? NULL : dout[k],
                                           first ? dinp[k] : NULL, w[k]));
