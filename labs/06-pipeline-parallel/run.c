@@ -245,6 +245,43 @@ static int timelines(int p, int m, const char *dir)
 
 /* ------------------------------------------------------------ bubble and memory */
 
+/* 1F1B with each W right after its B: the backward split, nothing moved. */
+static dt_result split_1f1b(int p, int m, dt_schedule **out)
+{
+    dt_schedule *s = NULL;
+    DT_CHECK(lab_sched_1f1b(&s, p, m));
+    dt_result r = dt_sched_create(out, p, 1, m);
+    for (int k = 0; r == DT_OK && k < p; k++)
+        for (int i = 0; r == DT_OK && i < s->nsteps[k]; i++) {
+            const dt_step *st = &s->steps[k][i];
+            r = dt_sched_add(*out, st->stage, st->micro, st->kind);
+            if (r == DT_OK && st->kind == DT_STEP_B)
+                r = dt_sched_add(*out, st->stage, st->micro, DT_STEP_W);
+        }
+    dt_sched_free(s);
+    return r;
+}
+
+/* Section 6's first consequence: the split alone shortens the drain to
+ * (p-1)(T_F + T_B), idle over busy 2(p-1)/(3m) with equal times. */
+static int split_alone(void)
+{
+    printf("   1F1B with each W right after its B (section 6, the split alone): measured / "
+           "2(p-1)/(3m):");
+    for (int p = 2; p <= 4; p += 2)
+        for (int m = 4; m <= 8; m += 4) {
+            dt_schedule *s = NULL;
+            dt_sched_timing *t = NULL;
+            job j;
+            if (split_1f1b(p, m, &s) == DT_OK && !run_modeled(&j, s, "none", NULL, &t))
+                printf("  p=%d m=%d %.4f / %.4f", p, m, t->bubble_ratio, 2.0 * (p - 1) / (3.0 * m));
+            dt_sched_timing_free(t);
+            dt_sched_free(s);
+        }
+    printf("\n");
+    return 0;
+}
+
 static int bubble_table(void)
 {
     static const int ms[] = {1, 2, 4, 8, 16, 32};
@@ -271,7 +308,7 @@ static int bubble_table(void)
             }
             printf(" %.4f\n", (p - 1.0) / (m + p - 1.0));
         }
-    return 0;
+    return split_alone();
 }
 
 static int memory_table(int p)
