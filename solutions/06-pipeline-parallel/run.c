@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -212,13 +213,29 @@ static int timelines(int p, int m, const char *dir)
 {
     printf("1. Timelines, p = %d, m = %d, measured on the modeled clock (one column: the "
            "shortest step; interleaved: v = 2, each chunk half a stage's time)\n", p, m);
+    int failed = 0;
     for (int k = 0; k < NUM_KINDS; k++) {
         dt_schedule *s = NULL;
         dt_sched_timing *t = NULL;
         job j;
-        if (!formula_applies(k, p, m) || make(k, p, m, &s) != DT_OK || run_modeled(&j, s, "none",
-                                                                                   NULL, &t)) {
-            printf("\n   %s: not run (%s)\n", kind_name[k], s ? "failed" : dt_last_error());
+        if (!formula_applies(k, p, m)) {
+            printf("\n   %s: not run (its formula needs %s)\n", kind_name[k],
+                   k == INTERLEAVED ? "m a multiple of p" : "m >= p");
+            continue;
+        }
+        dt_clear_error();
+        dt_result r = make(k, p, m, &s);
+        if (r != DT_OK) {
+            printf("\n   %s: not run: lab_sched_%s returned %s%s%s\n", kind_name[k], kind_name[k],
+                   dt_strerror(r), *dt_last_error() ? ": " : "", dt_last_error());
+            /* interleaved and ZB-H1 are going further: not done yet is no failure */
+            failed += k <= ONEF1B || r != DT_ERR_NOT_IMPLEMENTED;
+            dt_sched_free(s);
+            continue;
+        }
+        if (run_modeled(&j, s, "none", NULL, &t)) {
+            printf("\n   %s: not run: the run failed (the reason is above)\n", kind_name[k]);
+            failed++;
             dt_sched_free(s);
             continue;
         }
@@ -236,11 +253,11 @@ static int timelines(int p, int m, const char *dir)
         if (dt_sched_write_svg(s, t, title, "modeled time (ms)", path) == DT_OK)
             printf("   wrote %s\n", path);
         else
-            fprintf(stderr, "run: %s: %s\n", path, dt_last_error());
+            fprintf(stderr, "run: %s: %s\n", path, dt_last_error()), failed++;
         dt_sched_timing_free(t);
         dt_sched_free(s);
     }
-    return 0;
+    return failed;
 }
 
 /* ------------------------------------------------------------ bubble and memory */
@@ -404,9 +421,11 @@ static int schedule_file(const char *path, const char *dir)
     int p = s->ranks, m = s->micro, v = s->chunks;
     printf("%s: %d ranks, %d chunk(s) each, %d micro-batches%s: valid\n", path, p, v, m,
            rep.split_backward ? ", the backward split (W steps)" : "");
-    if (v * p > 10 || (p == 1 && v > 1) || run_modeled(&j, s, "none", NULL, &t)) {
-        fprintf(stderr, "run: %s: not run (the lab runs at most 10 stages, v = 1 when p = 1)\n",
+    int too_big = v * p > 10 || (p == 1 && v > 1);
+    if (too_big)
+        fprintf(stderr, "run: %s: not run: the lab runs at most 10 stages, and v = 1 when p = 1\n",
                 path);
+    if (too_big || run_modeled(&j, s, "none", NULL, &t)) { /* run_modeled says why */
         dt_sched_free(s);
         return 1;
     }
@@ -437,8 +456,12 @@ static int skew(int p, int m, const char *dir)
     dt_schedule *s = NULL;
     dt_sched_timing *t = NULL;
     job j;
-    if (lab_sched_1f1b(&s, p, m) != DT_OK || run_modeled(&j, s, "none", scale, &t)) {
-        fprintf(stderr, "run: --skew: %s\n", dt_last_error());
+    dt_clear_error();
+    dt_result r = lab_sched_1f1b(&s, p, m);
+    if (r != DT_OK)
+        fprintf(stderr, "run: --skew: lab_sched_1f1b returned %s%s%s\n", dt_strerror(r),
+                *dt_last_error() ? ": " : "", dt_last_error());
+    if (r != DT_OK || run_modeled(&j, s, "none", scale, &t)) { /* run_modeled says why */
         dt_sched_free(s);
         return 1;
     }
@@ -644,7 +667,7 @@ static int int_option(const char *name, const char *text, int lo, int hi, char *
 
 int main(int argc, char **argv)
 {
-    int p = 4, m = 8, measure = 0, skewed = 0;
+    int p = 4, m = 8, measure = 0, skewed = 0, from_option = 0;
     const char *net = "eth10", *file = NULL, *dir = getenv("BUILD");
     char why[256];
     dir = dir && *dir ? dir : "build";
@@ -674,6 +697,7 @@ int main(int argc, char **argv)
             net = argv[++i];
         } else if (!strcmp(a, "--figures")) {
             dir = argv[++i];
+            from_option = 1;
         } else if (!strcmp(a, "--schedule")) {
             file = argv[++i];
         } else {
@@ -683,13 +707,24 @@ int main(int argc, char **argv)
     }
     if ((file != NULL) + skewed + measure > 1)
         return usage(argv[0], "--schedule, --skew and --measure go one at a time");
+    /* the figures' folder is checked before any table runs, not at the
+     * first figure, after a page of tables */
+    struct stat st;
+    if (!measure && (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))) {
+        snprintf(why, sizeof why, "%s '%s': no such folder", from_option ? "--figures" : "BUILD",
+                 dir);
+        return usage(argv[0], why);
+    }
     if (file)
         return schedule_file(file, dir);
     if (skewed)
         return skew(p, m, dir);
     if (measure)
         return wall_clock(m);
-    if (timelines(p, m, dir) || bubble_table() || memory_table(p) || messages_table(p, m, net))
+    /* every table prints what the lab can run ('-' elsewhere); the status
+     * says whether a required schedule (GPipe, 1F1B) or a run failed */
+    int failed = timelines(p, m, dir);
+    if (bubble_table() || memory_table(p) || messages_table(p, m, net) || failed)
         return 1;
     return 0;
 }
