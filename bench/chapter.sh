@@ -3,7 +3,7 @@
 #
 #   bash bench/chapter.sh NN [FIGURES]
 #
-# NN is the chapter (00, 01, 02, 03, 04, 07, 10, 11, 12); without it (as `make bench-chapter`
+# NN is the chapter (00, 01, 02, 03, 04, 05, 06, 07, 10, 11, 12); without it (as `make bench-chapter`
 # runs it) every chapter in turn. Runs the lab's program with
 # each setting the chapter's tables come from, prints each run's output
 # under a heading that names the table it feeds, and writes the chapter's
@@ -20,7 +20,7 @@ nn=${1:-}
 BUILD=${BUILD:-build}
 FIG=${2:-$BUILD/chapters}
 if [ -z "$nn" ]; then
-    for c in 00 01 02 03 04 07 10 11 12; do
+    for c in 00 01 02 03 04 05 06 07 10 11 12; do
         bash "$0" "$c" "$FIG"
     done
     exit 0
@@ -85,6 +85,20 @@ case "$nn" in
     table "section 11, a straggler on the network (10 ms per message)"
     run_lab 04 --slow-ms 0 --delay-ms 10
     ;;
+05)
+    table "section 7, every table (modeled clock)"
+    run_lab 05
+    table "section 7, the balance by measured layer times (wall clock: varies with the machine's load)"
+    run_lab 05 --measure
+    ;;
+06)
+    table "section 10, timelines, bubble, memory and messages; figures 06-gpipe, 06-1f1b, 06-interleaved, 06-zbh1"
+    run_lab 06 --figures "$FIG"
+    table "section 10, a slow last stage; figure 06-skew"
+    run_lab 06 --skew --figures "$FIG"
+    table "section 10, the wall clock (varies with the machine and its load)"
+    run_lab 06 --measure
+    ;;
 07)
     table "section 11, every table (the wall clock varies with the machine's load); figure 07-loss"
     run_lab 07 --svg "$FIG/07-loss.svg"
@@ -106,7 +120,7 @@ case "$nn" in
     run_lab 12 --net none --out "$BUILD"
     ;;
 *)
-    echo "usage: bash bench/chapter.sh NN [FIGURES]   (NN: 00 01 02 03 04 07 10 11 12)" >&2
+    echo "usage: bash bench/chapter.sh NN [FIGURES]   (NN: 00 01 02 03 04 05 06 07 10 11 12)" >&2
     exit 2
     ;;
 esac

@@ -33,7 +33,10 @@
  *   mixed precision  a backward that scales the loss gradient by S and an update that unscales,
  *                    skips the step on inf or nan and adapts S, each wrapping the plain hook
  *   pipeline         forward and backward of micro-batch j on this rank's stage (receive, run,
- *                    send), in the order of a schedule (GPipe, 1F1B: t->schedule)
+ *                    send), in the order of a schedule (GPipe, 1F1B: t->schedule); the
+ *                    operation's chunk names the stage when a rank runs several (interleaved
+ *                    1F1B), and the weight hook runs the W operations of a split backward
+ *                    (ZB-H1); sync and update on this rank's layers (dt_train_use_own_layers)
  *
  * dt_train runs steps over a data set with the distributed sampler, and
  * times them. The library never prints: progress goes to a callback. */
@@ -91,11 +94,15 @@ typedef struct {
                                 entries, not copied; NULL: none) */
 } dt_trainer_config;
 
-/* Order of a step's micro-batches: F j or B j. */
-typedef enum { DT_TRAIN_FORWARD = 0, DT_TRAIN_BACKWARD } dt_train_op_kind;
+/* Order of a step's micro-batches: F j or B j, and for pipelines (chapter
+ * 06) on which of this rank's model chunks (interleaved 1F1B: v stages per
+ * rank), and W j, the weight-gradient half of a backward split in two
+ * (ZB-H1: B then computes only the input gradient). */
+typedef enum { DT_TRAIN_FORWARD = 0, DT_TRAIN_BACKWARD, DT_TRAIN_WEIGHT } dt_train_op_kind;
 typedef struct {
     int micro;
     dt_train_op_kind kind;
+    int chunk;               /* 0 .. chunks-1; 0 without chunks */
 } dt_train_op;
 
 /* Wall seconds of each phase of one step, summed over its micro-batches,
@@ -111,13 +118,19 @@ struct dt_trainer {
     int rank, ranks;
     dt_trainer_config cfg;
     dt_hook forward, backward, sync, update;
+    dt_hook weight;          /* W operations of a schedule (none by default) */
     int zero_grads;          /* the loop zeroes model->grads before each step (1) */
-    const dt_train_op *schedule; /* 2 x micro_steps operations, each micro-batch's F
-                                    before its B; NULL: F0 B0 F1 B1 ... (not copied) */
+    /* The order of a step's operations (not copied); NULL: F0 B0 F1 B1 ...
+     * With C chunks (1 + the largest chunk named) it holds, for each chunk
+     * and micro-batch, one F, then one B, and one W after the B either for
+     * every pair or for none: 2 C micro_steps or 3 C micro_steps operations
+     * (checked at each step, naming the operation at fault). */
+    const dt_train_op *schedule;
     int schedule_len;
     /* the step in progress, for the hooks */
     const dt_batch *batch;
     int micro;               /* the micro-batch being run */
+    int chunk;               /* and its chunk (the operation's; 0 without a schedule) */
     double loss_sum;         /* forward hooks add each micro-batch's mean loss */
     size_t correct;          /* and the rows whose argmax was the label */
     /* after a step */
@@ -158,6 +171,14 @@ dt_result dt_train_step(dt_trainer *t, const dt_batch *b);
  * updated on every rank. The same bytes as one allreduce, 2 (K-1)/K P
  * floats per rank, and the same parameters bit for bit. */
 dt_result dt_train_use_zero1(dt_trainer *t);
+
+/* Model parallelism and pipelines (chapters 05, 06; own_layers.c): this
+ * rank runs only the layers l with own[l] != 0 (num_layers entries, read
+ * now). sync scales their gradients by 1/m (no communication: no other rank
+ * holds them); update steps the optimizer on their parameters only, one
+ * optimizer per run of consecutive owned layers, its state sized to it.
+ * The other layers' parameters never change on this rank. */
+dt_result dt_train_use_own_layers(dt_trainer *t, const unsigned char *own);
 
 /* SGD folded into the backward's weight-gradient product (fused_sgd.c).
  * Applies to plain SGD (no momentum, no weight decay, lr > 0) of a model
