@@ -82,6 +82,8 @@ case "$nn" in
     for i in 1 2 3 4 5 6 7 8; do
         run_lab 04 --lr 0.4
     done
+    table "section 9.1, the server's bottleneck: a synchronous round against K on eth10"
+    run_lab 04 --net eth10 --compute-ms 0.05 --knee 24
     table "section 11, no straggler"
     run_lab 04 --slow-ms 0
     table "section 11, a straggler on the network (10 ms per message)"
