@@ -50,6 +50,8 @@ case "$nn" in
 01)
     table "section 9, the table of each rank's clock; the figure 01-bcast-time over N = 1..16"
     run_lab 01 --plot "$FIG/01-bcast-time.svg"
+    table "section 9, the ring pass on an odd number of ranks (N = 5)"
+    run_lab 01 --ranks 5 --barriers 100
     table "section 4, microseconds per barrier (wall clock: varies with the machine's load)"
     for spin in 0 20 200 2000; do
         run_lab 01 --count 0 --barriers 3000 --spin "$spin"
@@ -80,6 +82,8 @@ case "$nn" in
     for i in 1 2 3 4 5 6 7 8; do
         run_lab 04 --lr 0.4
     done
+    table "section 9.1, the server's bottleneck: a synchronous round against K on eth10"
+    run_lab 04 --net eth10 --compute-ms 0.05 --knee 24
     table "section 11, no straggler"
     run_lab 04 --slow-ms 0
     table "section 11, a straggler on the network (10 ms per message)"
