@@ -87,6 +87,9 @@ typedef struct {
                                 DT_NN_REFERENCE (the default) or DT_NN_FAST */
     dt_compute_clock clock;  /* charged by the model's forward and backward */
     double forward_s;        /* DT_CLOCK_MODELED: one micro-batch's forward */
+    const double *forward_layer_s; /* DT_CLOCK_MODELED: each layer's forward (num_layers
+                                entries, not copied), for the units of dt_train_use_units;
+                                when given, the forward costs their sum, not forward_s */
     const double *backward_s;/* DT_CLOCK_MODELED: each layer's backward (num_layers
                                 entries, not copied; NULL: none) */
 } dt_trainer_config;
@@ -158,6 +161,54 @@ dt_result dt_train_step(dt_trainer *t, const dt_batch *b);
  * updated on every rank. The same bytes as one allreduce, 2 (K-1)/K P
  * floats per rank, and the same parameters bit for bit. */
 dt_result dt_train_use_zero1(dt_trainer *t);
+
+/* ---------------------------------------------------------------- units
+ * ZeRO-2 and -3 and FSDP (chapters 08, 09; lib/train/units.c) run the
+ * model as consecutive groups of layers, units, and keep each unit's
+ * parameters and gradients where they choose: gathered just before the
+ * unit runs and freed after, a gradient buffer per unit that lives only
+ * until it is reduced. The units runner replaces t's forward and backward
+ * hooks: for each micro-batch it runs
+ *
+ *   forward    for u = 0 .. n-1:  pre_forward(u) -> the unit's parameters;
+ *                                 the unit's layers; post_forward(u)
+ *              (the loss on the last unit)
+ *   backward   for u = n-1 .. 0:  pre_backward(u) -> its parameters and a
+ *                                 gradient buffer; the unit's layers'
+ *                                 backward, ACCUMULATING (+=) into that
+ *                                 buffer; post_backward(u)
+ *
+ * A unit's parameters (and gradients) are handed over as a buffer of its
+ * own: element i is parameter offset + i of the model's flat layout, for
+ * i < count. The hooks run outside the compute regions of the modeled
+ * clock, so that what they communicate is charged as communication. The
+ * runner keeps the activations of one micro-batch at a time (F0 B0 F1 B1
+ * ...), and the per-layer gradient hook (t->sync.layer) still hears each
+ * layer, with its offset in the model's flat layout. */
+typedef struct {
+    int first, last;       /* layers [first, last) */
+    size_t offset, count;  /* their parameters: [offset, +count) of the flat layout */
+} dt_unit;
+
+/* The unit of layers [first, last) of m (0 <= first < last <= num_layers). */
+dt_result dt_unit_of(const dt_model *m, int first, int last, dt_unit *out);
+
+typedef struct {
+    const char *name;      /* for messages: "zero3", "fsdp", ... */
+    dt_result (*pre_forward)(dt_trainer *t, void *self, int u, float **params);
+    dt_result (*post_forward)(dt_trainer *t, void *self, int u);
+    dt_result (*pre_backward)(dt_trainer *t, void *self, int u, float **params, float **grads);
+    dt_result (*post_backward)(dt_trainer *t, void *self, int u);
+    void *self;            /* not owned by the runner */
+} dt_unit_hooks;
+
+/* Replaces t's forward and backward with the units runner over units[0..n)
+ * (copied): consecutive, from layer 0 to the last, each the dt_unit_of its
+ * layers. Every hook of h must be set. With DT_CLOCK_MODELED a unit's
+ * forward costs its layers' entries of t->cfg.forward_layer_s (a forward_s
+ * for the whole model cannot be split: DT_ERR_INVALID_ARG). Leaves t
+ * unchanged on failure. */
+dt_result dt_train_use_units(dt_trainer *t, const dt_unit *units, int n, const dt_unit_hooks *h);
 
 /* SGD folded into the backward's weight-gradient product (fused_sgd.c).
  * Applies to plain SGD (no momentum, no weight decay, lr > 0) of a model
