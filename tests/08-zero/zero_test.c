@@ -225,6 +225,16 @@ dt_result zt_check_rank(dt_comm *w, void *arg)
                         stage_name(run->stage), dt_comm_size(w), run->steps, worst,
                         (double)params[worst], (double)ref[worst], e);
     }
+    /* every rank holds rank 0's parameters, bit for bit */
+    if (r == DT_OK && (run->checks & ZT_PARAMS)) {
+        float *root = malloc(psi * sizeof *root);
+        r = root ? dt_broadcast(params, root, psi, DT_F32, 0, w)
+                 : dt_fail(DT_ERR_NOMEM, "zero tests: rank 0's parameters");
+        if (r == DT_OK && memcmp(root, params, psi * sizeof *root))
+            r = dt_fail(DT_ERR_MISMATCH, "%s: rank %d's parameters differ from rank 0's",
+                        stage_name(run->stage), dt_comm_rank(w));
+        free(root);
+    }
     free(x), free(y), free(params), free(ref);
     dt_model_free(&m);
     dt_dataset_free(&d);
