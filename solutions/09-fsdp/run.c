@@ -1,0 +1,2 @@
+#include "fsdp.h"
+int main(void) { return 0; }
