@@ -3,9 +3,9 @@
  * dt_trainer with its default allreduce and AdamW over every parameter,
  * which shares no code with the lab. */
 #include "fsdp_test.h"
+#include "dt/metrics.h"
 
 #include <math.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -268,22 +268,20 @@ dt_result ft_launch(int K, dt_backend b, const char *net, fsdp_run *run)
 
 int ft_trace_spans(const char *path, const char *name, int lane, ft_span *out, int cap)
 {
-    FILE *f = fopen(path, "r");
-    char line[512], nm[32], cat[16];
-    int pid, tid, n = 0;
-    double ts, dur;
-    if (!f)
+    dt_trace_region *r;
+    size_t n;
+    int k = 0;
+    if (dt_trace_read(path, &r, &n) != DT_OK)
         return -1;
-    while (fgets(line, sizeof line, f) && n < cap)
-        if (sscanf(line, "{\"name\":\"%31[^\"]\",\"cat\":\"%15[^\"]\",\"ph\":\"X\",\"pid\":%d,"
-                   "\"tid\":%d,\"ts\":%lf,\"dur\":%lf", nm, cat, &pid, &tid, &ts, &dur) == 6 &&
-            pid == 1 && tid == lane && dur > 0 && !strcmp(nm, name))
-            out[n++] = (ft_span){ts, ts + dur};
-    fclose(f);
-    for (int i = 1; i < n; i++) /* insertion sort by end */
+    for (size_t i = 0; i < n && k < cap; i++)
+        if (r[i].modeled && r[i].rank == 0 && r[i].lane == lane && r[i].end_s > r[i].start_s &&
+            !strcmp(r[i].name, name))
+            out[k++] = (ft_span){r[i].start_s * 1e6, r[i].end_s * 1e6};
+    free(r);
+    for (int i = 1; i < k; i++) /* insertion sort by end */
         for (int j = i; j > 0 && out[j].e < out[j - 1].e; j--) {
             ft_span t = out[j];
             out[j] = out[j - 1], out[j - 1] = t;
         }
-    return n;
+    return k;
 }

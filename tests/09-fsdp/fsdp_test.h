@@ -46,7 +46,7 @@ dt_result ft_batch(const dt_dataset *d, const dt_model *m, int K, int r, int t, 
 
 dt_result ft_check_rank(dt_comm *world, void *arg);
 
-/* A region [s, e) of rank 0's modeled timeline in a trace file. */
+/* A region [s, e) of rank 0's modeled timeline in a trace file, in us. */
 typedef struct {
     double s, e;
 } ft_span;
@@ -55,7 +55,7 @@ typedef struct {
  * timeline, where a wait for an asynchronous operation shows too; 1: its
  * asynchronous operations), in the order they end (all-gathers issued
  * together may start together; they complete in the order issued).
- * Returns how many (at most cap), -1 without the file. */
+ * Returns how many (at most cap), -1 without a readable file. */
 int ft_trace_spans(const char *path, const char *name, int lane, ft_span *out, int cap);
 
 /* dt_launch of ft_check_rank on K ranks of backend b over net (ring
