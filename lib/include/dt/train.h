@@ -24,11 +24,13 @@
  *                    -lr x gradient into the weights (fused_sgd.c)
  *
  * and the ones later chapters add, with the same loop:
- *   ZeRO-2           sync.layer reduce-scatters each bucket as soon as it is complete and
- *                    frees its full gradients; update as ZeRO-1
- *   ZeRO-3, FSDP     forward and backward gather a unit's parameters before it runs and free
- *                    them after (reduce-scattering its gradients in the backward); the update
- *                    works on the shard only
+ *   ZeRO-3, FSDP     the units runner (units.c): forward and backward gather a unit's
+ *   (fsdp.c)         parameters before it runs and free them after, reduce-scattering its
+ *                    gradients in the backward; the update works on the shard only. Without
+ *                    resharding after the forward, FSDP keeps ZeRO-2's memory of parameters
+ *   ZeRO-2           (lab 08) the units runner with buckets as units: each bucket's gradients
+ *                    reduce-scattered into the shard as soon as its backward is done, and
+ *                    freed; update as ZeRO-1
  *   compression      sync compresses, exchanges and decompresses with error feedback
  *   mixed precision  a backward that scales the loss gradient by S and an update that unscales,
  *                    skips the step on inf or nan and adapts S, each wrapping the plain hook
@@ -209,6 +211,32 @@ typedef struct {
  * for the whole model cannot be split: DT_ERR_INVALID_ARG). Leaves t
  * unchanged on failure. */
 dt_result dt_train_use_units(dt_trainer *t, const dt_unit *units, int n, const dt_unit_hooks *h);
+
+/* FSDP (chapter 09; lib/train/fsdp.c): ZeRO-3 by units. The layers are
+ * wrapped into units (a unit closes once it holds min_unit_params
+ * parameters; 0: one layer each); rank r keeps only its shard of each
+ * unit (padded to K shards), the mean gradient of it and its optimizer
+ * state. The forward gathers each unit (asynchronous all-gather) and,
+ * with reshard_after_forward, frees it after; the backward gathers it
+ * again, reduce-scatters (average) its gradients into the shard and frees
+ * both; with prefetch the next unit's all-gather starts before this unit
+ * computes. Per step: 3 psi (K-1)/K floats sent per rank, 2 psi without
+ * resharding; at most two units gathered at once. Takes over the model's
+ * parameters: m->params and m->grads (dt_mem blocks, as the model's
+ * constructors make them) are freed and NULL; dt_train_fsdp_params gives
+ * them back. One micro-batch a step (else the step fails,
+ * DT_ERR_UNSUPPORTED). Needs a communicator; t unchanged on failure. */
+typedef struct {
+    size_t min_unit_params;
+    int prefetch;
+    int reshard_after_forward;
+} dt_fsdp_config;
+
+dt_result dt_train_use_fsdp(dt_trainer *t, const dt_fsdp_config *c);
+
+/* out (num_params floats) := the whole model's parameters, on every rank
+ * of an FSDP trainer. Collective. */
+dt_result dt_train_fsdp_params(dt_trainer *t, float *out);
 
 /* SGD folded into the backward's weight-gradient product (fused_sgd.c).
  * Applies to plain SGD (no momentum, no weight decay, lr > 0) of a model
