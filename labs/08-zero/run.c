@@ -11,10 +11,12 @@
  *      ring's alpha-beta time of each reduce-scatter and allgather;
  *   3. the paper's example, 7.5 B parameters on 64 devices, from the
  *      formulas (dt_sim_zero_memory) in both conventions;
- * and, with --svg, rank 0's memory over one step of each stage: the
- * model states (PARAM + GRAD + OPTIM) at their highest in each part of
- * the step, read through the lab's probe. Collectives run the ring
- * algorithm, so that bytes and times are those of the ring formulas. */
+ * and, with --svg, rank 0's memory over one step of each stage, and of
+ * the library's FSDP (chapter 09: ZeRO-3 with the next layer's all-gather
+ * prefetched, lib/train/fsdp.c) beside them: the model states (PARAM +
+ * GRAD + OPTIM) at their highest in each part of the step, read through
+ * the probes. Collectives run the ring algorithm, so that bytes and times
+ * are those of the ring formulas. */
 #include "zero.h"
 #include "dt/metrics.h"
 #include "dt/sim.h"
@@ -26,11 +28,12 @@
 
 #define MAX_RANKS 16
 #define MAX_SAMPLES 256
+#define FSDP 4 /* the fifth run: the library's FSDP */
 
 typedef struct {
     const char *spec, *net;
     int K;
-    lab_zero_stage stage;
+    int stage;                    /* 0 to 3, or FSDP */
     size_t B;
     /* rank 0, out */
     size_t psi, big;              /* parameters; the largest unit's */
@@ -44,7 +47,7 @@ typedef struct {
 } job;
 
 static const dt_mem_tag tags[3] = {DT_MEM_PARAM, DT_MEM_GRAD, DT_MEM_OPTIM};
-static const char *const stage_names[4] = {"DDP", "ZeRO-1", "ZeRO-2", "ZeRO-3"};
+static const char *const stage_names[5] = {"DDP", "ZeRO-1", "ZeRO-2", "ZeRO-3", "FSDP"};
 
 /* The model states at their highest since the last sample (each tag's
  * peak also raises the step's), and a new interval from here. */
@@ -79,19 +82,31 @@ static void probe(void *arg, const char *event, int unit)
     j->sx[j->n] = x, j->sy[j->n++] = states_peak(j) / 1e6;
 }
 
-/* The ring formulas of section 7 for one step of z: T_RS = T_AG =
- * (K-1)(alpha + n/(K beta)) for n bytes, an allreduce twice that. */
-static double predicted_comm(const lab_zero *z, double alpha, double beta)
+/* The ring formulas of section 7 for one step: T_RS = T_AG = (K-1)(alpha
+ * + n/(K beta)) for n bytes, an allreduce twice that; per unit of count
+ * parameters, padded to K shards except in DDP. */
+static double predicted_comm(int stage, const size_t *count, int units, int K, double alpha,
+                             double beta)
 {
     double t = 0;
-    for (int u = 0; u < z->num_units; u++) {
-        const lab_zero_unit *un = &z->units[u];
-        double n = 4.0 * (double)(z->cfg.stage == LAB_ZERO_DDP ? un->unit.count
-                                                               : un->shard * (size_t)z->ranks);
-        double pass = dt_sim_ring_allgather(alpha, beta, n, z->ranks);
-        t += pass * (z->cfg.stage == LAB_ZERO_3 ? 3 : 2);
+    for (int u = 0; u < units; u++) {
+        size_t c = (count[u] + (size_t)K - 1) / (size_t)K;
+        double n = 4.0 * (double)(stage == LAB_ZERO_DDP ? count[u] : c * (size_t)K);
+        t += dt_sim_ring_allgather(alpha, beta, n, K) * (stage >= LAB_ZERO_3 ? 3 : 2);
     }
     return t;
+}
+
+/* The lab's ZeRO, or the library's FSDP, one step at a time. */
+typedef struct {
+    lab_zero *z;
+    dt_trainer *t;
+} runner;
+
+static dt_result run_step(runner *rn, const float *x, const int32_t *y, size_t B)
+{
+    dt_batch b = {x, NULL, y, B, 1, 1};
+    return rn->z ? lab_zero_step(rn->z, x, y, B, NULL) : dt_train_step(rn->t, &b);
 }
 
 /* Rank r's batch of step t: samples [(t K + r) B, +B) of the set. */
@@ -105,8 +120,8 @@ static dt_result batch(const dt_dataset *d, int t, int K, int r, size_t B, size_
 
 /* Step 0 makes the activations and the optimizer's first moments; step 1
  * is measured: its bytes, its modeled communication, rank 0's memory. */
-static dt_result measure(job *j, lab_zero *z, dt_comm *w, const dt_dataset *d, size_t *idx,
-                         float *x, int32_t *y)
+static dt_result measure(job *j, runner *rn, dt_comm *w, const dt_dataset *d, size_t *idx,
+                         float *x, int32_t *y, const size_t *count, int units)
 {
     int rank = dt_comm_rank(w), K = dt_comm_size(w);
     dt_stats s0 = {0}, s1 = {0};
@@ -115,11 +130,11 @@ static dt_result measure(job *j, lab_zero *z, dt_comm *w, const dt_dataset *d, s
         if (t == 1 && rank == 0) {
             dt_mem_reset_peak();
             memset(j->peak, 0, sizeof j->peak);
-            j->sampling = 1, j->n = 0, j->units = z->num_units;
+            j->sampling = 1, j->units = units;
             j->sx[0] = 0, j->sy[0] = states_peak(j) / 1e6, j->n = 1;
         }
         DT_CHECK(dt_comm_stats(w, &s0));
-        DT_CHECK(lab_zero_step(z, x, y, j->B, NULL));
+        DT_CHECK(run_step(rn, x, y, j->B));
         DT_CHECK(dt_comm_stats(w, &s1));
     }
     if (rank != 0)
@@ -130,11 +145,49 @@ static dt_result measure(job *j, lab_zero *z, dt_comm *w, const dt_dataset *d, s
     DT_CHECK(dt_comm_net(w, &alpha, &beta));
     j->bytes = s1.bytes_sent - s0.bytes_sent;
     j->comm_s = s1.time_comm_modeled - s0.time_comm_modeled;
-    j->predicted_s = predicted_comm(z, alpha, beta);
+    j->predicted_s = predicted_comm(j->stage, count, units, K, alpha, beta);
     j->big = 0;
-    for (int u = 0; u < z->num_units; u++)
-        j->big = z->units[u].unit.count > j->big ? z->units[u].unit.count : j->big;
+    for (int u = 0; u < units; u++)
+        j->big = count[u] > j->big ? count[u] : j->big;
     return DT_OK;
+}
+
+/* The library's FSDP, one layer per unit, prefetching, resharding. */
+static dt_result fsdp_run(job *j, dt_comm *w, dt_model *m, const dt_dataset *d, size_t *idx,
+                          float *x, int32_t *y)
+{
+    dt_trainer t;
+    dt_trainer_config tc = {0};
+    dt_fsdp_config fc = {0, 1, 1, dt_comm_rank(w) ? NULL : probe, j};
+    size_t count[64];
+    int units = m->num_layers < 64 ? m->num_layers : 64;
+    for (int u = 0; u < units; u++)
+        count[u] = m->layers[u].param_count;
+    tc.optim = dt_adamw_config(1e-3f);
+    DT_CHECK(dt_trainer_init(&t, m, w, &tc));
+    dt_result r = dt_train_use_fsdp(&t, &fc);
+    runner rn = {NULL, &t};
+    if (r == DT_OK)
+        r = measure(j, &rn, w, d, idx, x, y, count, units);
+    dt_trainer_free(&t);
+    return r;
+}
+
+static dt_result zero_run(job *j, dt_comm *w, dt_model *m, const dt_dataset *d, size_t *idx,
+                          float *x, int32_t *y)
+{
+    lab_zero z;
+    lab_zero_config cfg = {(lab_zero_stage)j->stage, dt_adamw_config(1e-3f), 0,
+                           dt_comm_rank(w) ? NULL : probe, j};
+    size_t count[64];
+    DT_CHECK(lab_zero_init(&z, w, m, &cfg));
+    int units = z.num_units < 64 ? z.num_units : 64;
+    for (int u = 0; u < units; u++)
+        count[u] = z.units[u].unit.count;
+    runner rn = {&z, NULL};
+    dt_result r = measure(j, &rn, w, d, idx, x, y, count, units);
+    lab_zero_free(&z);
+    return r;
 }
 
 static dt_result rank_fn(dt_comm *w, void *arg)
@@ -142,9 +195,6 @@ static dt_result rank_fn(dt_comm *w, void *arg)
     job *j = arg;
     dt_model m = {0};
     dt_dataset d = {0};
-    lab_zero z;
-    lab_zero_config cfg = {j->stage, dt_adamw_config(1e-3f), 0,
-                           dt_comm_rank(w) ? NULL : probe, j};
     DT_CHECK(dt_model_create_spec(&m, j->spec, 1));
     j->psi = m.num_params;
     dt_result r = dt_data_blobs(&d, 64 * j->B, m.in_width, m.num_classes, 2.0f, 5, 0);
@@ -153,10 +203,9 @@ static dt_result rank_fn(dt_comm *w, void *arg)
     size_t *idx = malloc(j->B * sizeof *idx);
     if (r == DT_OK && (!x || !y || !idx))
         r = dt_fail(DT_ERR_NOMEM, "run: batch buffers");
-    if (r == DT_OK && (r = lab_zero_init(&z, w, &m, &cfg)) == DT_OK) {
-        r = measure(j, &z, w, &d, idx, x, y);
-        lab_zero_free(&z);
-    }
+    if (r == DT_OK)
+        r = j->stage == FSDP ? fsdp_run(j, w, &m, &d, idx, x, y)
+                             : zero_run(j, w, &m, &d, idx, x, y);
     free(x), free(y), free(idx);
     dt_model_free(&m);
     dt_dataset_free(&d);
@@ -195,10 +244,14 @@ static void formula(const job *j, double out[3])
         out[1] += 4 * big;
     if (j->stage == LAB_ZERO_3)
         out[0] += 4 * big, out[1] += 4 * big;
+    if (j->stage == FSDP) { /* two units at once: the running one and the next */
+        m = dt_sim_zero_memory(3, P, j->K, dt_sim_fp32_adam());
+        out[0] = m.params + 8 * big, out[1] = m.grads + 8 * big, out[2] = m.optim;
+    }
     (void)K;
 }
 
-static int stages(job jobs[4])
+static int stages(job jobs[5])
 {
     const job *j0 = &jobs[0];
     printf("1. Memory per rank, peak over one step (bytes), %s: psi = %zu parameters, "
@@ -207,7 +260,7 @@ static int stages(job jobs[4])
     printf("   %-7s %-5s %-25s %-25s %-25s %s\n", "stage", "units", "PARAM measured/formula",
            "GRAD measured/formula", "OPTIM measured/formula", "total / DDP's");
     double ddp = 0;
-    for (int s = 0; s < 4; s++) {
+    for (int s = 0; s < 5; s++) {
         const job *j = &jobs[s];
         double f[3], tot = 0;
         formula(j, f);
@@ -221,15 +274,15 @@ static int stages(job jobs[4])
         printf("%.3f\n", tot / ddp);
     }
     printf("   formulas: DDP 4P, 4P, 8P; ZeRO-1 4P, 4P, 8P/K; ZeRO-2 4P, 4P/K + 4B, 8P/K; "
-           "ZeRO-3 4P/K + 4L, 4P/K + 4L, 8P/K\n   (B = %zu: the largest bucket; L = %zu: the "
-           "largest layer; the measured figures hold each unit padded to K shards)\n",
-           jobs[2].big, jobs[3].big);
+           "ZeRO-3 4P/K + 4L, 4P/K + 4L, 8P/K;\n   FSDP (prefetch) 4P/K + 8L, 4P/K + 8L, 8P/K "
+           "(B = %zu: the largest bucket; L = %zu: the largest layer;\n   the measured figures "
+           "hold each unit padded to K shards)\n", jobs[2].big, jobs[3].big);
     printf("\n2. Communication per rank in one step, on %s\n", j0->net);
-    printf("   %-7s %-12s %-22s %-16s %s\n", "stage", "bytes sent", "4 x {2,2,2,3} P (K-1)/K",
+    printf("   %-7s %-12s %-22s %-16s %s\n", "stage", "bytes sent", "4 {2,2,2,3,3} P (K-1)/K",
            "modeled time", "ring formula");
-    for (int s = 0; s < 4; s++) {
+    for (int s = 0; s < 5; s++) {
         const job *j = &jobs[s];
-        double want = 4.0 * (s == 3 ? 3 : 2) * (double)j->psi * (j->K - 1) / j->K;
+        double want = 4.0 * (s >= 3 ? 3 : 2) * (double)j->psi * (j->K - 1) / j->K;
         printf("   %-7s %-12llu %-22.0f %10.3f ms    %10.3f ms\n", stage_names[s],
                (unsigned long long)j->bytes, want, j->comm_s * 1e3, j->predicted_s * 1e3);
     }
@@ -261,7 +314,7 @@ static void paper_example(void)
 
 /* ------------------------------------------------------------ the figure */
 
-static int figure(const job jobs[4], const char *svg)
+static int figure(const job jobs[5], const char *svg)
 {
     dt_plot *p = NULL;
     char title[160];
@@ -269,7 +322,7 @@ static int figure(const job jobs[4], const char *svg)
              "highest in each part", jobs[0].spec, jobs[0].K);
     int rc = dt_plot_create(&p, title, "forward (0-1), backward (1-2), sync (2-3), update (3-4)",
                             "PARAM + GRAD + OPTIM (MB)") != DT_OK;
-    for (int s = 0; !rc && s < 4; s++)
+    for (int s = 0; !rc && s < 5; s++)
         rc = dt_plot_add_series(p, stage_names[s], jobs[s].sx, jobs[s].sy, (size_t)jobs[s].n,
                                 DT_SERIES_POINTS_AND_LINE) != DT_OK;
     if (!rc)
@@ -307,9 +360,9 @@ int main(int argc, char **argv)
     }
     if (K < 2 || K > MAX_RANKS || dt_net_parse(net, &a, &b) != DT_OK)
         return usage(argv[0]), 2;
-    static job jobs[4];
-    for (int s = 0; s < 4; s++) {
-        jobs[s] = (job){.spec = spec, .net = net, .K = K, .stage = (lab_zero_stage)s, .B = 32};
+    static job jobs[5];
+    for (int s = 0; s < 5; s++) {
+        jobs[s] = (job){.spec = spec, .net = net, .K = K, .stage = s, .B = 32};
         if (run_job(&jobs[s]))
             return 1;
     }

@@ -77,6 +77,12 @@ static dt_result reduce_wait(fsdp *f, int i)
     return r;
 }
 
+static void probe(const fsdp *f, const char *event, int unit)
+{
+    if (f->cfg.probe)
+        f->cfg.probe(f->cfg.probe_arg, event, unit);
+}
+
 /* ---------------------------------------------------------------- the units' hooks */
 
 static dt_result pre_forward(dt_trainer *t, void *self, int i, float **params)
@@ -100,6 +106,7 @@ static dt_result post_forward(dt_trainer *t, void *self, int i)
     (void)t;
     if (f->cfg.reshard_after_forward)
         reshard(f, i);
+    probe(f, "f", i);
     return DT_OK;
 }
 
@@ -128,7 +135,10 @@ static dt_result post_backward(dt_trainer *t, void *self, int i)
     DT_CHECK(dt_ireduce_scatter(u->grads, u->grad_shard, u->shard, DT_F32, DT_AVG, f->comm,
                                 &u->reduce));
     reshard(f, i);
-    return i + 1 < f->n ? reduce_wait(f, i + 1) : DT_OK; /* reduced under unit i's compute */
+    if (i + 1 < f->n) /* reduced under unit i's compute */
+        DT_CHECK(reduce_wait(f, i + 1));
+    probe(f, "b", i);
+    return DT_OK;
 }
 
 /* ---------------------------------------------------------------- sync, update */
@@ -142,6 +152,7 @@ static dt_result sync(dt_trainer *t, void *self)
         first = first != DT_OK ? first : r;
     }
     (void)t;
+    probe(f, "sync", -1);
     return first;
 }
 
@@ -151,6 +162,7 @@ static dt_result update(dt_trainer *t, void *self)
     (void)t;
     for (int i = 0; i < f->n; i++)
         DT_CHECK(dt_optim_step_shard(&f->u[i].opt, f->u[i].param_shard, f->u[i].grad_shard));
+    probe(f, "update", -1);
     return DT_OK;
 }
 

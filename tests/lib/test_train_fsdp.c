@@ -130,10 +130,10 @@ TEST_T(train_fsdp_equals_ddp_in_two_units_of_memory, 3, 40)
             EXPECT_OK(dt_model_create_spec(&m, specs[sp], 3));
             size_t P = m.num_params;
             dt_model_free(&m);
-            fsdp_job ddp = {specs[sp], {0, 0, 0}, 0, NULL, 0, 0, 0, 0};
+            fsdp_job ddp = {specs[sp], {0, 0, 0, NULL, NULL}, 0, NULL, 0, 0, 0, 0};
             launch(K, &ddp);
             for (int v = 0; v < 8; v++) {
-                fsdp_job f = {specs[sp], {(size_t)(v & 4 ? 200 : 0), v & 1, !!(v & 2)}, 1,
+                fsdp_job f = {specs[sp], {(size_t)(v & 4 ? 200 : 0), v & 1, !!(v & 2), NULL, NULL}, 1,
                               NULL, 0, 0, 0, 0};
                 launch(K, &f);
                 double e = rel_diff(f.params, ddp.params, P);
@@ -160,7 +160,7 @@ static dt_result refuse_rank(dt_comm *w, void *arg)
     (void)arg;
     dt_model m;
     dt_trainer t;
-    dt_fsdp_config c = {0, 1, 1};
+    dt_fsdp_config c = {0, 1, 1, NULL, NULL};
     float x[2 * 2 * 5] = {0};
     int32_t y[4] = {0};
     dt_batch b = {x, NULL, y, 2, 1, 2};
@@ -183,7 +183,7 @@ TEST(train_fsdp_refuses_what_it_cannot_do, 1)
 {
     dt_model m;
     dt_trainer t;
-    dt_fsdp_config c = {0, 1, 1};
+    dt_fsdp_config c = {0, 1, 1, NULL, NULL};
     EXPECT_OK(dt_model_create_spec(&m, "mlp:5,4,3", 1));
     EXPECT_OK(dt_trainer_init(&t, &m, NULL, NULL));
     EXPECT_ERR(dt_train_use_fsdp(&t, &c), DT_ERR_INVALID_ARG); /* no communicator */

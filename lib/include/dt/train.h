@@ -230,6 +230,11 @@ typedef struct {
     size_t min_unit_params;
     int prefetch;
     int reshard_after_forward;
+    /* may be NULL: called after each unit's forward ("f") and backward
+       ("b"), and after the sync and the update (unit -1), e.g. to read
+       the memory accounting over a step */
+    void (*probe)(void *arg, const char *event, int unit);
+    void *probe_arg;
 } dt_fsdp_config;
 
 dt_result dt_train_use_fsdp(dt_trainer *t, const dt_fsdp_config *c);
