@@ -1,20 +1,9 @@
-# dtlab - build, run, check, test.
-#
-#   make                 libdt.a, the tools and every lab's programs (-j2 works)
-#   make run             the showcase (RUN_CMD below)
-#   make run-lab LAB=NN [IMPL=labs|solutions] [ARGS=...]   a lab's own program
-#   make check [LAB=NN] [IMPL=labs|solutions] [TEST=text]  grade the labs
-#   make test            the project's own suite (what CI runs)
-#   make SAN=address|thread ...   the same with sanitizers, in build/SAN/
-#   make bench           every bench/*.sh, in order
-#   make dist-student    the student tree, in build/dist/
-#   make gradescope      the autograder, build/gradescope.zip
-#   make gpu             compile-only check of the CUDA/NCCL code (needs nvcc)
-#   make deps            install the Debian/Ubuntu packages
-#   make clean
+# dtlab - build, run, check, test. `make help` lists the targets.
 #
 # Everything is found by its place, so adding a file needs no edit here:
 #   lib/<layer>/*.c           -> libdt.a
+#   lib/include/dt/*.h        public headers: each must compile alone, and
+#                             dt/dt.h must include every other one
 #   tools/<name>.c            -> build/bin/<name>
 #   tools/<name>/*.c          -> build/bin/<name> (a tool too big for one file)
 #   tests/lib/*.c             -> build/tests/lib/grade (libdt's unit tests)
@@ -23,8 +12,13 @@
 #   tests/NN-topic/mutants/*.patch   known-bad variants of the solution (make test)
 #   tests/NN-topic/hidden_*.c        hidden tests (left out of the student tree)
 #   chapters/NN-topic.md      the lab's chapter
-#   bench/*.sh                benchmarks (make bench)
+#   bench/table.sh            the benchmark table (make bench)
+#   bench/<name>.sh           one detailed benchmark (make bench-<name>)
+#   bench/<name>.c            -> build/bench/<name>, a benchmark's program
 #   lib/gpu/*.cu, gpu/*.cu    CUDA/NCCL code (make gpu)
+#
+# Output is one line per step (V=1 prints the full commands); the build runs
+# as many jobs as there are cores unless the command line says -j.
 
 CC      ?= cc
 SAN     ?=
@@ -37,6 +31,28 @@ TEST    ?=
 ARGS    ?=
 NVCC    ?= $(or $(shell command -v nvcc 2>/dev/null),$(wildcard /usr/local/cuda/bin/nvcc),nvcc)
 
+# V=1 prints every command in full; by default each step is one line
+# ("  CC      lib/core/env.c").
+V ?= 0
+ifeq ($(filter 0 1,$(V)),)
+  $(error V must be 0 or 1, not '$(V)')
+endif
+Q    := $(if $(filter 1,$(V)),,@)
+# STEPS=0 drops those lines too (make run and run-lab summarise their build).
+STEPS ?= 1
+step  = $(if $(filter 1,$(V)),,$(if $(filter 0,$(STEPS)),,@printf '  %-7s %s\n' '$(1)' '$(2)'))
+
+# Parallel by default, as many jobs as cores. GNU make 4.3 does not show -j
+# in MAKEFLAGS while it reads the Makefile, so the command line (and a
+# MAKEFLAGS from the environment) is read from /proc; a sub-make inherits
+# its parent's jobs.
+NPROC   := $(shell getconf _NPROCESSORS_ONLN 2>/dev/null || echo 2)
+J_GIVEN := $(shell { tr '\0' '\n' </proc/$$PPID/cmdline; printf '%s\n' $$MAKEFLAGS; } 2>/dev/null | \
+             grep -qE '^(-[A-Za-z]*j|--jobs)' && echo 1)
+ifeq ($(MAKELEVEL)$(J_GIVEN),0)
+  MAKEFLAGS += -j$(NPROC)
+endif
+
 # The showcase of `make run`: what it builds (RUN_TARGET, made with
 # IMPL=RUN_IMPL), then the command it runs (RUN_CMD). Point these at another
 # program to show something else.
@@ -48,6 +64,8 @@ RUN_CMD    := $(RUN_TARGET) --showcase $(ARGS)
 
 BASE_CFLAGS := -std=c11 -O2 -g -Wall -Wextra $(WERROR) -D_GNU_SOURCE
 CFLAGS  := $(BASE_CFLAGS) -pthread -Ilib/include -MMD -MP
+# Every program gets the BLAS kernels check of lib/tensor/blas_startup.c.
+LDFLAGS += -Wl,-u,dt_blas_startup_check
 LDLIBS  := -lm -lpthread -lrt
 
 ifeq ($(SAN),address)
@@ -83,6 +101,26 @@ ifneq ($(MPI),0)
   endif
 endif
 
+# The build's identity: the compiler and every flag, which also carry what
+# was detected (OpenBLAS, MPI, SAN). $(BUILD)/identity holds them and is
+# rewritten only when they change; every object and program depends on it,
+# so that a change (OpenBLAS installed, CC=clang, another -O) rebuilds what
+# it affects. WERROR is left out: it changes which warnings stop the build,
+# not what is built (the suite builds mutants without it, beside the rest).
+IDENTITY      := $(BUILD)/identity
+CC_VERSION    := $(shell $(CC) --version 2>/dev/null | head -n 1)
+IDENTITY_TEXT := cc=$(CC) ($(CC_VERSION)); cflags=$(filter-out $(WERROR),$(CFLAGS)); \
+                 ldflags=$(LDFLAGS); ldlibs=$(LDLIBS)
+NO_BUILD_GOALS := help clean deps dist-student gradescope
+ifneq ($(filter-out $(NO_BUILD_GOALS),$(or $(MAKECMDGOALS),all)),)
+  ifneq ($(IDENTITY_TEXT),$(shell cat $(IDENTITY) 2>/dev/null))
+    $(shell mkdir -p $(BUILD))
+    $(file >$(IDENTITY),$(IDENTITY_TEXT))
+  endif
+endif
+# A program's link line: its objects and libraries, not the identity file.
+LINK = $(Q)$(CC) $(LDFLAGS) $(filter-out $(IDENTITY),$^) $(LDLIBS) -o $@
+
 LIB_SRCS   := $(sort $(wildcard lib/*/*.c))
 LIB_OBJS   := $(LIB_SRCS:%.c=$(BUILD)/obj/%.o)
 LIBDT      := $(BUILD)/libdt.a
@@ -94,6 +132,9 @@ TOOL_DIRS  := $(sort $(patsubst tools/%/,%,$(dir $(wildcard tools/*/*.c))))
 TOOLS      := $(TOOL_SRCS:tools/%.c=$(BIN)/%) $(TOOL_DIRS:%=$(BIN)/%)
 DTGRADE    := $(BIN)/dtgrade
 DTGRADE_SRCS := $(or $(wildcard tools/dtgrade/*.c),tools/dtgrade.c)
+
+BENCH_SRCS  := $(filter-out bench/mpi_%.c,$(wildcard bench/*.c))
+BENCH_PROGS := $(BENCH_SRCS:bench/%.c=$(BUILD)/bench/%)
 
 GRADER_OBJ := $(BUILD)/obj/tests/grader/test_main.o
 UNIT_SRCS  := $(sort $(wildcard tests/lib/*.c))
@@ -123,63 +164,91 @@ SAN_SCALE := $(if $(DT_TIMEOUT_SCALE),,$(if $(filter address,$(SAN)),3,$(if $(fi
 GRADE_FLAGS = -j $(GRADE_JOBS) $(if $(TEST),--only $(TEST)) $(if $(SAN_SCALE),--timeout-scale $(SAN_SCALE)) \
               --results $(or $(DT_RESULTS),$(BUILD)/results.json) $(DTGRADE_FLAGS)
 
-all: $(LIBDT) $(TOOLS) $(UNIT_GRADE) $(FIXTURE) lab-bins
+all: $(LIBDT) $(TOOLS) $(UNIT_GRADE) $(FIXTURE) lab-bins headers $(BENCH_PROGS)
 
-$(BUILD)/obj/%.o: %.c
+$(BUILD)/obj/%.o: %.c $(IDENTITY)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -c $< -o $@
+	$(call step,CC,$<)
+	$(Q)$(CC) $(CFLAGS) -c $< -o $@
 
 $(LIBDT): $(LIB_OBJS)
 	@mkdir -p $(dir $@)
-	rm -f $@
-	$(AR) rcs $@ $^
+	$(call step,AR,$@)
+	$(Q)rm -f $@
+	$(Q)$(AR) rcs $@ $^
 
-$(BIN)/%: $(BUILD)/obj/tools/%.o $(LIBDT)
+$(BIN)/%: $(BUILD)/obj/tools/%.o $(LIBDT) $(IDENTITY)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) $< $(LIBDT) $(LDLIBS) -o $@
+	$(call step,LINK,$@)
+	$(LINK)
 
 # A tool of several files: every .c of its folder.
 define TOOL_DIR_RULE
-$(BIN)/$(1): $$(patsubst %.c,$(BUILD)/obj/%.o,$$(sort $$(wildcard tools/$(1)/*.c))) $(LIBDT)
+$(BIN)/$(1): $$(patsubst %.c,$(BUILD)/obj/%.o,$$(sort $$(wildcard tools/$(1)/*.c))) $(LIBDT) $(IDENTITY)
 	@mkdir -p $$(dir $$@)
-	$$(CC) $$(LDFLAGS) $$^ $$(LDLIBS) -o $$@
+	$$(call step,LINK,$$@)
+	$$(LINK)
 endef
 $(foreach t,$(filter-out dtgrade,$(TOOL_DIRS)),$(eval $(call TOOL_DIR_RULE,$(t))))
 $(BUILD)/obj/tools/%.o: CFLAGS += -I$(dir $<)
 
 # The grader stands alone (libc and POSIX): it grades even when libdt does
 # not build, and is never built with a sanitizer.
-$(DTGRADE): $(DTGRADE_SRCS) $(wildcard tools/dtgrade/*.h)
+$(DTGRADE): $(DTGRADE_SRCS) $(wildcard tools/dtgrade/*.h) $(IDENTITY)
 	@mkdir -p $(dir $@)
-	$(CC) $(BASE_CFLAGS) $(DTGRADE_SRCS) -o $@
+	$(call step,CC,$@)
+	$(Q)$(CC) $(BASE_CFLAGS) $(DTGRADE_SRCS) -o $@
 
-$(UNIT_GRADE): $(UNIT_OBJS) $(GRADER_OBJ) $(LIBDT)
+$(UNIT_GRADE): $(UNIT_OBJS) $(GRADER_OBJ) $(LIBDT) $(IDENTITY)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) $(UNIT_OBJS) $(GRADER_OBJ) $(LIBDT) $(LDLIBS) -o $@
+	$(call step,LINK,$@)
+	$(LINK)
 
-$(FIXTURE): $(FIXTURE_SRCS:%.c=$(BUILD)/obj/%.o) $(GRADER_OBJ) $(LIBDT)
+$(FIXTURE): $(FIXTURE_SRCS:%.c=$(BUILD)/obj/%.o) $(GRADER_OBJ) $(LIBDT) $(IDENTITY)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
+	$(call step,LINK,$@)
+	$(LINK)
 
 $(BUILD)/obj/tests/%.o: CFLAGS += -Itests/grader
+
+# Each public header compiles on its own (included twice: its guard works),
+# and dt/dt.h includes every other one.
+HEADERS     := $(sort $(wildcard lib/include/dt/*.h))
+HEADER_OBJS := $(HEADERS:lib/include/dt/%.h=$(BUILD)/obj/headers/%.o)
+headers: $(HEADER_OBJS) $(BUILD)/obj/headers/umbrella.ok
+$(BUILD)/obj/headers/%.o: lib/include/dt/%.h $(IDENTITY)
+	@mkdir -p $(dir $@)
+	$(call step,HEADER,$<)
+	$(Q)printf '#include "dt/%s.h"\n#include "dt/%s.h"\n' $* $* | \
+	  $(CC) $(CFLAGS) -MF $(@:.o=.d) -MT $@ -x c -c - -o $@
+$(BUILD)/obj/headers/umbrella.ok: $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(Q)missing=$$(for h in $(filter-out %/dt.h,$(HEADERS)); do \
+	  grep -q "^#include \"dt/$$(basename $$h)\"" lib/include/dt/dt.h || echo " dt/$$(basename $$h)"; done); \
+	  if [ -n "$$missing" ]; then echo "lib/include/dt/dt.h does not include:$$missing"; exit 1; fi
+	$(Q)touch $@
 
 # One lab's rules: its code from $(IMPL), its graded tests, its program.
 define LAB_RULES
 $(1)_CODE  := $$(filter-out %/run.c,$$(sort $$(wildcard $(IMPL)/$(1)/*.c)))
 $(1)_OBJS  := $$($(1)_CODE:$(IMPL)/%.c=$(IMPL_DIR)/obj/%.o)
 $(1)_TOBJS := $$(patsubst %.c,$(IMPL_DIR)/obj/tests/%.o,$$(sort $$(wildcard tests/$(1)/*.c)))
-$(IMPL_DIR)/obj/$(1)/%.o: $(IMPL)/$(1)/%.c
+$(IMPL_DIR)/obj/$(1)/%.o: $(IMPL)/$(1)/%.c $(IDENTITY)
 	@mkdir -p $$(dir $$@)
-	$$(CC) $$(CFLAGS) -I$(IMPL)/$(1) -c $$< -o $$@
-$(IMPL_DIR)/obj/tests/tests/$(1)/%.o: tests/$(1)/%.c
+	$$(call step,CC,$$<)
+	$$(Q)$$(CC) $$(CFLAGS) -I$(IMPL)/$(1) -c $$< -o $$@
+$(IMPL_DIR)/obj/tests/tests/$(1)/%.o: tests/$(1)/%.c $(IDENTITY)
 	@mkdir -p $$(dir $$@)
-	$$(CC) $$(CFLAGS) -Itests/grader -I$(IMPL)/$(1) -c $$< -o $$@
-$(IMPL_DIR)/$(1)/grade: $$($(1)_OBJS) $$($(1)_TOBJS) $(GRADER_OBJ) $(LIBDT)
+	$$(call step,CC,$$<)
+	$$(Q)$$(CC) $$(CFLAGS) -Itests/grader -I$(IMPL)/$(1) -c $$< -o $$@
+$(IMPL_DIR)/$(1)/grade: $$($(1)_OBJS) $$($(1)_TOBJS) $(GRADER_OBJ) $(LIBDT) $(IDENTITY)
 	@mkdir -p $$(dir $$@)
-	$$(CC) $$(LDFLAGS) $$^ $$(LDLIBS) -o $$@
-$(IMPL_DIR)/$(1)/run: $(IMPL_DIR)/obj/$(1)/run.o $$($(1)_OBJS) $(LIBDT)
+	$$(call step,LINK,$$@)
+	$$(LINK)
+$(IMPL_DIR)/$(1)/run: $(IMPL_DIR)/obj/$(1)/run.o $$($(1)_OBJS) $(LIBDT) $(IDENTITY)
 	@mkdir -p $$(dir $$@)
-	$$(CC) $$(LDFLAGS) $$^ $$(LDLIBS) -o $$@
+	$$(call step,LINK,$$@)
+	$$(LINK)
 LAB_BINS += $(IMPL_DIR)/$(1)/grade $(if $(wildcard $(IMPL)/$(1)/run.c),$(IMPL_DIR)/$(1)/run)
 endef
 $(foreach lab,$(LABS),$(eval $(call LAB_RULES,$(lab))))
@@ -188,15 +257,25 @@ lab-bins: $(LAB_BINS)
 
 # ------------------------------------------------------------ running
 
+# Builds TARGET (with IMPL=$(2)) in one line of output, unless it is up to
+# date; compiler messages still show.
+define build_quietly
+	+@if ! $(MAKE) -q --no-print-directory IMPL=$(2) $(1) 2>/dev/null; then \
+	  echo "  BUILD   $(1) (V=1 shows every command)"; \
+	  $(MAKE) --no-print-directory IMPL=$(2) $(if $(filter 1,$(V)),,STEPS=0) $(1); fi
+endef
+
 run:
-	@$(MAKE) --no-print-directory IMPL=$(RUN_IMPL) $(RUN_TARGET)
-	$(RUN_CMD)
+	$(call build_quietly,$(RUN_TARGET),$(RUN_IMPL))
+	@echo "  RUN     $(RUN_CMD)"
+	@$(RUN_CMD)
 
 run-lab:
 	@test -n "$(SEL_LABS)" || { echo "run-lab: LAB=NN names no lab (labs: $(LABS))"; exit 2; }
 	@test -f $(IMPL)/$(SEL_LABS)/run.c || { echo "run-lab: $(IMPL)/$(SEL_LABS) has no run.c"; exit 2; }
-	@$(MAKE) --no-print-directory $(IMPL_DIR)/$(SEL_LABS)/run
-	BUILD=$(BUILD) $(IMPL_DIR)/$(SEL_LABS)/run $(ARGS)
+	$(call build_quietly,$(IMPL_DIR)/$(SEL_LABS)/run,$(IMPL))
+	@echo "  RUN     $(IMPL_DIR)/$(SEL_LABS)/run $(ARGS)"
+	@BUILD=$(BUILD) $(IMPL_DIR)/$(SEL_LABS)/run $(ARGS)
 
 # ------------------------------------------------------------ grading
 
@@ -207,7 +286,7 @@ check: $(DTGRADE)
 	@$(MAKE) --no-print-directory -k $(SEL_GRADES) || true
 	@for g in $(SEL_GRADES); do \
 	  $(MAKE) --no-print-directory -q $$g 2>/dev/null || rm -f $$g; done
-	@$(DTGRADE) $(GRADE_FLAGS) $(foreach l,$(SEL_LABS),$(l)=$(IMPL_DIR)/$(l)/grade)
+	@DT_QUIET=1 $(DTGRADE) $(GRADE_FLAGS) $(foreach l,$(SEL_LABS),$(l)=$(IMPL_DIR)/$(l)/grade)
 
 # The unit tests of libdt, run in-process (dtgrade runs them isolated).
 unit: $(UNIT_GRADE)
@@ -218,15 +297,32 @@ test:
 	@env -u MAKEFLAGS -u MAKELEVEL -u MFLAGS BUILD=$(BUILD) SAN=$(SAN) WERROR="$(WERROR)" \
 	  CC="$(CC)" MAKE="$(MAKE)" tests/grader/suite.sh
 
-bench: all
-	@set -e; found=0; for s in $(sort $(wildcard bench/*.sh)); do \
-	  found=1; echo "== $$s"; BUILD=$(BUILD) bash $$s; done; \
-	  test $$found = 1 || echo "bench: no bench/*.sh yet"
+# ------------------------------------------------------------ benchmarks
 
-# The communicator against OpenMPI's MPI_Allreduce, side by side in one run
-# (skipped with a message when mpicc is absent).
-bench-mpi:
-	BUILD=$(BUILD) bash bench/comm.sh $(REPS)
+# A benchmark's programs (BENCH_PROGS, built by `make` too, so that they
+# never rot), linked with libdt; bench/mpi_*.c are OpenMPI's side, built
+# with mpicc when a script asks.
+$(BUILD)/bench/%: $(BUILD)/obj/bench/%.o $(LIBDT) $(IDENTITY)
+	@mkdir -p $(dir $@)
+	$(call step,LINK,$@)
+	$(LINK)
+$(BUILD)/bench/mpi_%: bench/mpi_%.c
+	@command -v mpicc >/dev/null || { echo "$@: needs mpicc (make deps installs OpenMPI)"; exit 1; }
+	@mkdir -p $(dir $@)
+	$(call step,MPICC,$<)
+	$(Q)mpicc -O2 -o $@ $<
+bench-progs: $(BENCH_PROGS) $(BIN)/dttrain $(BIN)/dtbench $(BIN)/dtrun
+# bench/lib.sh is the scripts' shared functions, not a benchmark.
+BENCH_NAMES := $(patsubst bench/%.sh,%,$(filter-out bench/table.sh bench/lib.sh,$(wildcard bench/*.sh)))
+
+# The table of every figure beside its peer (bench/table.sh; ROUNDS=N).
+bench: bench-progs
+	@BUILD=$(BUILD) bash bench/table.sh
+
+# One detailed benchmark: make bench-comm, bench-compute, bench-ddp, bench-kernels.
+bench-%: bench-progs
+	@test -n "$(filter $*,$(BENCH_NAMES))" || { echo "bench-$*: no such benchmark (bench/NAME.sh: $(BENCH_NAMES))"; exit 2; }
+	@BUILD=$(BUILD) bash bench/$*.sh
 
 # ------------------------------------------------------------ packaging
 
@@ -268,12 +364,51 @@ deps:
 	@echo "deps: optional MPI (the mpi backend):"
 	-$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y openmpi-bin libopenmpi-dev
 
+# ------------------------------------------------------------ help
+
+# The targets of this tree: the staff's only where solutions/ exists (the
+# student tree of dist-student is built from this same Makefile).
+STAFF_TREE := $(wildcard solutions/.)
+help:
+	@echo "dtlab: make [TARGET] [VARIABLE=value ...]"
+	@echo
+	@echo "  make                 build libdt, the tools and every lab's programs into $(BUILD)/"
+	@echo "  make run             build and run the showcase (ARGS=--help lists its options)"
+	@echo "  make run-lab LAB=NN  build and run a lab's own program (ARGS=\"...\" passes options)"
+	@echo "  make check           grade the labs: LAB=NN one lab, TEST=text some tests"
+	@echo "  make bench           the benchmark table: libdt beside OpenMPI and PyTorch (ROUNDS=N)"
+	@echo "  make bench-NAME      one detailed benchmark, bench/NAME.sh: $(BENCH_NAMES)"
+	@echo "  make gpu             compile-only check of the CUDA/NCCL code (needs nvcc)"
+	@echo "  make deps            install the Debian/Ubuntu packages (apt-get)"
+	@echo "  make clean           remove $(BUILD)/"
+	@echo "  make help            this list"
+ifneq ($(STAFF_TREE),)
+	@echo
+	@echo "  staff (this tree has solutions/):"
+	@echo "  make test            the project's suite, what CI runs (also with SAN=...)"
+	@echo "  make check IMPL=solutions   grade the reference solutions"
+	@echo "  make dist-student    the student tree, in $(BUILD)/dist/"
+	@echo "  make gradescope      the Gradescope autograder, $(BUILD)/gradescope.zip"
+endif
+	@echo
+	@echo "  V=1                  show every command (default: one line per step)"
+	@echo "  SAN=address|thread   build with sanitizers, into build/SAN/"
+	@echo "  IMPL=$(if $(STAFF_TREE),labs|solutions|DIR,labs|DIR)   which lab code to build (default labs)"
+	@echo "  BUILD=DIR  CC=...    another build folder, another compiler"
+	@echo "  -jN                  jobs at once (default: $(NPROC), one per core)"
+	@echo
+	@echo "this build: $(CC_VERSION); OpenBLAS $(if $(HAVE_OPENBLAS),yes,no$(if $(filter thread,$(SAN)), (not under SAN=thread))); \
+	MPI $(if $(MPICC_OK),yes,$(if $(MPI_USERS),no,no (no library code uses it yet))); SAN $(or $(SAN),none)"
+
 # Removes $(BUILD): all of build/ by default, build/address/ with SAN=address.
 clean:
 	rm -rf $(BUILD)
 
-.PHONY: all lab-bins run run-lab check unit test bench bench-mpi dist-student gradescope gpu deps clean
+.PHONY: all lab-bins headers run run-lab check unit test bench bench-progs dist-student gradescope gpu deps clean help
 .DELETE_ON_ERROR:
+# Objects between a source and a program are kept (make would delete them
+# as intermediate files, and rebuild them next time).
+.SECONDARY:
 
 -include $(wildcard $(BUILD)/obj/*/*.d $(BUILD)/obj/*/*/*.d $(BUILD)/obj/tools/*/*.d $(BUILD)/obj/tests/*/*/*.d $(IMPL_DIR)/obj/*/*.d \
                    $(IMPL_DIR)/obj/tests/tests/*/*.d)

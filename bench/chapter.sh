@@ -3,7 +3,7 @@
 #
 #   bash bench/chapter.sh NN [FIGURES]
 #
-# NN is the chapter (00, 01, 02, 03, 04, 12); without it (as `make bench`
+# NN is the chapter (00, 01, 02, 03, 04, 12); without it (as `make bench-chapter`
 # runs it) every chapter in turn. Runs the lab's program with
 # each setting the chapter's tables come from, prints each run's output
 # under a heading that names the table it feeds, and writes the chapter's

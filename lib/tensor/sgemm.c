@@ -15,11 +15,11 @@
  *     Bp: for each group of 8 cols, k-major:  b[k*8 + c]
  *
  * Rows and columns past the matrix edge are packed as zeros and the tile is
- * written back only where it lies inside C. */
-#include "dt/tensor.h"
+ * written back only where it lies inside C.
+ *
+ * Which OpenBLAS kernels run, and its threads: blas.c. */
+#include "blas_internal.h"
 
-#include <pthread.h>
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -28,48 +28,6 @@
 #endif
 
 enum { MR = 4, NR = 8, MC = 64, KC = 256, NC = 256 }; /* micro_kernel assumes MR = 4 */
-
-/* ---------------------------------------------------------------- threads */
-
-/* OpenBLAS's thread count is process-wide, set once before the first use. */
-static pthread_once_t blas_once = PTHREAD_ONCE_INIT;
-static atomic_int blas_threads_now = 1; /* ranks may ask from several threads */
-
-static void blas_init(void)
-{
-    long n = dt_env_long("DT_BLAS_THREADS", 1);
-    blas_threads_now = n < 1 ? 1 : (int)n;
-#ifdef DT_HAVE_OPENBLAS
-    openblas_set_num_threads(blas_threads_now);
-#endif
-}
-
-dt_result dt_blas_set_threads(int n)
-{
-    if (n < 1)
-        return dt_fail(DT_ERR_INVALID_ARG, "dt_blas_set_threads: %d threads (need >= 1)", n);
-    pthread_once(&blas_once, blas_init);
-    blas_threads_now = n;
-#ifdef DT_HAVE_OPENBLAS
-    openblas_set_num_threads(n);
-#endif
-    return DT_OK;
-}
-
-int dt_blas_threads(void)
-{
-    pthread_once(&blas_once, blas_init);
-    return blas_threads_now;
-}
-
-int dt_blas_available(void)
-{
-#ifdef DT_HAVE_OPENBLAS
-    return 1;
-#else
-    return 0;
-#endif
-}
 
 /* ---------------------------------------------------------------- checks */
 
@@ -220,7 +178,7 @@ dt_result dt_sgemm(dt_trans ta, dt_trans tb, size_t M, size_t N, size_t K, float
 {
 #ifdef DT_HAVE_OPENBLAS
     DT_CHECK(check_args("dt_sgemm", ta, tb, M, N, K, A, lda, B, ldb, C, ldc));
-    pthread_once(&blas_once, blas_init);
+    dt_blas_init_once();
     cblas_sgemm(CblasRowMajor, ta == DT_TRANS ? CblasTrans : CblasNoTrans,
                 tb == DT_TRANS ? CblasTrans : CblasNoTrans, (int)M, (int)N, (int)K, alpha, A,
                 (int)lda, B, (int)ldb, beta, C, (int)ldc);

@@ -28,6 +28,9 @@ WERROR=${WERROR:-}
 CC=${CC:-cc}
 JOBS=$(getconf _NPROCESSORS_ONLN 2>/dev/null || echo 2)
 [ "$JOBS" -gt 8 ] && JOBS=8
+# libdt's line about the BLAS kernels (lib/tensor/blas_startup.c) would
+# repeat in every step: the suite grades behaviour, not speed.
+export DT_QUIET=1
 # Sanitizers slow tests down: give every timeout more room.
 case "$SAN" in
     address) export DT_TIMEOUT_SCALE=${DT_TIMEOUT_SCALE:-3} ;;

@@ -18,6 +18,11 @@ int main(int argc, char **argv)
     int rc = dttrain_parse(argc, argv, &o);
     if (rc)
         return rc == 1 ? 0 : 2;
+    dt_blas_info blas; /* a bad DT_BLAS_KERNELS or DT_QUIET is a bad option too */
+    if (dt_blas_info_get(&blas) != DT_OK) {
+        fprintf(stderr, "dttrain: %s\n", dt_last_error());
+        return 2;
+    }
     dt_result r = dt_blas_set_threads((int)o.threads);
     if (r != DT_OK)
         return dttrain_fail(r);

@@ -110,10 +110,13 @@ dt_train_config dttrain_run_config(const options *o, const dt_dataset *test, lon
 
 void dttrain_json_machine(FILE *f, const options *o)
 {
-    /* The machine's side of the figures: BLAS threads and library. The
-     * BLAS's kernels and the CPU's vector extensions belong here too. */
-    fprintf(f, "\"threads\": %ld, \"blas\": \"%s\"", o->threads,
-            dt_blas_available() ? "openblas" : "builtin");
+    /* The machine's side of the figures: BLAS threads, the BLAS, its
+     * kernels and who chose them, the CPU (main has checked the settings) */
+    dt_blas_info info;
+    char members[512];
+    dt_blas_info_get(&info);
+    fprintf(f, "\"threads\": %ld, %s", o->threads,
+            dt_blas_info_json(&info, members, sizeof members));
 }
 
 static void print_json(const options *o, const dt_model *m, const dt_trainer *t,

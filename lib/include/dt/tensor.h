@@ -82,6 +82,133 @@ int dt_blas_available(void);
 dt_result dt_blas_set_threads(int n);
 int dt_blas_threads(void);
 
+/* ---------------------------------------------------------------- CPU and BLAS kernels
+ *
+ * OpenBLAS built with DYNAMIC_ARCH (Debian's) picks its kernels when it
+ * loads, from the CPU model. On a CPU model it does not know it falls back
+ * to older kernels: "Prescott" (SSE3) on a recent Intel Xeon, "Haswell"
+ * (AVX2) on AMD's Zen 5, two to five times slower than the kernels the CPU
+ * can run. The choice can only be changed before the library loads, by the
+ * environment variable OPENBLAS_CORETYPE. So libdt checks at start-up
+ * (a constructor, before main) and, where OpenBLAS chose kernels below
+ * what the CPU supports, sets OPENBLAS_CORETYPE and starts the program
+ * again, once, with the same arguments (docs/design.md, "The BLAS kernels").
+ *
+ *   DT_BLAS_KERNELS=auto   (default) replace kernels below the CPU's level
+ *   DT_BLAS_KERNELS=off    keep OpenBLAS's own choice
+ *   OPENBLAS_CORETYPE=X    the user's choice: libdt leaves it alone
+ *   DT_QUIET=1             no line on stderr when libdt replaces the kernels
+ *                          (it is also quiet under the grader and in MPI
+ *                          ranks other than 0)
+ *   DT_BLAS_TEST_FALLBACK=1  (tests) take OPENBLAS_CORETYPE as OpenBLAS's own
+ *                          choice, so that a test can make it fall back */
+
+/* Levels of vector instructions, each including the ones below it. */
+typedef enum {
+    DT_ISA_BASE = 0,    /* x86-64's SSE2 (and SSE3), or a CPU that is not x86 */
+    DT_ISA_AVX,         /* 256-bit AVX */
+    DT_ISA_AVX2,        /* AVX2 and FMA3 */
+    DT_ISA_AVX512,      /* AVX-512 F, DQ, CD, BW, VL: OpenBLAS's SkylakeX kernels */
+    DT_ISA_AVX512_BF16, /* and AVX512_BF16: its Cooperlake kernels */
+    DT_NUM_ISAS
+} dt_isa;
+
+/* "base", "avx", "avx2", "avx512", "avx512_bf16"; "unknown" otherwise. */
+const char *dt_isa_name(dt_isa isa);
+
+/* dt_cpu_info.features: one bit each, usable only (the CPU has it and the
+ * operating system saves its registers). */
+enum {
+    DT_CPU_SSE2 = 1u << 0,
+    DT_CPU_SSE3 = 1u << 1,
+    DT_CPU_AVX = 1u << 2,
+    DT_CPU_FMA = 1u << 3,
+    DT_CPU_AVX2 = 1u << 4,
+    DT_CPU_AVX512F = 1u << 5,
+    DT_CPU_AVX512DQ = 1u << 6,
+    DT_CPU_AVX512CD = 1u << 7,
+    DT_CPU_AVX512BW = 1u << 8,
+    DT_CPU_AVX512VL = 1u << 9,
+    DT_CPU_AVX512_BF16 = 1u << 10,
+};
+
+typedef struct {
+    char vendor[13];     /* "GenuineIntel", "AuthenticAMD"; "" when not x86 */
+    char model_name[49]; /* the brand string, e.g. "AMD EPYC"; "unknown" when none */
+    int family, model, stepping;
+    unsigned features;   /* DT_CPU_* bits */
+    dt_isa isa;          /* the highest complete level of features */
+} dt_cpu_info;
+
+/* The cpuid leaves dt_cpu_decode reads, registers in the order EAX, EBX,
+ * ECX, EDX: leaf 0, leaf 1, leaf 7 subleaf 0 and 1, leaf 0x80000000 and the
+ * brand string's 0x80000002..4; and XCR0 (XGETBV 0; 0 when unknown). */
+typedef struct {
+    uint32_t leaf0[4], leaf1[4], leaf7[4], leaf7_1[4], ext0[4], brand[3][4];
+    uint64_t xcr0;
+} dt_cpuid_raw;
+
+/* Decodes raw registers (a pure function: tests give other CPUs' values). */
+void dt_cpu_decode(const dt_cpuid_raw *raw, dt_cpu_info *out);
+/* This machine's CPU. */
+void dt_cpu_detect(dt_cpu_info *out);
+/* Writes the names of the features, space separated ("avx avx2 ..."), into
+ * buf as snprintf does; returns the length the whole list needs. */
+int dt_cpu_features_str(unsigned features, char *buf, size_t len);
+
+/* The level of an OpenBLAS kernel set ("Prescott" -> DT_ISA_BASE,
+ * "Haswell" and "Zen" -> DT_ISA_AVX2, "SkylakeX" -> DT_ISA_AVX512, ...),
+ * by OpenBLAS's core names, case as OpenBLAS writes them; -1 for a name
+ * libdt does not know. */
+int dt_blas_kernels_isa(const char *kernels);
+
+/* The kernels libdt asks for when OpenBLAS chose `kernels` on `cpu`: the
+ * kernel set of the CPU's level ("Cooperlake", "SkylakeX", "Haswell",
+ * "Sandybridge") when `kernels` is below that level; NULL when they are
+ * at the CPU's level or above, when the name is unknown, or when the CPU
+ * has nothing above SSE. */
+const char *dt_blas_kernels_better(const char *kernels, const dt_cpu_info *cpu);
+
+/* Who chose the kernels in use. */
+typedef enum {
+    DT_BLAS_BY_BLAS,  /* OpenBLAS, by itself */
+    DT_BLAS_BY_LIBDT, /* libdt replaced OpenBLAS's choice (OPENBLAS_CORETYPE) */
+    DT_BLAS_BY_USER,  /* the user's OPENBLAS_CORETYPE */
+    DT_BLAS_BY_BUILD, /* no OpenBLAS in this build: the built-in kernel */
+} dt_blas_chooser;
+
+/* "openblas", "libdt", "OPENBLAS_CORETYPE", "build". */
+const char *dt_blas_chooser_name(dt_blas_chooser c);
+
+typedef struct {
+    char library[32];     /* "OpenBLAS 0.3.21"; "built-in" without OpenBLAS */
+    char config[128];     /* openblas_get_config(); "" without OpenBLAS */
+    char kernels[24];     /* the kernels in use ("Cooperlake"); "built-in" */
+    char blas_choice[24]; /* what OpenBLAS chose by itself ("Haswell"), where
+                             libdt knows it; "" when the user chose */
+    dt_blas_chooser chosen_by;
+    int dynamic;          /* 1: OpenBLAS can pick kernels at load (DYNAMIC_ARCH) */
+    dt_cpu_info cpu;
+} dt_blas_info;
+
+/* Fills *out with the BLAS, its kernels, who chose them and the CPU.
+ * DT_ERR_INVALID_ARG (with *out still filled) when DT_BLAS_KERNELS,
+ * DT_QUIET or DT_BLAS_TEST_FALLBACK held a value libdt does not accept:
+ * the message names the variable and its value. */
+dt_result dt_blas_info_get(dt_blas_info *out);
+
+/* One line for people, e.g. "OpenBLAS 0.3.21, Cooperlake kernels (chosen
+ * by libdt; OpenBLAS chose Haswell); CPU AMD EPYC (avx512_bf16)". Writes
+ * into buf as snprintf does and returns buf. */
+char *dt_blas_info_str(const dt_blas_info *info, char *buf, size_t len);
+
+/* The same as JSON members, for a tool's --json object: "blas",
+ * "blas_kernels", "blas_kernels_by" (dt_blas_chooser_name),
+ * "blas_own_choice", "cpu" and "cpu_isa", e.g. "blas": "OpenBLAS 0.3.21",
+ * "blas_kernels": "Cooperlake", ... (no braces). Returns buf; a buf too
+ * short is cut (512 bytes always suffice). */
+char *dt_blas_info_json(const dt_blas_info *info, char *buf, size_t len);
+
 /* ---------------------------------------------------------------- elementwise
  * All take a count of elements; in-place use (out == a) is allowed unless
  * stated otherwise. NULL is refused unless count is 0. */

@@ -1,0 +1,53 @@
+# bench/lib.sh - what the benchmark scripts share; sourced, not run:
+#   . bench/lib.sh
+#   bench_settings 5 60     BUILD, ROUNDS and STEPS from the environment
+# Numbers go one per line on stdin; lists of numbers in arguments are
+# space-separated, one value per round, in round order.
+
+# BUILD (default build), ROUNDS (default $1) and STEPS (default $2) from
+# the environment, checked; one thread per rank for every program (OpenBLAS
+# and OpenMP start their own threads otherwise, whatever the ranks).
+bench_settings() {
+    BUILD=${BUILD:-build}
+    ROUNDS=${ROUNDS:-$1}
+    STEPS=${STEPS:-$2}
+    local v
+    for v in ROUNDS STEPS; do
+        [[ ${!v} =~ ^[1-9][0-9]*$ ]] ||
+            { echo "$0: $v='${!v}': expected a whole number >= 1" >&2; exit 2; }
+    done
+    export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 DT_BLAS_THREADS=1
+}
+
+# The median of the numbers on stdin (the mean of the middle two for an
+# even count); "nan" for none.
+bench_median() {
+    sort -g | awk '{ v[NR] = $1 }
+        END { if (NR == 0) print "nan"; else if (NR % 2) print v[(NR + 1) / 2];
+              else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+
+# "min-max" of the numbers on stdin, with FORMAT (default %.2f).
+bench_range() {
+    sort -g | awk -v f="${1:-%.2f}" '{ v[NR] = $1 }
+        END { if (NR == 0) print "-"; else printf f "-" f "\n", v[1], v[NR] }'
+}
+
+# The value of "NAME": in the JSON object on stdin (numbers only).
+bench_json() { sed -n "s/.*\"$1\": \([0-9.e+-]*\).*/\1/p" | head -n 1; }
+
+# Column COL of the first data row of CSV on stdin (a row that starts with
+# a number), e.g. dtbench --csv: 4 = time_us, 6 = busbw_GBs, 7 = wrong.
+bench_csv() { awk -F, -v c="$1" 'NR > 1 && $1 ~ /^[0-9]/ { print $c; exit }'; }
+
+# VALUE of KEY=VALUE lines on stdin (bench/machine's output).
+bench_key() { sed -n "s/^$1=//p" | head -n 1; }
+
+# Per-round ratios of two lists: A_i / B_i, one per line.
+bench_ratios() {
+    paste <(printf '%s\n' $1) <(printf '%s\n' $2) |
+        awk '$1 != "" && $2 != "" && $2 != 0 { printf "%.6f\n", $1 / $2 }'
+}
+
+# The median of a list (arguments).
+bench_med() { printf '%s\n' "$@" | grep . | bench_median; }

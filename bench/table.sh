@@ -1,0 +1,230 @@
+#!/bin/bash
+# table.sh - `make bench`: libdt's figures in one table, nccl-tests' way:
+# each figure beside its peer measured in the same run, the ratio, the
+# physical floor where one exists and the fraction of it reached, and the
+# machine they ran on. Every round measures every row, libdt then its peer
+# back to back, so that a ratio compares runs made seconds apart; the table
+# gives medians over rounds, and for ratios the median of the per-round
+# ratios with their range.
+#
+# Rows (the targets of issue 14):
+#   allreduce f32 busbw, thread backend: 64 MiB on N = 2 and 4, 4 MiB on 2;
+#   proc backend, 64 MiB, N = 2, private buffers and dt_alloc_shared ones
+#     (dtbench --shared) - peer: OpenMPI's MPI_Allreduce (bench/mpi_allreduce.c)
+#   4-byte allreduce time, N = 2 - peer: OpenMPI
+#   MLP 784-1024-1024-10 step, batch 64, plain SGD, dttrain's default path -
+#     peer: PyTorch (bench/compute_torch.py)
+#   data parallelism, 2 ranks over 1, thread and proc backends - peer:
+#     PyTorch DDP over gloo (bench/ddp_torch.py)
+# Floors:
+#   a large allreduce moves at least 2 N S bytes through memory (each rank's
+#   S-byte input read once, each output written once), so at the copy
+#   bandwidth B of this run (bench/membw, min(N, cores) threads) busbw can
+#   be at most B (N - 1) / N^2; a 4 MiB allreduce lives in the caches: no
+#   memory floor;
+#   the MLP step's matrix products (forward, weight and input gradients:
+#   6.12e8 flop) at the sgemm peak of this run (bench/compute_sgemm, n =
+#   1024, one thread);
+#   data parallelism: 2x (linear).
+# Same kernels: the OpenBLAS kernels libdt runs here (after its start-up
+# check) are set with OPENBLAS_CORETYPE for every program of the run,
+# PyTorch included. One thread per rank everywhere.
+#
+#   make bench                         (ROUNDS=5 rounds, STEPS=60 steps per run)
+#   ROUNDS=9 STEPS=100 make bench      BUILD=... picks the build folder
+set -u
+cd "$(dirname "$0")/.."
+. bench/lib.sh
+bench_settings 5 60
+PY=${PY:-/usr/bin/python3}
+MPIRUN="mpirun --allow-run-as-root --oversubscribe"
+
+die() { echo "bench/table.sh: $*" >&2; exit 1; }
+TMP=$(mktemp -d) || die "mktemp failed"
+trap 'rm -rf "$TMP"' EXIT
+
+make --no-print-directory -s BUILD="$BUILD" bench-progs || die "the build failed"
+B=$BUILD/bench
+have_mpi=0
+if command -v mpicc >/dev/null && command -v mpirun >/dev/null; then
+    make --no-print-directory -s BUILD="$BUILD" "$B/mpi_allreduce" && have_mpi=1
+fi
+have_torch=0
+$PY -c 'import torch, torch.distributed' 2>/dev/null && have_torch=1
+
+# ---------------------------------------------------------------- the machine
+
+machine=$("$B/machine" 2>"$TMP/machine.err") || die "bench/machine failed: $(cat "$TMP/machine.err")"
+key() { echo "$machine" | bench_key "$1"; }
+kernels=$(key kernels)
+if [ "$(key blas)" != built-in ]; then
+    export OPENBLAS_CORETYPE=$kernels # the same kernels for libdt and PyTorch
+fi
+export DT_QUIET=1 # libdt's line about the kernels is in the header, once
+cores=$(key cores)
+t2=$((cores < 2 ? cores : 2)) t4=$((cores < 4 ? cores : 4))
+
+# ---------------------------------------------------------------- measurements
+
+declare -A V # name -> one value per round, space-separated
+add() { V[$1]="${V[$1]:-} $2"; }
+
+dtbench() { # size ranks backend iters warmup column [--shared]
+    local out
+    out=$("$BUILD/bin/dtbench" allreduce -b "$1" -e "$1" -n "$2" --backend "$3" --iters "$4" \
+        --warmup "$5" --csv ${7:-}) || die "dtbench allreduce -b $1 -n $2 --backend $3 failed"
+    [ "$(echo "$out" | bench_csv 7)" = 0 ] || die "dtbench: wrong results at $1 bytes, N=$2, $3"
+    echo "$out" | bench_csv "$6"
+}
+
+mpi() { # size ranks iters warmup column
+    local out
+    out=$($MPIRUN -np "$2" "$B/mpi_allreduce" allreduce -b "$1" -e "$1" --iters "$3" \
+        --warmup "$4" 2>"$TMP/mpi.err") || die "OpenMPI failed: $(tail -n 3 "$TMP/mpi.err")"
+    [ "$(echo "$out" | bench_csv 7)" = 0 ] || die "OpenMPI: wrong results at $1 bytes, N=$2"
+    echo "$out" | bench_csv "$5"
+}
+
+json_of() { # field command...: the field of the command's JSON output
+    local f=$1 out
+    shift
+    out=$("$@" 2>"$TMP/cmd.err") || die "failed: $* ($(tail -n 2 "$TMP/cmd.err"))"
+    echo "$out" | bench_json "$f"
+}
+
+MLP="--model mlp:784,1024,1024,10 --data synthetic --batch 64 --steps $STEPS --eval-every 0 --json"
+STEP_DT="$BUILD/bin/dttrain $MLP --lr 0.01 --momentum 0 --threads 1"
+STEP_PT="$PY bench/compute_torch.py --batch 64 --steps $STEPS --lr 0.01"
+DP_DT="$BUILD/bin/dttrain $MLP --lr 0.01 --momentum 0.9"
+DP_PT="$PY bench/ddp_torch.py --batch 64 --steps $STEPS --lr 0.01 --momentum 0.9"
+# The step's matrix products, 2 x batch x (in x out) flop each: forward and
+# weight gradient for every layer, input gradient for all but the first.
+STEP_FLOP=$(awk 'BEGIN { n = split("784 1024 1024 10", w, " "); b = 64
+    for (i = 1; i < n; i++) f += 2 * b * w[i] * w[i + 1] * (i == 1 ? 2 : 3); print f }')
+
+# m NAME command...: runs the command (a function above, or awk) and adds
+# its output to NAME's series; a failure ends the run (the function said why).
+m() {
+    local name=$1 v
+    shift
+    v=$("$@") && [ -n "$v" ] || exit 1
+    add "$name" "$v"
+}
+ratio_of() { awk -v a="$1" -v b="$2" 'BEGIN { print b / a }'; } # b / a
+
+round() {
+    local bw2 bw4 peak
+    bw2=$("$B/membw" --threads "$t2" --csv | bench_csv 3) || exit 1
+    add bw2 "$bw2"
+    bw4=$bw2
+    [ "$t4" != "$t2" ] && { bw4=$("$B/membw" --threads "$t4" --csv | bench_csv 3) || exit 1; }
+    add bw4 "$bw4"
+    m floor64_2 awk -v b="$bw2" 'BEGIN { print b / 4 }'
+    m floor64_4 awk -v b="$bw4" 'BEGIN { print b * 3 / 16 }'
+    peak=$("$B/compute_sgemm" --sizes 1024 --csv | bench_csv 3) || exit 1
+    add peak "$peak"
+    m floor_step awk -v f="$STEP_FLOP" -v p="$peak" 'BEGIN { print f / (p * 1e9) * 1e3 }'
+
+    m ar64_2 dtbench 64M 2 thread 10 3 6
+    [ $have_mpi = 1 ] && m mpi64_2 mpi 64M 2 10 3 6
+    m ar64_4 dtbench 64M 4 thread 5 2 6
+    [ $have_mpi = 1 ] && m mpi64_4 mpi 64M 4 5 2 6
+    m ar4_2 dtbench 4M 2 thread 50 10 6
+    [ $have_mpi = 1 ] && m mpi4_2 mpi 4M 2 50 10 6
+    m proc64_2 dtbench 64M 2 proc 10 3 6
+    m proc64_2s dtbench 64M 2 proc 10 3 6 --shared
+    m lat dtbench 4 2 thread 20000 1000 4
+    [ $have_mpi = 1 ] && m mpi_lat mpi 4 2 20000 1000 4
+
+    # shellcheck disable=SC2086
+    m step json_of step_ms_median $STEP_DT
+    # shellcheck disable=SC2086
+    [ $have_torch = 1 ] && m pt_step json_of step_ms_median $STEP_PT
+    local b s1 s2
+    for b in thread proc; do
+        # shellcheck disable=SC2086
+        s1=$(json_of samples_per_s $DP_DT --ranks 1 --backend $b) || exit 1
+        # shellcheck disable=SC2086
+        s2=$(json_of samples_per_s $DP_DT --ranks 2 --backend $b) || exit 1
+        m dp_$b ratio_of "$s1" "$s2"
+    done
+    if [ $have_torch = 1 ]; then
+        # shellcheck disable=SC2086
+        s1=$(json_of samples_per_s $DP_PT --ranks 1) || exit 1
+        # shellcheck disable=SC2086
+        s2=$(json_of samples_per_s $DP_PT --ranks 2) || exit 1
+        m pt_dp ratio_of "$s1" "$s2"
+    fi
+}
+
+verify=""
+if [ $have_torch = 1 ]; then # the same loss and gradients, before any timing
+    "$BUILD/bin/dttrain" --model mlp:784,1024,1024,10 --data synthetic --batch 64 \
+        --dump "$TMP/step.bin" >/dev/null 2>&1 || die "dttrain --dump failed"
+    verify=$($PY bench/compute_verify.py "$TMP/step.bin" | tail -n 1) ||
+        die "libdt's gradients differ from PyTorch's: $verify"
+fi
+load_before=$(cut -d' ' -f1-3 /proc/loadavg)
+for r in $(seq "$ROUNDS"); do
+    t0=$EPOCHSECONDS
+    round
+    echo "round $r of $ROUNDS: $((EPOCHSECONDS - t0)) s" >&2
+done
+
+# ---------------------------------------------------------------- the table
+
+med() { bench_med ${V[$1]:-}; } # shellcheck disable=SC2086
+fmt() { [ -n "${V[$2]:-}" ] && printf "$1" "$(med "$2")" || printf -- "-"; }
+# The median and range of the per-round ratios of two series A / B, or
+# "-"; with a third argument, without the "x" (a fraction).
+ratio() {
+    [ -n "${V[$1]:-}" ] && [ -n "${V[$2]:-}" ] || { printf -- "-"; return; }
+    local r
+    r=$(bench_ratios "${V[$1]}" "${V[$2]}")
+    printf "%.2f${3:-x} (%s)" "$(echo "$r" | bench_median)" "$(echo "$r" | bench_range)"
+}
+
+# row LABEL UNIT-FORMAT LIBDT PEER TARGET FLOOR FRACTION-OF
+#   FRACTION-OF is "above" when a higher figure is better (fraction =
+#   libdt / floor), "below" for times (fraction = floor / libdt).
+row() {
+    local frac="-" floor="-"
+    if [ -n "$6" ] && [ -n "${V[$6]:-}" ]; then
+        floor=$(fmt "$2" "$6")
+        if [ "$7" = above ]; then frac=$(ratio "$3" "$6" ""); else frac=$(ratio "$6" "$3" ""); fi
+    elif [ -n "$6" ]; then
+        floor=$6
+    fi
+    echo "| $1 | $(fmt "$2" "$3") | $(fmt "$2" "$4") | $(ratio "$3" "$4") | $5 | $floor | $frac |"
+}
+V[two]=$(printf ' 2%.0s' $(seq "$ROUNDS")) # the linear speedup, each round
+
+mpi_v=$(mpirun --version 2>/dev/null | head -n 1 | awk '{ print $NF }')
+torch_v=$($PY -c 'import torch; print(torch.__version__)' 2>/dev/null)
+echo
+echo "**Machine**: $(key cpu) (vendor $(key cpu_vendor), family $(key cpu_family), model" \
+     "$(key cpu_model); $(key cpu_isa)), $cores cores, $(key memory_gib) GiB;" \
+     "$(key blas) with $kernels kernels for libdt and PyTorch" \
+     "(${OPENBLAS_CORETYPE:+OPENBLAS_CORETYPE=$OPENBLAS_CORETYPE; }at libdt's start-up chosen" \
+     "by $(key kernels_by); the set for this CPU's level: $(key cpu_kernels));" \
+     "OpenMPI ${mpi_v:-not installed}; PyTorch ${torch_v:-not installed} ($PY)."
+[ -s "$TMP/machine.err" ] && echo "libdt said at start-up: $(cat "$TMP/machine.err")"
+echo
+echo "**Run**: $(date -u '+%Y-%m-%d %H:%M UTC'); rounds: $ROUNDS, every row in each;" \
+     "$STEPS steps per training run, one thread per rank; load average $load_before before," \
+     "$(cut -d' ' -f1-3 /proc/loadavg) after. Floors from this run's medians: memory copy" \
+     "$(fmt %.1f bw2) GB/s ($t2 threads)$([ "$t4" != "$t2" ] && echo ", $(fmt %.1f bw4) GB/s ($t4)")," \
+     "sgemm $(fmt %.1f peak) GFLOP/s (n = 1024, one thread). Checks: every allreduce" \
+     "result exact$([ $have_mpi = 1 ] && echo ", libdt's and OpenMPI's")${verify:+; $verify}."
+echo
+echo "| figure | libdt | peer | libdt / peer, median (range) | target | floor | libdt / floor |"
+echo "|---|---:|---:|---:|---|---:|---:|"
+row "allreduce busbw GB/s, 64 MiB, N=2, thread (peer: OpenMPI)" %.2f ar64_2 mpi64_2 ">= 4x, >= 0.85 of floor" floor64_2 above
+row "allreduce busbw GB/s, 64 MiB, N=4, thread (peer: OpenMPI)" %.2f ar64_4 mpi64_4 ">= 4x, >= 0.85 of floor" floor64_4 above
+row "allreduce busbw GB/s, 4 MiB, N=2, thread (peer: OpenMPI)" %.2f ar4_2 mpi4_2 ">= 2.5x" "in cache" above
+row "allreduce busbw GB/s, 64 MiB, N=2, proc, private buffers (peer: OpenMPI)" %.2f proc64_2 mpi64_2 ">= 2x" floor64_2 above
+row "allreduce busbw GB/s, 64 MiB, N=2, proc, dt_alloc_shared (peer: OpenMPI)" %.2f proc64_2s mpi64_2 ">= 4x" floor64_2 above
+row "allreduce time us, 4 bytes, N=2, thread (peer: OpenMPI; lower is better)" %.3f lat mpi_lat "-" "" below
+row "MLP step ms, dttrain defaults (peer: PyTorch; lower is better)" %.2f step pt_step "<= 0.85x" floor_step below
+row "data parallel, 2 ranks / 1, thread (peer: PyTorch DDP, gloo)" %.2fx dp_thread pt_dp ">= 1.8x (libdt)" two above
+row "data parallel, 2 ranks / 1, proc (peer: PyTorch DDP, gloo)" %.2fx dp_proc pt_dp ">= 1.8x (libdt)" two above

@@ -1,0 +1,20 @@
+/* dt/dt.h - all of libdt in one include, for programs that use many
+ * layers (the tools, a lab's driver). Library code includes the one header
+ * of each layer it uses instead, so that the include lines show which
+ * layers a file depends on, and each layer only the ones below it.
+ * The build checks that this file includes every public header. */
+#ifndef DT_DT_H
+#define DT_DT_H
+
+#include "dt/core.h"
+#include "dt/comm.h"
+#include "dt/tensor.h"
+#include "dt/nn.h"
+#include "dt/optim.h"
+#include "dt/data.h"
+#include "dt/metrics.h"
+#include "dt/sched.h"
+#include "dt/sim.h"
+#include "dt/train.h"
+
+#endif

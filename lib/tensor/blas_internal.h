@@ -1,0 +1,21 @@
+/* blas_internal.h - what the tensor layer's BLAS files share (not public). */
+#ifndef DT_BLAS_INTERNAL_H
+#define DT_BLAS_INTERNAL_H
+
+#include "dt/tensor.h"
+
+/* What the start-up check (blas_startup.c) found, before main. Written once
+ * by its constructor while the process has one thread, read-only after:
+ * process state, the same for every rank. */
+typedef struct {
+    dt_blas_chooser chosen_by;
+    char blas_choice[24]; /* OpenBLAS's own choice, where known */
+    char error[200];      /* an invalid DT_BLAS_KERNELS, DT_QUIET, ...; "" */
+} dt_blas_startup_state;
+
+const dt_blas_startup_state *dt_blas_startup(void);
+
+/* Sets OpenBLAS's thread count from DT_BLAS_THREADS, once per process. */
+void dt_blas_init_once(void);
+
+#endif
