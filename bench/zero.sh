@@ -32,18 +32,23 @@
 # per rank. Quote figures only from a quiet machine (the load average is
 # printed before and after).
 #
-#   bash bench/zero.sh                (make bench runs it; BUILD picks the build)
+#   bash bench/zero.sh                (make bench-zero runs it; BUILD picks the build)
 #   ROUNDS=7 STEPS=100 BACKEND=thread bash bench/zero.sh
 set -u
 cd "$(dirname "$0")/.."
-BUILD=${BUILD:-build}
-ROUNDS=${ROUNDS:-3}
-STEPS=${STEPS:-60}
+. bench/lib.sh
+bench_settings 3 60
 BACKEND=${BACKEND:-proc}
-PY=/usr/bin/python3
-export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 DT_BLAS_THREADS=1
+PY=${PY:-/usr/bin/python3}
 
-make --no-print-directory -s BUILD="$BUILD" "$BUILD/bin/dttrain" >/dev/null || exit 1
+make --no-print-directory -s BUILD="$BUILD" "$BUILD/bin/dttrain" "$BUILD/bench/machine" >/dev/null ||
+    exit 1
+# the same OpenBLAS kernels for libdt and PyTorch (bench/table.sh does the same)
+machine=$("$BUILD/bench/machine" 2>/dev/null) || { echo "bench/machine failed" >&2; exit 1; }
+if [ "$(echo "$machine" | bench_key blas)" != built-in ]; then
+    export OPENBLAS_CORETYPE=$(echo "$machine" | bench_key kernels)
+fi
+export DT_QUIET=1
 DT="$BUILD/bin/dttrain --model mlp:784,1024,1024,10 --data synthetic --batch 64 --steps $STEPS \
     --optim adamw --lr 0.001 --eval-every 0 --json --ranks 2 --backend $BACKEND"
 TORCH="$PY bench/zero_torch.py --batch 64 --steps $STEPS --lr 0.001 --ranks 2"
@@ -54,17 +59,15 @@ if ! $PY -c 'import torch, torch.distributed' 2>/dev/null; then
     echo "PyTorch: not installed for $PY (apt install python3-torch): libdt alone"
 fi
 
-field() { sed -n "s/.*\"$1\": \([0-9.e+-]*\).*/\1/p"; }
-median() { sort -g | awk '{v[NR]=$1} END {print (NR%2) ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}'; }
 declare -A runs cpus states rss
 run() { # name command...: appends samples/s, CPU ms, model states and RSS of rank 0
     local name=$1 j
     shift
     j=$("$@") || { echo "$name: failed: $*"; exit 1; }
-    runs[$name]="${runs[$name]:-} $(echo "$j" | field samples_per_s)"
-    cpus[$name]="${cpus[$name]:-} $(echo "$j" | field step_cpu_ms_median)"
-    states[$name]="${states[$name]:-} $(echo "$j" | field states_peak_bytes)$(echo "$j" | field states_bytes)"
-    rss[$name]="${rss[$name]:-} $(echo "$j" | field rss_peak_kb)"
+    runs[$name]="${runs[$name]:-} $(echo "$j" | bench_json samples_per_s)"
+    cpus[$name]="${cpus[$name]:-} $(echo "$j" | bench_json step_cpu_ms_median)"
+    states[$name]="${states[$name]:-} $(echo "$j" | bench_json states_peak_bytes)$(echo "$j" | bench_json states_bytes)"
+    rss[$name]="${rss[$name]:-} $(echo "$j" | bench_json rss_peak_kb)"
 }
 
 names=(dt_ddp dt_zero1 dt_zero2 dt_zero3 dt_fsdp)
@@ -99,11 +102,6 @@ for r in $(seq "$ROUNDS"); do
     echo "$line samples/s"
 done
 
-med() { echo "$1" | tr ' ' '\n' | grep . | median; }
-# Per-round ratios y/x of two lists of values in round order.
-ratios() { paste <(echo "$1" | tr ' ' '\n' | grep .) <(echo "$2" | tr ' ' '\n' | grep .) |
-    awk '{ printf "%.6f\n", $2 / $1 }'; }
-spread() { sort -g | awk '{ v[NR] = $1 } END { printf "%.2f-%.2f", v[1], v[NR] }'; }
 ref=pt_zero1
 echo
 echo "samples/s, CPU ms/step, model states and peak RSS: medians over rounds; the ratio to"
@@ -114,12 +112,12 @@ for i in "${!names[@]}"; do
     k=${names[$i]}
     ratio="-" range="-"
     if [ $have_torch = 1 ]; then
-        ratio=$(printf "%.2fx" "$(ratios "${runs[$ref]}" "${runs[$k]}" | median)")
-        range=$(ratios "${runs[$ref]}" "${runs[$k]}" | spread)
+        ratio=$(printf "%.2fx" "$(bench_ratios "${runs[$k]}" "${runs[$ref]}" | bench_median)")
+        range=$(bench_ratios "${runs[$k]}" "${runs[$ref]}" | bench_range)
     fi
-    printf "%-40s %9.0f %9s %11s %11.2f %11.2f %11.1f\n" "${labels[$i]}" "$(med "${runs[$k]}")" \
-        "$ratio" "$range" "$(med "${cpus[$k]}")" "$(echo "$(med "${states[$k]}") / 1000000" | bc -l)" \
-        "$(echo "$(med "${rss[$k]}") / 1024" | bc -l)"
+    printf "%-40s %9.0f %9s %11s %11.2f %11.2f %11.1f\n" "${labels[$i]}" "$(bench_med ${runs[$k]})" \
+        "$ratio" "$range" "$(bench_med ${cpus[$k]})" "$(echo "$(bench_med ${states[$k]}) / 1000000" | bc -l)" \
+        "$(echo "$(bench_med ${rss[$k]}) / 1024" | bc -l)"
 done
 echo "(target: libdt at least 1.5x PyTorch's samples/s at equal or lower memory per rank;"
 echo " model states: libdt's PARAM + GRAD + OPTIM peaks over the training, PyTorch's"
