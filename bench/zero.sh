@@ -27,7 +27,10 @@
 # peak resident memory (its process: for PyTorch the interpreter and
 # libtorch included). Ratios to PyTorch's ZeRO-1 are taken within each
 # round and the table gives their median and range over rounds: the machine
-# may be shared, and its speed drifts less within a round than across.
+# may be shared, and its speed drifts less within a round than across. On
+# a busy machine the ratio of CPU time per step (a rank's thread for libdt,
+# its process with gloo's threads for PyTorch) is what a quiet machine
+# with a core per rank would give.
 # Target: libdt at least 1.5x PyTorch's samples/s at equal or lower memory
 # per rank. Quote figures only from a quiet machine (the load average is
 # printed before and after).
@@ -104,19 +107,24 @@ done
 
 ref=pt_zero1
 echo
-echo "samples/s, CPU ms/step, model states and peak RSS: medians over rounds; the ratio to"
-echo "PyTorch's ZeRO-1: the median of each round's ratio (its range after it)"
-printf "%-40s %9s %9s %11s %11s %11s %11s\n" "" "samples/s" "ratio" "range" "CPU ms/step" \
-    "states MB" "RSS MB"
+echo "samples/s, CPU ms/step, model states and peak RSS: medians over rounds; the ratios to"
+echo "PyTorch's ZeRO-1 (samples/s over its samples/s; its CPU time per step over this one's):"
+echo "the median of each round's ratio (the range of the first after it)"
+printf "%-40s %9s %7s %11s %11s %9s %9s %7s\n" "" "samples/s" "ratio" "range" "CPU ms/step" \
+    "CPU ratio" "states MB" "RSS MB"
 for i in "${!names[@]}"; do
     k=${names[$i]}
-    ratio="-" range="-"
+    ratio="-" range="-" cratio="-"
     if [ $have_torch = 1 ]; then
         ratio=$(printf "%.2fx" "$(bench_ratios "${runs[$k]}" "${runs[$ref]}" | bench_median)")
         range=$(bench_ratios "${runs[$k]}" "${runs[$ref]}" | bench_range)
+        # each rank on a core of its own would step in its CPU time: the ratio a quiet
+        # machine would give
+        cratio=$(printf "%.2fx" "$(bench_ratios "${cpus[$ref]}" "${cpus[$k]}" | bench_median)")
     fi
-    printf "%-40s %9.0f %9s %11s %11.2f %11.2f %11.1f\n" "${labels[$i]}" "$(bench_med ${runs[$k]})" \
-        "$ratio" "$range" "$(bench_med ${cpus[$k]})" "$(echo "$(bench_med ${states[$k]}) / 1000000" | bc -l)" \
+    printf "%-40s %9.0f %7s %11s %11.2f %9s %9.2f %7.1f\n" "${labels[$i]}" \
+        "$(bench_med ${runs[$k]})" "$ratio" "$range" "$(bench_med ${cpus[$k]})" "$cratio" \
+        "$(echo "$(bench_med ${states[$k]}) / 1000000" | bc -l)" \
         "$(echo "$(bench_med ${rss[$k]}) / 1024" | bc -l)"
 done
 echo "(target: libdt at least 1.5x PyTorch's samples/s at equal or lower memory per rank;"
