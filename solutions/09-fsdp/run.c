@@ -270,9 +270,9 @@ static int timing(const char *spec, const char *net, int K)
 /* ------------------------------------------------------------ the figure */
 
 /* Rank 0's modeled regions of the step that started at t0 into rows row
- * (compute) and row + 1 (communication: asynchronous operations, and
- * blocking ones; waits are left out). */
-static int gantt_rows(dt_gantt *g, const char *path, double t0, int row)
+ * (compute: the first `units` regions are the units' forwards, the rest
+ * the layers' backwards) and row + 1 (its asynchronous collectives). */
+static int gantt_rows(dt_gantt *g, const char *path, double t0, int row, int units)
 {
     dt_trace_region *r;
     size_t n;
@@ -284,7 +284,7 @@ static int gantt_rows(dt_gantt *g, const char *path, double t0, int row)
         if (!r[i].modeled || r[i].rank != 0 || e <= s || s < -1e-9)
             continue;
         if (!strcmp(r[i].name, "compute"))
-            dt_gantt_add(g, row, s, e, nf++ ? "backward" : "forward", NULL);
+            dt_gantt_add(g, row, s, e, nf++ < units ? "forward" : "backward", NULL);
         else if (r[i].lane == 1)
             dt_gantt_add(g, row + 1, s, e, r[i].name, NULL);
     }
@@ -310,7 +310,7 @@ static int figure(const char *spec, const char *net, int K, const char *svg)
             if (dt_gantt_create(&g, title, "modeled time (ms)", 4) != DT_OK)
                 goto out;
         }
-        if (gantt_rows(g, trace, j.step_start, 2 * p))
+        if (gantt_rows(g, trace, j.step_start, 2 * p, j.units))
             goto out;
     }
     for (int row = 0; row < 4; row++)
