@@ -339,19 +339,31 @@ int main(int argc, char **argv)
     const char *net = "ib100", *spec = "deep:64,512,8,10", *svg = NULL;
     double a, b;
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--ranks") && i + 1 < argc)
-            K = atoi(argv[++i]);
+        if (!strcmp(argv[i], "--ranks") && i + 1 < argc) {
+            char *end;
+            long v = strtol(argv[++i], &end, 10);
+            if (*argv[i] == '\0' || *end != '\0' || v < 2 || v > 16) {
+                fprintf(stderr, "%s: --ranks '%s': expected an integer in 2..%d\n",
+                        argv[0], argv[i], 16);
+                return 2;
+            }
+            K = (int)v;
+        }
         else if (!strcmp(argv[i], "--net") && i + 1 < argc)
             net = argv[++i];
         else if (!strcmp(argv[i], "--model") && i + 1 < argc)
             spec = argv[++i];
         else if (!strcmp(argv[i], "--svg") && i + 1 < argc)
             svg = argv[++i];
-        else
+        else {
+            fprintf(stderr, "%s: unknown option or missing value: '%s'\n", argv[0], argv[i]);
             return usage(argv[0]), 2;
+        }
     }
-    if (K < 2 || K > 16 || dt_net_parse(net, &a, &b) != DT_OK)
-        return usage(argv[0]), 2;
+    if (dt_net_parse(net, &a, &b) != DT_OK) {
+        fprintf(stderr, "%s: --net '%s': %s\n", argv[0], net, dt_last_error());
+        return 2;
+    }
     if (equivalence(spec, K) || memory(spec, net, K) || timing(spec, net, K))
         return 1;
     if (svg && figure(spec, net, K, svg))
