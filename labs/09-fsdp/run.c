@@ -127,6 +127,7 @@ static dt_result train(job *j, dt_comm *w, dt_model *m, const dt_dataset *d, flo
     DT_CHECK(lab_fsdp_init(&f, w, m, &cfg));
     dt_result r = DT_OK;
     dt_stats s0, s1;
+    double step_s = 0, step_start = 0;
     for (int t = 0; r == DT_OK && t < steps; t++) { /* the last step is measured */
         dt_batch b;
         r = batch(d, m, t, j->K, rank, j->B, x, tok, y, &b);
@@ -139,13 +140,15 @@ static dt_result train(job *j, dt_comm *w, dt_model *m, const dt_dataset *d, flo
             r = lab_fsdp_step(&f, &b, NULL);
         if (r == DT_OK)
             r = dt_comm_stats(w, &s1);
-        j->step_s = dt_clock(w) - c0, j->step_start = c0;
+        step_s = dt_clock(w) - c0, step_start = c0;
+    }
+    if (rank == 0) { /* the job's outputs are rank 0's alone: ranks are threads */
+        j->step_s = step_s, j->step_start = step_start, j->comp_s = 0;
+        for (int i = 0; j->modeled && i < m->num_layers; i++)
+            j->comp_s += fwd[i] + bwd[i];
     }
     if (r == DT_OK && rank == 0)
         report(j, &f, &s0, &s1, alpha, beta);
-    j->comp_s = 0;
-    for (int i = 0; j->modeled && i < m->num_layers; i++)
-        j->comp_s += fwd[i] + bwd[i];
     if (r == DT_OK && j->compare)
         r = lab_fsdp_params(&f, params);
     lab_fsdp_free(&f);
@@ -158,7 +161,8 @@ static dt_result rank_fn(dt_comm *w, void *arg)
     dt_model m = {0};
     dt_dataset d = {0};
     DT_CHECK(dt_model_create_spec(&m, j->spec, 1));
-    j->psi = m.num_params;
+    if (dt_comm_rank(w) == 0)
+        j->psi = m.num_params;
     size_t T = m.kind == DT_MODEL_GPT ? m.max_seq : 1, rows = j->B * T;
     dt_result r = m.kind == DT_MODEL_GPT
                       ? dt_data_sequences(&d, 64 * j->B, T, m.num_classes, 5, 0)
