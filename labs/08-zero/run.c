@@ -1,5 +1,7 @@
 /* run.c - lab 08's program: `make run-lab LAB=08 [ARGS="--ranks 4 --net ib100
- * --svg chapters/figures/08-memory.svg"]`.
+ * --svg chapters/figures/08-memory.svg"]`; the figure goes to --svg PATH,
+ * by default $BUILD/08-memory.svg (make run-lab sets BUILD: build/ unless told
+ * otherwise).
  *
  * Runs your ZeRO (zero.c), stage 0 (data parallelism) to stage 3, on K
  * thread ranks, and prints what confirms the chapter's formulas:
@@ -11,7 +13,7 @@
  *      ring's alpha-beta time of each reduce-scatter and allgather;
  *   3. the paper's example, 7.5 B parameters on 64 devices, from the
  *      formulas (dt_sim_zero_memory) in both conventions;
- * and, with --svg, rank 0's memory over one step of each stage, and of
+ * and, as an SVG, rank 0's memory over one step of each stage, and of
  * the library's FSDP (chapter 09: ZeRO-3 with the next layer's all-gather
  * prefetched, lib/train/fsdp.c) beside them: the model states (PARAM +
  * GRAD + OPTIM) at their highest in each part of the step, read through
@@ -339,13 +341,19 @@ static int figure(const job jobs[5], const char *svg)
 static void usage(const char *prog)
 {
     fprintf(stderr, "usage: %s [--ranks K (2..%d, default 4)] [--net NAME (default ib100)] "
-            "[--model SPEC (default deep:64,512,8,10)] [--svg PATH]\n", prog, MAX_RANKS);
+            "[--model SPEC (default deep:64,512,8,10)]\n"
+            "  [--svg PATH (default $BUILD/08-memory.svg)]\n", prog, MAX_RANKS);
 }
 
 int main(int argc, char **argv)
 {
     int K = 4;
-    const char *net = "ib100", *spec = "deep:64,512,8,10", *svg = NULL;
+    const char *build = getenv("BUILD"); /* where make run-lab builds */
+    if (!build || !*build)
+        build = "build";
+    char svg_default[4096];
+    snprintf(svg_default, sizeof svg_default, "%s/08-memory.svg", build);
+    const char *net = "ib100", *spec = "deep:64,512,8,10", *svg = svg_default;
     double a, b;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--ranks") && i + 1 < argc) {
@@ -381,7 +389,7 @@ int main(int argc, char **argv)
     }
     stages(jobs);
     paper_example();
-    if (svg && figure(jobs, svg))
+    if (figure(jobs, svg))
         return 1;
     return 0;
 }

@@ -1,5 +1,7 @@
 /* run.c - lab 09's program: `make run-lab LAB=09 [ARGS="--ranks 4 --net ib100
- * --svg chapters/figures/09-prefetch.svg"]`.
+ * --svg chapters/figures/09-prefetch.svg"]`; the figure goes to --svg PATH,
+ * by default $BUILD/09-prefetch.svg (make run-lab sets BUILD: build/ unless
+ * told otherwise).
  *
  * Runs your FSDP (fsdp.c) on K thread ranks and prints what confirms the
  * chapter's formulas:
@@ -11,7 +13,7 @@
  *   3. communication and time: bytes per step against 3 psi and 2 psi,
  *      and the modeled step (compute charged from FLOPs) against the
  *      serial sum and the overlapped bound of section 6;
- * and, with --svg, rank 0's step without and with prefetch as a Gantt
+ * and, as an SVG, rank 0's step without and with prefetch as a Gantt
  * chart of the modeled clock, read back from the communicator's trace. */
 #include "fsdp.h"
 #include "dt/metrics.h"
@@ -334,13 +336,19 @@ out:
 static void usage(const char *prog)
 {
     fprintf(stderr, "usage: %s [--ranks K (2..16, default 4)] [--net NAME (default ib100)] "
-            "[--model SPEC (default deep:64,512,8,10)] [--svg PATH]\n", prog);
+            "[--model SPEC (default deep:64,512,8,10)]\n"
+            "  [--svg PATH (default $BUILD/09-prefetch.svg)]\n", prog);
 }
 
 int main(int argc, char **argv)
 {
     int K = 4;
-    const char *net = "ib100", *spec = "deep:64,512,8,10", *svg = NULL;
+    const char *build = getenv("BUILD"); /* where make run-lab builds */
+    if (!build || !*build)
+        build = "build";
+    char svg_default[4096];
+    snprintf(svg_default, sizeof svg_default, "%s/09-prefetch.svg", build);
+    const char *net = "ib100", *spec = "deep:64,512,8,10", *svg = svg_default;
     double a, b;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--ranks") && i + 1 < argc) {
@@ -370,7 +378,7 @@ int main(int argc, char **argv)
     }
     if (equivalence(spec, K) || memory(spec, net, K) || timing(spec, net, K))
         return 1;
-    if (svg && figure(spec, net, K, svg))
+    if (figure(spec, net, K, svg))
         return 1;
     return 0;
 }
