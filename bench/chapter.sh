@@ -3,7 +3,7 @@
 #
 #   bash bench/chapter.sh NN [FIGURES]
 #
-# NN is the chapter (00, 01, 02, 03, 04, 05, 06, 07, 10, 11, 12); without it (as `make bench-chapter`
+# NN is the chapter (00, 01, 02, 03, 04, 05, 06, 07, 08, 09, 10, 11, 12); without it (as `make bench-chapter`
 # runs it) every chapter in turn. Runs the lab's program with
 # each setting the chapter's tables come from, prints each run's output
 # under a heading that names the table it feeds, and writes the chapter's
@@ -20,7 +20,7 @@ nn=${1:-}
 BUILD=${BUILD:-build}
 FIG=${2:-$BUILD/chapters}
 if [ -z "$nn" ]; then
-    for c in 00 01 02 03 04 05 06 07 10 11 12; do
+    for c in 00 01 02 03 04 05 06 07 08 09 10 11 12; do
         bash "$0" "$c" "$FIG"
     done
     exit 0
@@ -107,6 +107,16 @@ case "$nn" in
     table "section 11, every table (the wall clock varies with the machine's load); figure 07-loss"
     run_lab 07 --svg "$FIG/07-loss.svg"
     ;;
+08)
+    table "section 10, every table; the figure 08-memory"
+    run_lab 08 --svg "$FIG/08-memory.svg"
+    ;;
+09)
+    table "section 9, the memory table and the ib100 times"
+    run_lab 09
+    table "section 9, the eth10 times; the figure 09-prefetch"
+    run_lab 09 --net eth10 --svg "$FIG/09-prefetch.svg"
+    ;;
 10)
     table "section 11, every table; the figure 10-loss"
     run_lab 10 --out "$FIG"
@@ -124,7 +134,7 @@ case "$nn" in
     run_lab 12 --net none --out "$BUILD"
     ;;
 *)
-    echo "usage: bash bench/chapter.sh NN [FIGURES]   (NN: 00 01 02 03 04 05 06 07 10 11 12)" >&2
+    echo "usage: bash bench/chapter.sh NN [FIGURES]   (NN: 00 01 02 03 04 05 06 07 08 09 10 11 12)" >&2
     exit 2
     ;;
 esac

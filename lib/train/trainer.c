@@ -98,6 +98,18 @@ dt_result dt_train_compute_end(dt_trainer *t, double modeled_s)
     return DT_OK;
 }
 
+/* The modeled forward of layers [first, last): their entries of
+ * forward_layer_s when given, else forward_s for the whole model. */
+double train_forward_cost(const dt_trainer *t, int first, int last)
+{
+    if (!t->cfg.forward_layer_s)
+        return first == 0 && last == t->model->num_layers ? t->cfg.forward_s : 0;
+    double s = 0;
+    for (int i = first; i < last; i++)
+        s += t->cfg.forward_layer_s[i];
+    return s;
+}
+
 /* ---------------------------------------------------------------- the model's hooks */
 
 /* Micro-batch t->micro's forward and loss. */
@@ -115,7 +127,8 @@ static dt_result model_forward(dt_trainer *t, void *self)
                                    b->tokens ? b->tokens + first : NULL);
     if (r == DT_OK)
         r = dt_model_loss(m, a, b->labels + first, &loss, &correct);
-    dt_result end = dt_train_compute_end(t, t->cfg.forward_s); /* close the region anyway */
+    /* close the region anyway */
+    dt_result end = dt_train_compute_end(t, train_forward_cost(t, 0, m->num_layers));
     DT_CHECK(r);
     DT_CHECK(end);
     t->loss_sum += loss;

@@ -97,6 +97,49 @@ double dt_sim_ckpt_min_recomputed(int L, double M);
  * for L < 1, recomputed outside [0, L] or bwd_over_fwd < 0. */
 double dt_sim_ckpt_overhead(double recomputed, int L, double bwd_over_fwd);
 
+/* ---------------------------------------------------------------- memory (chapters 08, 09)
+ *
+ * The model states of data parallelism and of ZeRO's stages (Rajbhandari,
+ * Rasley, Ruwase and He, "ZeRO: Memory Optimizations Toward Training
+ * Trillion Parameter Models", SC 2020). A convention says what one
+ * parameter costs in bytes: p for the copy the forward and backward read,
+ * g for its gradient, k for the optimizer's state (with mixed precision k
+ * holds the fp32 master copy too). Every figure names its convention:
+ *   the paper's mixed precision with Adam   p = 2, g = 2, k = 12   (16 in all)
+ *   fp32 with Adam (this workbook's labs)   p = 4, g = 4, k = 8    (16 in all)
+ * Buffers, activations and fragmentation are left out, as in the paper. */
+typedef struct {
+    double p, g, k;
+} dt_sim_state_bytes;
+
+dt_sim_state_bytes dt_sim_mixed_precision_adam(void); /* 2, 2, 12 */
+dt_sim_state_bytes dt_sim_fp32_adam(void);            /* 4, 4, 8 */
+
+/* Bytes per device of each part of the model states of psi parameters on
+ * n devices; total is their sum. */
+typedef struct {
+    double params, grads, optim, total;
+} dt_sim_memory;
+
+/* Stage 0 is data parallelism (every state on every device); stage s
+ * partitions the first s of optimizer state, gradients, parameters:
+ *   stage 0   (p + g + k) psi
+ *   stage 1   (p + g) psi + k psi / n
+ *   stage 2   p psi + (g + k) psi / n
+ *   stage 3   (p + g + k) psi / n
+ * A stage outside 0..3, psi < 0, n < 1 or a negative byte count gives
+ * NaN in every field and records why. */
+dt_sim_memory dt_sim_zero_memory(int stage, double psi, int n, dt_sim_state_bytes b);
+
+/* Elements of the parameters' size each device sends per step with ring
+ * collectives, the unit of the paper's section 7: stages 0 to 2 move
+ * 2 psi (n - 1) / n (an allreduce, or a reduce-scatter of the gradients
+ * and an allgather of the parameters), stage 3 3 psi (n - 1) / n (the
+ * parameters gathered for the forward and again for the backward, and a
+ * reduce-scatter of the gradients). Times the element size for bytes. NaN
+ * as above. */
+double dt_sim_zero_comm_elems(int stage, double psi, int n);
+
 #ifdef __cplusplus
 }
 #endif
