@@ -84,6 +84,10 @@ case "$nn" in
     for i in 1 2 3 4 5 6 7 8; do
         run_lab 04 --lr 0.4
     done
+    table "section 3, the stability limit against the staleness (deterministic: no threads)"
+    run_lab 04 --stability
+    table "section 8, lost Hogwild! updates (a race: varies from run to run and with the load)"
+    run_lab 04 --lost-updates
     table "section 9.1, the server's bottleneck: a synchronous round against K on eth10"
     run_lab 04 --net eth10 --compute-ms 0.05 --knee 24
     table "section 11, no straggler"
