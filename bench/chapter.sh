@@ -70,8 +70,10 @@ case "$nn" in
     run_lab 02 -n 6 -net ib100 -max 16M -o "$BUILD/02-busbw-k6.svg" -wall "$BUILD/02-busbw-k6-wall.svg"
     ;;
 03)
-    table "section 10, every table; the figure 03-overlap"
+    table "section 10, every table (memory per rank by tag: table 5); the figure 03-overlap"
     run_lab 03 --svg "$FIG/03-overlap.svg"
+    table "section 5, the worked example on the modeled clock (8 ranks, 100 MB: about 1.8 GB of memory)"
+    run_lab 03 --example
     table "section 10, the same on real data (make run: wall times vary)"
     make -s --no-print-directory run BUILD="$BUILD"
     ;;
@@ -82,6 +84,10 @@ case "$nn" in
     for i in 1 2 3 4 5 6 7 8; do
         run_lab 04 --lr 0.4
     done
+    table "section 3, the stability limit against the staleness (deterministic: no threads)"
+    run_lab 04 --stability
+    table "section 8, lost Hogwild! updates (a race: varies from run to run and with the load)"
+    run_lab 04 --lost-updates
     table "section 9.1, the server's bottleneck: a synchronous round against K on eth10"
     run_lab 04 --net eth10 --compute-ms 0.05 --knee 24
     table "section 11, no straggler"

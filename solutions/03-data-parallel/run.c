@@ -1,5 +1,4 @@
-/* run.c - lab 03's program: `make run-lab LAB=03 [ARGS="--ranks 4 --net eth10
- * --svg chapters/figures/03-overlap.svg"]`.
+/* run.c - lab 03's program: `make run-lab LAB=03 [ARGS="--ranks 4 --net eth10\n * --svg chapters/figures/03-overlap.svg"]`.
  *
  * Runs your DDP (ddp.c) and prints the measurements that confirm the
  * chapter's formulas:
@@ -9,7 +8,13 @@
  *      takes 2 (K-1) (alpha + 4P / (K beta)) of modeled time;
  *   3. buckets and overlap: modeled step time without and with overlap,
  *      against T_fwd + T_bwd + T_comm and T_fwd + max(T_bwd, T_comm);
- *   4. accumulation: allreduces and modeled time per global batch.
+ *   4. accumulation: allreduces and modeled time per global batch;
+ *   5. memory per rank by tag (the library's accounting, dt_mem): the
+ *      parameters, gradients and momentum are 4P bytes each whatever K,
+ *      only the activations shrink with the batch per rank.
+ * With --example it runs only the worked example of section 5: one
+ * allreduce of a 25 M-parameter model's gradient (100 MB) on 8 ranks, on
+ * NVLink, InfiniBand 100 Gb/s and 10 Gb Ethernet, against the formula.
  * With --svg it also draws rank 0's last step, without and with overlap,
  * as a Gantt chart of the modeled clock (compute and bucket allreduces),
  * read back from the communicator's trace. Collectives run the ring
@@ -30,12 +35,13 @@
 #define DEVICE_FLOPS 30e9       /* the modeled device: 30 GFLOP/s */
 
 typedef struct {
-    const char *net;
+    const char *net, *spec; /* network; model (SPEC unless another) */
     int K;
     lab_ddp_mode mode;
     size_t bucket_bytes, micro_B;
     int micro_steps, steps;
     int modeled;            /* charge FLOP-modeled compute time */
+    int allreduce_only;     /* no step: one lab_ddp_allreduce_flat */
     const char *trace;      /* the communicator's trace file, or NULL */
     /* per rank, out */
     struct {
@@ -44,6 +50,7 @@ typedef struct {
         int buckets;
         float *params;      /* rank 0: a copy of its final parameters */
         uint64_t digest;    /* of the final parameters */
+        dt_mem_stats mem;   /* the rank's accounting at the end (peaks per tag) */
     } out[MAX_RANKS];
 } job;
 
@@ -100,7 +107,7 @@ static dt_result rank_fn(dt_comm *world, void *arg)
     size_t *idx = malloc(rows * sizeof *idx);
     dt_result r = x && y && idx ? DT_OK : dt_fail(DT_ERR_NOMEM, "run: batch");
     if (r == DT_OK) /* different seeds: the broadcast makes them one model */
-        r = dt_model_create_spec(&m, SPEC, 1 + (uint64_t)rank);
+        r = dt_model_create_spec(&m, j->spec ? j->spec : SPEC, 1 + (uint64_t)rank);
     if (r == DT_OK && m.num_layers > 64)
         r = dt_fail(DT_ERR_INVALID_ARG, "run: too many layers");
     if (r == DT_OK)
@@ -109,7 +116,15 @@ static dt_result rank_fn(dt_comm *world, void *arg)
         r = lab_ddp_init(&d, world, &m, j->mode, j->bucket_bytes, &cfg, j->modeled ? &cost : NULL);
     if (r != DT_OK)
         goto out;
-    for (int t = 0; r == DT_OK && t < j->steps; t++) {
+    if (j->allreduce_only) { /* the gradient as the backward left it: zeros, same cost */
+        double t0 = dt_clock(world);
+        r = dt_comm_stats_reset(world);
+        if (r == DT_OK)
+            r = lab_ddp_allreduce_flat(&d, 1.0f / (float)K);
+        j->out[rank].step_start = t0;
+        j->out[rank].step_s = dt_clock(world) - t0;
+    }
+    for (int t = 0; r == DT_OK && !j->allreduce_only && t < j->steps; t++) {
         double t0 = dt_clock(world);
         r = dt_comm_stats_reset(world);
         if (r == DT_OK)
@@ -129,6 +144,7 @@ static dt_result rank_fn(dt_comm *world, void *arg)
     j->out[rank].comp_s = j->modeled ? cost.forward_s * j->micro_steps : 0;
     for (int i = 0; j->modeled && i < m.num_layers; i++)
         j->out[rank].comp_s += bwd[i] * j->micro_steps;
+    dt_mem_stats_get(&j->out[rank].mem);
     j->out[rank].digest = digest(m.params, m.num_params);
     if (r == DT_OK && rank == 0 && (j->out[0].params = malloc(m.num_params * sizeof(float))))
         memcpy(j->out[0].params, m.params, m.num_params * sizeof(float));
@@ -278,6 +294,99 @@ static int accumulation(const char *net, int K)
     return 0;
 }
 
+/* ------------------------------------------------------------ 5. memory per rank */
+
+/* The activations the library's reference path keeps for a batch of B
+ * rows of an MLP, in floats: its input, every layer's output, two
+ * ping-pong buffers of the widest layer for the backward, the softmax's
+ * probabilities. */
+static double act_floats(const dt_model *m, size_t B)
+{
+    double sum = (double)m->layers[0].in_width, maxw = sum;
+    for (int i = 0; i < m->num_layers; i++) {
+        sum += (double)m->layers[i].out_width;
+        maxw = fmax(maxw, (double)m->layers[i].out_width);
+    }
+    return (double)B * (sum + 2 * maxw + (double)m->num_classes);
+}
+
+/* Section 1's table measured: each rank's peak bytes per tag after two
+ * steps (FLAT, SGD with momentum), one rank with the global batch against
+ * K ranks with a K-th of it each. Predicted: 4P bytes each for the
+ * parameters, the gradients and the momentum, whatever K; the activations
+ * of the rank's own batch (act_floats); the ring allreduce's scratch, two
+ * blocks of n/K (none on one rank). */
+static int memory_table(int K)
+{
+    static const char *specs[] = {SPEC, "mlp:64,512,512,10"};
+    const size_t global = 128;
+    printf("\n5. Memory per rank by tag (peak bytes, the library's accounting), global batch "
+           "%zu, SGD momentum\n", global);
+    printf("   %-18s %-2s %-5s %8s %8s %8s %8s %8s %8s | %8s %8s %8s | %s\n", "model", "K",
+           "batch", "param", "grad", "optim", "act", "comm", "other", "4P", "act", "2n/K",
+           "ranks alike");
+    for (size_t s = 0; s < sizeof specs / sizeof specs[0]; s++) {
+        dt_model m = {0};
+        if (dt_model_create_spec(&m, specs[s], 1) != DT_OK)
+            return -1;
+        double n = 4.0 * (double)m.num_params;
+        for (int i = 0; i < 2; i++) {
+            int k = i ? K : 1;
+            size_t B = global / (size_t)k;
+            job j = base("none", k, LAB_DDP_FLAT, 0, B, 1);
+            j.spec = specs[s], j.modeled = 0;
+            if (run_job(&j))
+                return dt_model_free(&m), -1;
+            const size_t *pk = j.out[0].mem.peak;
+            int alike = 1;
+            for (int r = 1; r < k; r++)
+                alike &= memcmp(j.out[r].mem.peak, pk, sizeof j.out[r].mem.peak) == 0;
+            printf("   %-18s %-2d %-5zu", specs[s], k, B);
+            for (int t = DT_MEM_PARAM; t <= DT_MEM_OTHER; t++)
+                printf(" %5.2f MB", (double)pk[t] / 1e6);
+            printf(" | %5.2f MB %5.2f MB %5.2f MB | %s\n", n / 1e6, 4 * act_floats(&m, B) / 1e6,
+                   k > 1 ? 2 * n / k / 1e6 : 0.0, alike ? "yes" : "NO");
+            free(j.out[0].params);
+        }
+        dt_model_free(&m);
+    }
+    printf("   (rank 0's peaks. optim: the momentum, P floats; comm: the communicator's "
+           "scratch;\n   other: this program's data set, 2048 samples of 64 features)\n");
+    return 0;
+}
+
+/* ------------------------------------------------------------ --example */
+
+/* Section 5's worked example on the modeled clock: one allreduce of the
+ * gradient of a 25 M-parameter model (a single linear layer 4999 -> 5000:
+ * 4999 x 5000 weights + 5000 biases = 25,000,000 floats, n = 100 MB) on 8
+ * ranks, by the lab's lab_ddp_allreduce_flat, against
+ * T_ring = 2(K-1)(alpha + n/(K beta)). */
+static int worked_example(void)
+{
+    static const char *nets[] = {"nvlink", "ib100", "eth10"};
+    const int K = 8;
+    const char *spec = "mlp:4999,5000";
+    printf("Section 5's worked example: one allreduce of a 25 M-parameter model's gradient "
+           "(%s),\nn = 100 MB, on %d ranks (ring), modeled clock\n", spec, K);
+    printf("   %-7s %7s %12s %16s %16s %16s\n", "network", "alpha", "beta", "bytes sent/rank",
+           "T_comm modeled", "2(K-1)(a+n/Kb)");
+    for (size_t i = 0; i < sizeof nets / sizeof nets[0]; i++) {
+        dt_net link;
+        if (dt_net_link(nets[i], &link) != DT_OK)
+            return -1;
+        job j = base(nets[i], K, LAB_DDP_FLAT, 0, 1, 1);
+        j.spec = spec, j.modeled = 0, j.allreduce_only = 1;
+        if (run_job(&j))
+            return -1;
+        printf("   %-7s %4.1f us %6.2f GB/s %16llu %13.3f ms %13.3f ms\n", nets[i],
+               link.alpha * 1e6, link.beta / 1e9, (unsigned long long)j.out[0].bytes,
+               job_step_s(&j) * 1e3, dt_net_ring_allreduce(&link, 100e6, K) * 1e3);
+        free(j.out[0].params);
+    }
+    return 0;
+}
+
 /* ------------------------------------------------------------ the figure */
 
 /* Adds rank 0's regions of the step that started at t0 from a trace file
@@ -350,7 +459,8 @@ out:
 static void usage(const char *prog)
 {
     fprintf(stderr, "usage: %s [--ranks K (2..%d, default 4)] [--net NAME (default eth10)] "
-            "[--svg PATH]\n", prog, MAX_RANKS);
+            "[--svg PATH]\n       %s --example   (only section 5's worked example: 8 ranks, "
+            "100 MB, about 1.8 GB of memory)\n", prog, MAX_RANKS, prog);
 }
 
 int main(int argc, char **argv)
@@ -365,6 +475,8 @@ int main(int argc, char **argv)
             net = argv[++i];
         else if (strcmp(argv[i], "--svg") == 0 && i + 1 < argc)
             svg = argv[++i];
+        else if (strcmp(argv[i], "--example") == 0 && argc == 2)
+            return worked_example() ? 1 : 0;
         else {
             usage(argv[0]);
             return 2;
@@ -374,7 +486,8 @@ int main(int argc, char **argv)
         usage(argv[0]);
         return 2;
     }
-    if (equivalence() || flat_cost(net, K) || overlap_table(net, K) || accumulation(net, K))
+    if (equivalence() || flat_cost(net, K) || overlap_table(net, K) || accumulation(net, K) ||
+        memory_table(K))
         return 1;
     if (svg && figure(net, K, svg))
         return 1;
