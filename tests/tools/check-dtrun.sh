@@ -56,9 +56,13 @@ dtrun_gone() { gone "$dtrun_pid"; }
 
 # Ranks that record their pid and wait; they never join the job, so its
 # segment keeps its name until dtrun removes it.
+# dtrun keeps a signal ignored that was ignored when it started (as a shell
+# ignores SIGINT for a background job, and so for this script when it runs
+# in the background): the job starts with the three signals at their
+# defaults, so that the test sees what a user who presses Ctrl-C sees.
 start_job() { # ranks
     rm -f "$work"/pid.*
-    "$dtrun" -n "$1" sh -c 'echo $$ >"$0/pid.$RANK"; exec sleep 120' "$work" \
+    env --default-signal=INT,TERM,HUP "$dtrun" -n "$1" sh -c 'echo $$ >"$0/pid.$RANK"; exec sleep 120' "$work" \
         >"$work/out" 2>&1 &
     dtrun_pid=$!
     within 30 ranks_started "$1"
