@@ -140,6 +140,8 @@ GRADER_OBJ := $(BUILD)/obj/tests/grader/test_main.o
 UNIT_SRCS  := $(sort $(wildcard tests/lib/*.c))
 UNIT_OBJS  := $(UNIT_SRCS:%.c=$(BUILD)/obj/%.o)
 UNIT_GRADE := $(BUILD)/tests/lib/grade
+MPI_TEST_SRCS := $(sort $(wildcard tests/mpi/*.c))
+MPI_GRADE  := $(BUILD)/tests/mpi/grade
 FIXTURE_SRCS := $(sort $(wildcard tests/grader/fixtures/*.c))
 FIXTURE    := $(if $(FIXTURE_SRCS),$(BUILD)/tests/grader/fixtures/grade)
 
@@ -204,6 +206,13 @@ $(DTGRADE): $(DTGRADE_SRCS) $(wildcard tools/dtgrade/*.h) $(IDENTITY)
 	$(Q)$(CC) $(BASE_CFLAGS) $(DTGRADE_SRCS) -o $@
 
 $(UNIT_GRADE): $(UNIT_OBJS) $(GRADER_OBJ) $(LIBDT) $(IDENTITY)
+	@mkdir -p $(dir $@)
+	$(call step,LINK,$@)
+	$(LINK)
+
+# The mpi backend's tests (tests/mpi/run.sh runs them under mpirun).
+$(BUILD)/obj/tests/mpi/%.o: CFLAGS += -Itests/lib
+$(MPI_GRADE): $(MPI_TEST_SRCS:%.c=$(BUILD)/obj/%.o) $(GRADER_OBJ) $(LIBDT) $(IDENTITY)
 	@mkdir -p $(dir $@)
 	$(call step,LINK,$@)
 	$(LINK)
@@ -306,6 +315,11 @@ stress:
 # The unit tests of libdt, run in-process (dtgrade runs them isolated).
 unit: $(UNIT_GRADE)
 	$(UNIT_GRADE)
+
+# The communicator's tests on the mpi backend, under mpirun -np 2 and 4
+# (skipped, saying why, where MPI is not there or libdt was built without it).
+test-mpi: $(MPI_GRADE)
+	@env -u MAKEFLAGS MPI_BUILT="$(if $(MPICC_OK),yes)" tests/mpi/run.sh $(MPI_GRADE)
 
 # The project's own suite: see tests/grader/suite.sh.
 test:
@@ -420,7 +434,7 @@ endif
 clean:
 	rm -rf $(BUILD)
 
-.PHONY: all lab-bins headers run run-lab check stress unit test bench bench-progs dist-student gradescope gpu deps clean help
+.PHONY: all lab-bins headers run run-lab check stress unit test test-mpi bench bench-progs dist-student gradescope gpu deps clean help
 .DELETE_ON_ERROR:
 # Objects between a source and a program are kept (make would delete them
 # as intermediate files, and rebuild them next time).

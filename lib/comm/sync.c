@@ -2,6 +2,7 @@
  * per rank. */
 #include "sync.h"
 
+#include "mpi.h"
 #include "wait.h"
 
 #include <string.h>
@@ -33,6 +34,8 @@ static int all_stamped(const void *arg)
 dt_result dt_sync_exchange(dt_call *call, const dt_rec *mine, const dt_rec **all)
 {
     dt_comm *c = call->comm;
+    if (dt_mpi_job(c->rc->job))
+        return dt_mpi_exchange(call, mine, all);
     uint32_t g = c->sync_gen[call->lane];
     dt_rec *rec = c->sh->rec[call->lane][g & 1], *slot = &rec[c->rank];
     memcpy(&slot->u, &mine->u, sizeof slot->u);

@@ -58,6 +58,9 @@ dt_result dt_win_allocate(dt_comm *comm, size_t bytes, void **base, dt_win **win
         return dt_fail(DT_ERR_INVALID_ARG, "dt_win_allocate: %s is NULL", base ? "win" : "base");
     *base = NULL;
     *win = NULL;
+    if (comm->rc->job->backend == DT_BACKEND_MPI)
+        return dt_fail(DT_ERR_UNSUPPORTED, "dt_win_allocate: the mpi backend's ranks are "
+                       "processes that share no memory; use the thread or proc backend");
     if (bytes == 0 || bytes > SIZE_MAX / 4)
         return dt_fail(DT_ERR_INVALID_ARG, "dt_win_allocate: bad size %zu bytes", bytes);
     dt_job *job = comm->rc->job;
