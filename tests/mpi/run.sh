@@ -20,10 +20,11 @@ flags=(--oversubscribe --bind-to none)
 # A test's own timeouts catch a hang inside libdt; this one catches the rest.
 limit=${MPI_TEST_LIMIT:-300}
 export DT_QUIET=1 OMPI_MCA_btl_vader_single_copy_mechanism=none
+names=$("$grade" --list | cut -f2) || { echo "test-mpi: $grade --list failed"; exit 1; }
 failed=0
 for np in $nps; do
     pass=0 fail=0
-    for name in $("$grade" --list | cut -f2); do
+    for name in $names; do
         log=$(mktemp)
         if timeout -k 5 "$limit" mpirun "${flags[@]}" -np "$np" "$grade" --run "$name" >"$log" 2>&1; then
             pass=$((pass + 1))

@@ -5,7 +5,7 @@
  * to the other processes), against the serial reference on exact data and,
  * bit for bit, against the thread backend run in the same process with the
  * same algorithm (the same order of reduction). */
-#include "test_comm_util.h"
+#include "mpi_test.h"
 
 #include "dt/net.h"
 
@@ -24,10 +24,10 @@ static int job_var(const char *ompi, const char *pmi)
     return atoi(s);
 }
 
-static int job_size(void) { return job_var("OMPI_COMM_WORLD_SIZE", "PMI_SIZE"); }
-static int job_rank(void) { return job_var("OMPI_COMM_WORLD_RANK", "PMI_RANK"); }
+int mt_job_size(void) { return job_var("OMPI_COMM_WORLD_SIZE", "PMI_SIZE"); }
+int mt_job_rank(void) { return job_var("OMPI_COMM_WORLD_RANK", "PMI_RANK"); }
 
-static dt_launch_opts mpi_opts(int n, dt_algo algo, double timeout_s)
+dt_launch_opts mt_opts(int n, dt_algo algo, double timeout_s)
 {
     dt_launch_opts o = tc_opts(n, algo);
     o.backend = DT_BACKEND_MPI;
@@ -95,8 +95,8 @@ static dt_result sweep_rank(dt_comm *c, void *arg)
 {
     int *ran = arg;
     ++*ran;
-    EXPECT(dt_comm_rank(c) == job_rank(), "rank %d runs in the process of MPI rank %d",
-           dt_comm_rank(c), job_rank());
+    EXPECT(dt_comm_rank(c) == mt_job_rank(), "rank %d runs in the process of MPI rank %d",
+           dt_comm_rank(c), mt_job_rank());
     for (int k = 0; k < TC_LEN(counts); k++)
         for (int d = 0; d < TC_LEN(tc_dtypes); d++) {
             for (int op = 0; op < DT_NUM_REDOPS; op++)
@@ -109,15 +109,15 @@ static dt_result sweep_rank(dt_comm *c, void *arg)
 
 TEST_T(mpi_every_collective_every_algorithm, 3, 240)
 {
-    int p = job_size();
+    int p = mt_job_size();
     for (int n = 1; n <= p; n++)
         for (int a = 0; a < TC_LEN(tc_algos); a++) {
-            dt_launch_opts o = mpi_opts(n, tc_algos[a], 20);
+            dt_launch_opts o = mt_opts(n, tc_algos[a], 20);
             int ran = 0;
             dt_result r = dt_launch(&o, sweep_rank, &ran);
             EXPECT(r == DT_OK, "%d ranks, %s: %s", n, dt_algo_name(tc_algos[a]), dt_last_error());
-            EXPECT(ran == (job_rank() < n), "the function ran %d times in the process of MPI "
-                   "rank %d, in a launch of %d ranks", ran, job_rank(), n);
+            EXPECT(ran == (mt_job_rank() < n), "the function ran %d times in the process of MPI "
+                   "rank %d, in a launch of %d ranks", ran, mt_job_rank(), n);
         }
 }
 
@@ -192,7 +192,7 @@ static dt_result bits_mpi_rank(dt_comm *c, void *arg)
 
 TEST_T(mpi_bits_clock_and_stats_equal_the_thread_backend, 3, 120)
 {
-    int p = job_size();
+    int p = mt_job_size();
     for (int n = 2; n <= p; n++) {
         bits_arg a = {malloc(sizeof(float) * BITS_COUNT * (size_t)n),
                       calloc((size_t)n, sizeof(double)), calloc((size_t)n, sizeof(dt_stats))};
