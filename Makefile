@@ -169,6 +169,14 @@ SAN_SCALE := $(if $(DT_TIMEOUT_SCALE),,$(if $(filter address,$(SAN)),3,$(if $(fi
 # ThreadSanitizer runs of race-sensitive tests.
 OFFICIAL ?= $(if $(wildcard tests/official/.),tests/official,labs)
 RACE    ?= 1
+# BACKEND=thread|proc|mpi: the backend of every launch that takes it from
+# DT_BACKEND. With mpi each test runs under `mpirun -np MPI_NP` (the most
+# ranks a test launches; tests/grader/test_main.c), and the race-sensitive
+# tests' ThreadSanitizer runs are left out (MPI is not instrumented).
+BACKEND ?=
+MPI_NP  ?= 8
+CHECK_ENV := $(if $(BACKEND),DT_BACKEND=$(BACKEND)) $(if $(filter mpi,$(BACKEND)),DT_MPI_NP=$(MPI_NP))
+CHECK_RACE := $(if $(filter mpi,$(BACKEND)),0,$(RACE))
 
 all: $(LIBDT) $(TOOLS) $(UNIT_GRADE) $(FIXTURE) lab-bins headers $(BENCH_PROGS)
 
@@ -297,8 +305,9 @@ run-lab:
 # grades them all: see tests/grader/check.sh. Exits 0 whatever the score.
 check:
 	@test -n "$(SEL_LABS)" || { echo "check: LAB=$(LAB) names no lab (labs: $(LABS))"; exit 2; }
+	@test "$(BACKEND)" != mpi -o -n "$(MPICC_OK)" || { echo "check: BACKEND=mpi needs libdt built with MPI (mpicc found, MPI not 0, no SAN)"; exit 2; }
 	@env -u MAKEFLAGS -u MAKELEVEL -u MFLAGS DT_QUIET=1 MAKE="$(MAKE)" BUILD=$(BUILD) SAN=$(SAN) CC="$(CC)" \
-	  WERROR="$(WERROR)" IMPL=$(IMPL) OFFICIAL=$(OFFICIAL) LABS="$(SEL_LABS)" RACE=$(RACE) \
+	  $(CHECK_ENV) WERROR="$(WERROR)" IMPL=$(IMPL) OFFICIAL=$(OFFICIAL) LABS="$(SEL_LABS)" RACE=$(CHECK_RACE) \
 	  SHOWN="$(or $(SHOWN),$(IMPL))" \
 	  TEST="$(TEST)" GRADE_JOBS=$(GRADE_JOBS) TIMEOUT_SCALE=$(SAN_SCALE) \
 	  DTGRADE_FLAGS="$(DTGRADE_FLAGS)" DT_RESULTS=$(or $(DT_RESULTS),$(BUILD)/results.json) \
