@@ -77,6 +77,13 @@ dt_result dt_mpi_split(dt_comm *parent, const int *ranks, int n, int me, dt_comm
 /* Frees a group's MPI state (dt_comm_shared's backend part). */
 void dt_mpi_group_free(dt_comm_shared *sh);
 
+/* dt_win_allocate's region on the mpi backend, once every rank has come
+ * (and asked for the same size): MPI_Win_allocate_shared over the comm's
+ * processes, which must share one machine's memory; zeroed. *handle:
+ * for dt_mpi_win_free (collective, after the window's last barrier). */
+dt_result dt_mpi_win_allocate(dt_comm *comm, size_t bytes, void **base, void **handle);
+void dt_mpi_win_free(void *handle);
+
 #else
 
 static inline dt_result dt_mpi_off(void)
@@ -112,6 +119,12 @@ static inline dt_result dt_mpi_split(dt_comm *p, const int *w, int n, int me, dt
     return dt_mpi_off();
 }
 static inline void dt_mpi_group_free(dt_comm_shared *sh) { (void)sh; }
+static inline dt_result dt_mpi_win_allocate(dt_comm *c, size_t n, void **b, void **h)
+{
+    (void)c, (void)n, (void)b, (void)h;
+    return dt_mpi_off();
+}
+static inline void dt_mpi_win_free(void *h) { (void)h; }
 
 #endif /* DT_HAVE_MPI */
 #endif /* DT_COMM_MPI_H */

@@ -157,6 +157,63 @@ dt_result dt_mpi_split(dt_comm *parent, const int *ranks, int n, int me, dt_comm
     return dt_comm_make(parent->rc, sh, me, out);
 }
 
+/* ---------------------------------------------------------------- windows */
+
+typedef struct {
+    MPI_Win win;
+    MPI_Comm node;
+} mpi_window;
+
+dt_result dt_mpi_win_allocate(dt_comm *comm, size_t bytes, void **base, void **handle)
+{
+    dt_mpi_group *g = comm->sh->mpi;
+    mpi_window *mw = calloc(1, sizeof *mw);
+    if (!mw)
+        return dt_fail(DT_ERR_NOMEM, "dt_win_allocate: out of memory");
+    int rc = MPI_Comm_split_type(g->comm, MPI_COMM_TYPE_SHARED, comm->rank, MPI_INFO_NULL,
+                                 &mw->node);
+    int node_size = 0;
+    if (rc == MPI_SUCCESS)
+        MPI_Comm_size(mw->node, &node_size);
+    if (rc != MPI_SUCCESS || node_size != comm->size) {
+        /* every rank sees the same split: all refuse */
+        if (rc == MPI_SUCCESS)
+            MPI_Comm_free(&mw->node);
+        free(mw);
+        return rc != MPI_SUCCESS ? dt_mpi_fail(rc, "dt_win_allocate: MPI_Comm_split_type")
+            : dt_fail(DT_ERR_UNSUPPORTED, "dt_win_allocate: the %d ranks are not all on one "
+                      "machine (%d share rank %d's memory): a window is one machine's shared "
+                      "memory", comm->size, node_size, comm->rank);
+    }
+    void *mine = NULL, *shared = NULL;
+    rc = MPI_Win_allocate_shared(comm->rank == 0 ? (MPI_Aint)bytes : 0, 1, MPI_INFO_NULL,
+                                 mw->node, &mine, &mw->win);
+    MPI_Aint size = 0;
+    int disp = 0;
+    if (rc == MPI_SUCCESS)
+        rc = MPI_Win_shared_query(mw->win, 0, &size, &disp, &shared);
+    if (rc == MPI_SUCCESS && comm->rank == 0)
+        memset(shared, 0, bytes);
+    if (rc == MPI_SUCCESS) /* nobody uses it before it is zeroed */
+        rc = MPI_Barrier(mw->node);
+    if (rc != MPI_SUCCESS) {
+        MPI_Comm_free(&mw->node);
+        free(mw);
+        return dt_mpi_fail(rc, "dt_win_allocate: MPI_Win_allocate_shared");
+    }
+    *base = shared;
+    *handle = mw;
+    return DT_OK;
+}
+
+void dt_mpi_win_free(void *handle)
+{
+    mpi_window *mw = handle;
+    MPI_Win_free(&mw->win);
+    MPI_Comm_free(&mw->node);
+    free(mw);
+}
+
 /* ---------------------------------------------------------------- the end */
 
 typedef struct {

@@ -3,6 +3,7 @@
  * (dt/net.h) as the thread backend gives it. */
 #include "mpi_test.h"
 
+#include <stdatomic.h>
 #include <stdlib.h>
 
 #define BIG 9000 /* floats: 36 KB, above the eager limit */
@@ -148,5 +149,34 @@ TEST_T(mpi_split_groups, 2, 30)
     for (int n = 1; n <= p; n++) {
         dt_launch_opts o = mt_opts(n, DT_ALGO_AUTO, 10);
         EXPECT_OK(dt_launch(&o, split_rank, NULL));
+    }
+}
+
+/* A window is shared memory between the processes: every rank adds 1000
+ * to one counter with atomics; after a barrier each reads n * 1000. */
+static dt_result window_rank(dt_comm *c, void *arg)
+{
+    (void)arg;
+    void *base;
+    dt_win *win;
+    EXPECT_OK(dt_win_allocate(c, sizeof(atomic_long), &base, &win));
+    atomic_long *count = base;
+    EXPECT(atomic_load(count) == 0, "a new window reads %ld", atomic_load(count));
+    EXPECT_OK(dt_barrier(c));
+    for (int i = 0; i < 1000; i++)
+        atomic_fetch_add(count, 1);
+    EXPECT_OK(dt_barrier(c));
+    long want = 1000L * dt_comm_size(c);
+    EXPECT(atomic_load(count) == want, "the counter reads %ld, expected %ld",
+           atomic_load(count), want);
+    return dt_win_free(win);
+}
+
+TEST_T(mpi_window_is_shared_memory, 2, 30)
+{
+    int p = mt_job_size();
+    for (int n = 1; n <= p; n++) {
+        dt_launch_opts o = mt_opts(n, DT_ALGO_AUTO, 10);
+        EXPECT_OK(dt_launch(&o, window_rank, NULL));
     }
 }
