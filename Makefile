@@ -330,6 +330,12 @@ unit: $(UNIT_GRADE)
 test-mpi: $(MPI_GRADE)
 	@env -u MAKEFLAGS MPI_BUILT="$(if $(MPICC_OK),yes)" tests/mpi/run.sh $(MPI_GRADE)
 
+# The same tests across two network namespaces over TCP, as two machines
+# (skipped, saying why, where namespaces cannot be made: it needs root).
+test-mpi-netns: $(MPI_GRADE)
+	@test -n "$(MPICC_OK)" || { echo "test-mpi-netns: skipped: libdt was built without MPI"; exit 0; }
+	@tests/mpi/netns.sh test $(MPI_GRADE)
+
 # The project's own suite: see tests/grader/suite.sh.
 test:
 	@env -u MAKEFLAGS -u MAKELEVEL -u MFLAGS BUILD=$(BUILD) SAN=$(SAN) WERROR="$(WERROR)" \
@@ -443,7 +449,7 @@ endif
 clean:
 	rm -rf $(BUILD)
 
-.PHONY: all lab-bins headers run run-lab check stress unit test test-mpi bench bench-progs dist-student gradescope gpu deps clean help
+.PHONY: all lab-bins headers run run-lab check stress unit test test-mpi test-mpi-netns bench bench-progs dist-student gradescope gpu deps clean help
 .DELETE_ON_ERROR:
 # Objects between a source and a program are kept (make would delete them
 # as intermediate files, and rebuild them next time).
