@@ -6,6 +6,8 @@
 #
 #   tests/mpi/netns.sh test GRADE        the mpi backend's tests across the two
 #   tests/mpi/netns.sh run CMD...        any command under that mpirun (bench/)
+#   tests/mpi/netns.sh tcp [MIB]         the link's TCP throughput, GB/s (python3:
+#                                        one stream of MIB MiB, default 1024)
 #
 # Skips (status 0), saying why, where namespaces cannot be made (not root,
 # no CAP_SYS_ADMIN, no `ip`) or mpirun is missing. Removes what it made.
@@ -50,6 +52,29 @@ under_mpirun() { ip netns exec "$A" timeout -k 5 "${MPI_TEST_LIMIT:-300}" mpirun
 if [ "$mode" = run ]; then
     under_mpirun "$@"
     exit $?
+fi
+if [ "$mode" = tcp ]; then
+    command -v python3 >/dev/null || skip "python3 is missing (the TCP throughput test)"
+    ip netns exec "$B" python3 -c '
+import socket
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("10.77.0.2", 5201)); s.listen(1); c, _ = s.accept()
+buf = bytearray(1 << 20); v = memoryview(buf)
+while c.recv_into(v): pass
+c.sendall(b"k")' &
+    server=$!
+    sleep 0.5
+    ip netns exec "$A" python3 -c '
+import socket, sys, time
+n = int(sys.argv[1]); block = bytes(1 << 20)
+c = socket.create_connection(("10.77.0.2", 5201))
+t0 = time.perf_counter()
+for _ in range(n): c.sendall(block)
+c.shutdown(socket.SHUT_WR); c.recv(1)
+print("%.3f" % (n * (1 << 20) / (time.perf_counter() - t0) / 1e9))' "${1:-1024}"
+    rc=$?
+    wait "$server"
+    exit $rc
 fi
 grade=${1:?usage: netns.sh test GRADE}
 pass=0 fail=0
