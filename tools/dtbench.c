@@ -345,6 +345,9 @@ static int parse_option(const char *a, const char *v, bench *b, dt_launch_opts *
             return bad("--backend: %s", dt_last_error());
         if (o->backend == DT_BACKEND_NCCL)
             return bad("--backend '%s': not available here (thread, proc or mpi)", v);
+        if (o->backend == DT_BACKEND_MPI && !getenv("OMPI_COMM_WORLD_SIZE") && !getenv("PMI_SIZE"))
+            return bad("--backend 'mpi': not available outside an MPI job (mpirun -np N "
+                       "dtbench ... -n N --backend mpi)");
     } else if (!strcmp(a, "--algo")) {
         if (dt_algo_parse(v, &o->algo) != DT_OK)
             return bad("--algo: %s", dt_last_error());

@@ -181,6 +181,16 @@ static mpi_msg *msg_new(dt_call *call, dt_msg_dir dir, int peer, const void *buf
     return x;
 }
 
+/* An eager message's buffer: the header, then the data. */
+static dt_result stage_new(mpi_msg *x)
+{
+    x->stage = malloc(sizeof(wire_hdr) + x->m.bytes);
+    if (x->stage)
+        return DT_OK;
+    free(x);
+    return dt_fail(DT_ERR_NOMEM, "out of memory for a message");
+}
+
 static dt_result too_big(size_t bytes)
 {
     return dt_fail(DT_ERR_UNSUPPORTED, "the mpi backend sends at most %d bytes in one message, "
@@ -202,11 +212,7 @@ dt_result dt_mpi_isend(dt_call *call, int peer, const void *buf, size_t bytes, u
     x->hdr = (wire_hdr){x->m.depart, bytes, call->count, call->sig, 0};
     int rc;
     if (!x->rendezvous) {
-        x->stage = malloc(sizeof(wire_hdr) + bytes);
-        if (!x->stage) {
-            free(x);
-            return dt_fail(DT_ERR_NOMEM, "out of memory for a message");
-        }
+        DT_TRY(stage_new(x));
         memcpy(x->stage, &x->hdr, sizeof x->hdr);
         if (bytes)
             memcpy(x->stage + sizeof x->hdr, buf, bytes);
@@ -241,11 +247,7 @@ dt_result dt_mpi_irecv(dt_call *call, int peer, void *buf, size_t bytes, uint64_
     x->m.posted = call->t;
     int rc;
     if (!x->rendezvous) {
-        x->stage = malloc(sizeof(wire_hdr) + bytes);
-        if (!x->stage) {
-            free(x);
-            return dt_fail(DT_ERR_NOMEM, "out of memory for a message");
-        }
+        DT_TRY(stage_new(x));
         rc = MPI_Irecv(x->stage, (int)(sizeof(wire_hdr) + bytes), MPI_BYTE, peer, wtag, comm,
                        &x->req[1]);
     } else {
@@ -394,11 +396,7 @@ dt_result dt_mpi_exchange(dt_call *call, const dt_rec *mine, const dt_rec **all)
 {
     dt_comm *c = call->comm;
     uint32_t g = c->sync_gen[call->lane];
-    dt_rec *rec = c->sh->rec[call->lane][g & 1], *slot = &rec[c->rank];
-    memcpy(&slot->u, &mine->u, sizeof slot->u);
-    slot->sig = mine->sig;
-    slot->clock = call->t;
-    slot->ports = *call->ports;
+    dt_rec *rec = dt_sync_records(call, mine), *slot = &rec[c->rank];
     int n = c->size, tag = wire_tag(call->lane ? CH_SYNC1 : CH_SYNC0, g & 0xffff);
     MPI_Request *reqs = malloc(sizeof *reqs * 2 * (size_t)n);
     if (!reqs)

@@ -344,7 +344,8 @@ static void advance(dt_call *call, double t)
 static dt_result received(dt_call *call, dt_msg *m, int *src)
 {
     if (atomic_load_explicit(&m->state, memory_order_acquire) != DT_MSG_DONE)
-        return dt_msg_mismatch(call, m->got_src, m->bytes, m->got_sig, m->got_count, m->got_bytes, 0);
+        return dt_msg_mismatch(call, m->got_src, m->bytes, m->got_sig, m->got_count,
+                               m->got_bytes, 0);
     advance(call, dt_net_arrive(call_net(call), call->ports, m->got_depart, m->posted,
                                 (double)m->got_bytes));
     dt_call_traffic(call, 0, m->got_bytes, 1);
@@ -371,7 +372,8 @@ dt_result dt_msg_wait(dt_call *call, dt_xfer *x, int *src)
     if (m->dir == DT_MSG_RECV)
         r = received(call, m, src);
     else if (atomic_load_explicit(&m->state, memory_order_acquire) != DT_MSG_DONE)
-        r = dt_msg_mismatch(call, m->port_rank, m->bytes, m->got_sig, m->got_count, m->got_bytes, 1);
+        r = dt_msg_mismatch(call, m->port_rank, m->bytes, m->got_sig, m->got_count,
+                            m->got_bytes, 1);
     else
         advance(call, dt_net_sent(call_net(call), m->depart, m->got_posted, (double)m->bytes));
     dt_shm_free(dt_call_job(call), m);

@@ -4,8 +4,9 @@
  * the thread backend, the arena in the proc backend, which every process
  * maps at the same address) and hands the address to the others through
  * the barrier-exchange. On the mpi backend, MPI_Win_allocate_shared
- * (mpi_launch.c) gives the processes of one machine the region. And dt_alloc_shared: one rank's buffer in that same
- * shared memory, which the collectives then address directly. */
+ * (mpi_launch.c) gives the processes of one machine the region. And
+ * dt_alloc_shared: one rank's buffer in that same shared memory, which the
+ * collectives then address directly. */
 #include "diag.h"
 #include "mpi.h"
 #include "shm.h"

@@ -12,4 +12,10 @@ int mt_job_rank(void);
 /* tc_opts on the mpi backend, with a timeout. */
 dt_launch_opts mt_opts(int n, dt_algo algo, double timeout_s);
 
+/* thread_fn on n thread ranks (it records what the thread backend gives
+ * into arg), then mpi_fn on n mpi ranks with the same options (it compares):
+ * both on the network net, with AUTO. */
+void mt_thread_then_mpi(int n, const char *net, dt_rank_fn thread_fn, dt_rank_fn mpi_fn,
+                        void *arg);
+
 #endif /* MPI_TEST_H */

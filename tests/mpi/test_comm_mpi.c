@@ -35,6 +35,16 @@ dt_launch_opts mt_opts(int n, dt_algo algo, double timeout_s)
     return o;
 }
 
+void mt_thread_then_mpi(int n, const char *net, dt_rank_fn thread_fn, dt_rank_fn mpi_fn,
+                        void *arg)
+{
+    dt_launch_opts o = tc_opts(n, DT_ALGO_AUTO);
+    o.net = net;
+    EXPECT_OK(dt_launch(&o, thread_fn, arg));
+    o.backend = DT_BACKEND_MPI;
+    EXPECT_OK(dt_launch(&o, mpi_fn, arg));
+}
+
 /* ------------------------------------------------------------ every collective */
 
 static const size_t counts[] = {0, 1, 5, 1037, 5000}; /* 5000 f32: rendezvous */
@@ -197,11 +207,7 @@ TEST_T(mpi_bits_clock_and_stats_equal_the_thread_backend, 3, 120)
         bits_arg a = {malloc(sizeof(float) * BITS_COUNT * (size_t)n),
                       calloc((size_t)n, sizeof(double)), calloc((size_t)n, sizeof(dt_stats))};
         EXPECT(a.want && a.clock && a.stats, "out of memory");
-        dt_launch_opts o = tc_opts(n, DT_ALGO_AUTO);
-        o.net = "eth10";
-        EXPECT_OK(dt_launch(&o, bits_thread_rank, &a));
-        o.backend = DT_BACKEND_MPI;
-        EXPECT_OK(dt_launch(&o, bits_mpi_rank, &a));
+        mt_thread_then_mpi(n, "eth10", bits_thread_rank, bits_mpi_rank, &a);
         free(a.want);
         free(a.clock);
         free(a.stats);

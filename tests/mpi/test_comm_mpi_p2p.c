@@ -80,11 +80,8 @@ TEST_T(mpi_point_to_point_and_async, 3, 60)
     int p = mt_job_size();
     for (int n = 1; n <= p; n++) {
         clock_arg a = {calloc((size_t)n, sizeof(double))};
-        dt_launch_opts o = tc_opts(n, DT_ALGO_AUTO);
-        o.net = "eth10";
-        EXPECT_OK(dt_launch(&o, p2p_thread_rank, &a));
-        o.backend = DT_BACKEND_MPI;
-        EXPECT_OK(dt_launch(&o, p2p_mpi_rank, &a));
+        EXPECT(a.clock != NULL, "out of memory");
+        mt_thread_then_mpi(n, "eth10", p2p_thread_rank, p2p_mpi_rank, &a);
         free(a.clock);
     }
 }

@@ -154,6 +154,10 @@ static int check(options *o)
     if (o->backend && (dt_backend_parse(o->backend, &be) != DT_OK || be == DT_BACKEND_NCCL))
         return fprintf(stderr, "dttrain: --backend %s: expected thread, proc or mpi (under "
                        "mpirun)\n", o->backend), 2;
+    if (o->backend && be == DT_BACKEND_MPI && !getenv("OMPI_COMM_WORLD_SIZE") &&
+        !getenv("PMI_SIZE"))
+        return fprintf(stderr, "dttrain: --backend mpi: expected thread or proc outside an MPI "
+                       "job (mpirun -np RANKS dttrain --backend mpi ...)\n"), 2;
     if (o->net && dt_net_parse(o->net, &alpha, &beta) != DT_OK)
         return fprintf(stderr, "dttrain: --net %s: %s\n", o->net, dt_last_error()), 2;
     dt_model m;
