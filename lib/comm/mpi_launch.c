@@ -259,6 +259,7 @@ static dt_result exchange_ends(dt_mpi_launch *l, end_rec *ends, MPI_Request *not
         MPI_Irecv(&ends[p], sizeof *ends, MPI_BYTE, p, TAG_END, l->ctl, &reqs[p]);
         MPI_Isend(&ends[l->me], sizeof *ends, MPI_BYTE, p, TAG_END, l->ctl, &reqs[n + p]);
     }
+    long nap_ns = 50000;
     for (;;) {
         int all = 1;
         for (int p = 0; p < 2 * n; p++) {
@@ -275,8 +276,10 @@ static dt_result exchange_ends(dt_mpi_launch *l, end_rec *ends, MPI_Request *not
         }
         if (all)
             break;
-        struct timespec nap = {0, 50000}; /* ranks still run: leave them the cores */
+        /* ranks still run: leave them the cores, the more the longer they run */
+        struct timespec nap = {0, nap_ns};
         nanosleep(&nap, NULL);
+        nap_ns = nap_ns < 2000000 ? nap_ns * 2 : nap_ns;
     }
     free(reqs);
     return DT_OK;

@@ -76,9 +76,13 @@ dt_result dt_mpi_fail(int code, const char *what)
 {
     char text[MPI_MAX_ERROR_STRING];
     int len = 0;
+    int cls = 0;
     if (MPI_Error_string(code, text, &len) != MPI_SUCCESS)
         snprintf(text, sizeof text, "MPI error %d", code);
-    return dt_fail(DT_ERR_IO, "%s: %s", what, text);
+    /* a message longer than its receive: the two sides called different things */
+    dt_result r = MPI_Error_class(code, &cls) == MPI_SUCCESS && cls == MPI_ERR_TRUNCATE
+                      ? DT_ERR_MISMATCH : DT_ERR_IO;
+    return dt_fail(r, "%s: %s", what, text);
 }
 
 /* ---------------------------------------------------------------- waiting */
@@ -178,17 +182,14 @@ static mpi_msg *msg_new(dt_call *call, dt_msg_dir dir, int peer, const void *buf
     x->m.sig = call->sig;
     x->m.count = call->count;
     x->rendezvous = bytes > DT_EAGER_MAX;
+    if (!x->rendezvous) { /* an eager message's buffer: the header, then the data */
+        x->stage = malloc(sizeof(wire_hdr) + bytes);
+        if (!x->stage) {
+            free(x);
+            return NULL;
+        }
+    }
     return x;
-}
-
-/* An eager message's buffer: the header, then the data. */
-static dt_result stage_new(mpi_msg *x)
-{
-    x->stage = malloc(sizeof(wire_hdr) + x->m.bytes);
-    if (x->stage)
-        return DT_OK;
-    free(x);
-    return dt_fail(DT_ERR_NOMEM, "out of memory for a message");
 }
 
 static dt_result too_big(size_t bytes)
@@ -212,7 +213,6 @@ dt_result dt_mpi_isend(dt_call *call, int peer, const void *buf, size_t bytes, u
     x->hdr = (wire_hdr){x->m.depart, bytes, call->count, call->sig, 0};
     int rc;
     if (!x->rendezvous) {
-        DT_TRY(stage_new(x));
         memcpy(x->stage, &x->hdr, sizeof x->hdr);
         if (bytes)
             memcpy(x->stage + sizeof x->hdr, buf, bytes);
@@ -247,7 +247,6 @@ dt_result dt_mpi_irecv(dt_call *call, int peer, void *buf, size_t bytes, uint64_
     x->m.posted = call->t;
     int rc;
     if (!x->rendezvous) {
-        DT_TRY(stage_new(x));
         rc = MPI_Irecv(x->stage, (int)(sizeof(wire_hdr) + bytes), MPI_BYTE, peer, wtag, comm,
                        &x->req[1]);
     } else {
@@ -305,7 +304,7 @@ static dt_result wait_recv(dt_call *call, mpi_msg *x, int *src)
     dt_result r = dt_mpi_poll(call, l, &x->req[1], 1, "a message from", peer);
     if (r == DT_OK && !x->rendezvous)
         memcpy(&x->hdr, x->stage, sizeof x->hdr);
-    if (r == DT_ERR_IO) { /* truncated: the sender sent more than this receive takes */
+    if (r == DT_ERR_MISMATCH) { /* truncated: the sender sent more than this receive takes */
         dt_fail(DT_ERR_MISMATCH, "rank %d receives %zu bytes from rank %d, which sends more "
                 "(%s)", call->comm->rank, x->m.bytes, peer, dt_last_error());
         return call->sig ? dt_comm_poison(call->comm, DT_ERR_MISMATCH) : DT_ERR_MISMATCH;
