@@ -84,6 +84,12 @@ void dt_mpi_group_free(dt_comm_shared *sh);
 dt_result dt_mpi_win_allocate(dt_comm *comm, size_t bytes, void **base, void **handle);
 void dt_mpi_win_free(void *handle);
 
+/* DT_TRACE (mpi_trace.c): this rank's events ev[0..nev) (wall times from
+ * the launch's start wall0) go to rank 0's process, which writes path with
+ * the n ranks' events; every rank of the launch calls it. */
+dt_result dt_mpi_trace(dt_mpi_launch *l, int n, const char *path, dt_trace_ev *ev, size_t nev,
+                       double wall0);
+
 #else
 
 static inline dt_result dt_mpi_off(void)

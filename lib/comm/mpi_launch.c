@@ -305,7 +305,8 @@ static dt_result first_failure(const end_rec *ends, int n)
 static dt_result run_rank(const dt_resolved *res, dt_mpi_launch *l, MPI_Comm world_comm,
                           dt_rank_fn fn, void *arg, end_rec *mine)
 {
-    int n = res->o.nranks;
+    int n = res->o.nranks, ran = 0;
+    double wall0 = dt_now();
     dt_job *job = calloc(1, sizeof *job);
     dt_rank_ctx *rc = calloc(1, sizeof *rc);
     int *world = malloc(sizeof(int) * (size_t)n);
@@ -329,12 +330,23 @@ static dt_result run_rank(const dt_resolved *res, dt_mpi_launch *l, MPI_Comm wor
         rc->ops = &dt_mpi_ops;
         rc->mem = dt_mem_ctx_create();
         r = dt_rank_run(rc, fn, arg);
+        ran = 1;
         if (r != DT_OK)
             snprintf(mine->msg, sizeof mine->msg, "%s", job->board[l->me].msg);
-        dt_rank_ctx_destroy(rc);
-        dt_mem_ctx_release(rc->mem);
     } else {
         snprintf(mine->msg, sizeof mine->msg, "%s", dt_last_error());
+    }
+    if (res->o.trace_path && res->o.trace_path[0]) { /* every rank, or rank 0 waits */
+        dt_result tr = dt_mpi_trace(l, n, res->o.trace_path, ran ? rc->trace : NULL,
+                                    ran ? rc->ntrace : 0, wall0);
+        if (r == DT_OK && tr != DT_OK) {
+            r = tr;
+            snprintf(mine->msg, sizeof mine->msg, "%s", dt_last_error());
+        }
+    }
+    if (ran) {
+        dt_rank_ctx_destroy(rc);
+        dt_mem_ctx_release(rc->mem);
     }
     mine->result = (int32_t)r;
     mine->when = wall_now();

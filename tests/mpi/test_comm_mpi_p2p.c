@@ -4,6 +4,7 @@
 #include "mpi_test.h"
 
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #define BIG 9000 /* floats: 36 KB, above the eager limit */
@@ -176,4 +177,39 @@ TEST_T(mpi_window_is_shared_memory, 2, 30)
         dt_launch_opts o = mt_opts(n, DT_ALGO_AUTO, 10);
         EXPECT_OK(dt_launch(&o, window_rank, NULL));
     }
+}
+
+/* DT_TRACE: rank 0's process writes one file with every rank's events. */
+static dt_result traced_rank(dt_comm *c, void *arg)
+{
+    (void)arg;
+    float x = 1, y;
+    EXPECT_OK(dt_allreduce(&x, &y, 1, DT_F32, DT_SUM, c));
+    return dt_barrier(c);
+}
+
+TEST_T(mpi_trace_has_every_rank, 1, 30)
+{
+    int p = mt_job_size();
+    char path[64];
+    snprintf(path, sizeof path, "/tmp/dtlab-mpi-trace-%s.json", getenv("OMPI_COMM_WORLD_JOBID")
+             ? getenv("OMPI_COMM_WORLD_JOBID") : "0");
+    dt_launch_opts o = mt_opts(p, DT_ALGO_AUTO, 10);
+    o.trace_path = path;
+    EXPECT_OK(dt_launch(&o, traced_rank, NULL));
+    if (mt_job_rank() != 0)
+        return;
+    FILE *f = fopen(path, "r");
+    EXPECT(f != NULL, "no trace at %s", path);
+    char buf[1 << 16];
+    size_t len = fread(buf, 1, sizeof buf - 1, f);
+    buf[len] = 0;
+    fclose(f);
+    remove(path);
+    for (int r = 0; r < p; r++) {
+        char want[64];
+        snprintf(want, sizeof want, "\"tid\":%d,\"ts\"", 2 * r); /* rank r's events */
+        EXPECT(strstr(buf, want) != NULL, "the trace has no event of rank %d", r);
+    }
+    EXPECT(strstr(buf, "\"allreduce\"") != NULL, "the trace has no allreduce");
 }
