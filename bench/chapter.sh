@@ -3,7 +3,7 @@
 #
 #   bash bench/chapter.sh NN [FIGURES]
 #
-# NN is the chapter (00, 01, 02, 03, 04, 07, 12); without it (as `make bench-chapter`
+# NN is the chapter (00, 01, 02, 03, 04, 05, 06, 07, 08, 09, 10, 11, 12); without it (as `make bench-chapter`
 # runs it) every chapter in turn. Runs the lab's program with
 # each setting the chapter's tables come from, prints each run's output
 # under a heading that names the table it feeds, and writes the chapter's
@@ -20,7 +20,7 @@ nn=${1:-}
 BUILD=${BUILD:-build}
 FIG=${2:-$BUILD/chapters}
 if [ -z "$nn" ]; then
-    for c in 00 01 02 03 04 07 12; do
+    for c in 00 01 02 03 04 05 06 07 08 09 10 11 12; do
         bash "$0" "$c" "$FIG"
     done
     exit 0
@@ -50,6 +50,8 @@ case "$nn" in
 01)
     table "section 9, the table of each rank's clock; the figure 01-bcast-time over N = 1..16"
     run_lab 01 --plot "$FIG/01-bcast-time.svg"
+    table "section 9, the ring pass on an odd number of ranks (N = 5)"
+    run_lab 01 --ranks 5 --barriers 100
     table "section 4, microseconds per barrier (wall clock: varies with the machine's load)"
     for spin in 0 20 200 2000; do
         run_lab 01 --count 0 --barriers 3000 --spin "$spin"
@@ -80,14 +82,50 @@ case "$nn" in
     for i in 1 2 3 4 5 6 7 8; do
         run_lab 04 --lr 0.4
     done
+    table "section 9.1, the server's bottleneck: a synchronous round against K on eth10"
+    run_lab 04 --net eth10 --compute-ms 0.05 --knee 24
     table "section 11, no straggler"
     run_lab 04 --slow-ms 0
     table "section 11, a straggler on the network (10 ms per message)"
     run_lab 04 --slow-ms 0 --delay-ms 10
     ;;
+05)
+    table "section 7, every table (modeled clock)"
+    run_lab 05
+    table "section 7, the balance by measured layer times (wall clock: varies with the machine's load)"
+    run_lab 05 --measure
+    ;;
+06)
+    table "section 10, timelines, bubble, memory and messages; figures 06-gpipe, 06-1f1b, 06-interleaved, 06-zbh1"
+    run_lab 06 --figures "$FIG"
+    table "section 10, a slow last stage; figure 06-skew"
+    run_lab 06 --skew --figures "$FIG"
+    table "section 10, the wall clock (varies with the machine and its load)"
+    run_lab 06 --measure
+    ;;
 07)
     table "section 11, every table (the wall clock varies with the machine's load); figure 07-loss"
     run_lab 07 --svg "$FIG/07-loss.svg"
+    ;;
+08)
+    table "section 10, every table; the figure 08-memory"
+    run_lab 08 --svg "$FIG/08-memory.svg"
+    ;;
+09)
+    table "section 9, the memory table and the ib100 times"
+    run_lab 09
+    table "section 9, the eth10 times; the figure 09-prefetch"
+    run_lab 09 --net eth10 --svg "$FIG/09-prefetch.svg"
+    ;;
+10)
+    table "section 11, every table; the figure 10-loss"
+    run_lab 10 --out "$FIG"
+    table "section 12, exercise 1: error feedback with momentum"
+    run_lab 10 --only 1 --momentum 0.9 --lr 0.02 --out "$BUILD"
+    ;;
+11)
+    table "section 9, every table (the wall clock varies with the machine's load); figures 11-loss and 11-ckpt-memory"
+    run_lab 11 --out "$FIG"
     ;;
 12)
     table "section 11, every table; figures 12-speedup and 12-efficiency (eth10)"
@@ -96,7 +134,7 @@ case "$nn" in
     run_lab 12 --net none --out "$BUILD"
     ;;
 *)
-    echo "usage: bash bench/chapter.sh NN [FIGURES]   (NN: 00 01 02 03 04 07 12)" >&2
+    echo "usage: bash bench/chapter.sh NN [FIGURES]   (NN: 00 01 02 03 04 05 06 07 08 09 10 11 12)" >&2
     exit 2
     ;;
 esac

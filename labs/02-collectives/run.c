@@ -1,6 +1,8 @@
 /* run.c - lab 02's program: `make run-lab LAB=02 ARGS="..."`.
  *
- * Runs your three allreduce algorithms and the library's dt_allreduce on K
+ * Runs your three allreduce algorithms, the library's binomial tree
+ * (dt_allreduce under DT_ALGO_BINOMIAL: a reduce to rank 0, then a
+ * broadcast, chapter 02 section 6) and the library's dt_allreduce on K
  * ranks for message sizes from -min to -max bytes (f32, doubling), and
  * prints for each: the wall time of one call on this machine, its algorithm
  * and bus bandwidth, the modeled time of one call on the network -net, the
@@ -27,8 +29,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { ALG_NAIVE, ALG_RING, ALG_RD, ALG_LIBRARY, NUM_ALG };
-static const char *alg_names[NUM_ALG] = {"naive", "ring", "rec-doubling", "dt_allreduce"};
+enum { ALG_NAIVE, ALG_RING, ALG_RD, ALG_TREE, ALG_LIBRARY, NUM_ALG };
+static const char *alg_names[NUM_ALG] = {"naive", "ring", "rec-doubling", "binomial-tree",
+                                         "dt_allreduce"};
 
 #define MAX_SIZES 40
 
@@ -48,6 +51,14 @@ static dt_result call(int alg, const float *send, float *recv, size_t count, dt_
     case ALG_NAIVE: return lab_naive_allreduce(send, recv, count, DT_F32, DT_SUM, c);
     case ALG_RING: return lab_ring_allreduce(send, recv, count, DT_F32, DT_SUM, c);
     case ALG_RD: return lab_recursive_doubling_allreduce(send, recv, count, DT_F32, DT_SUM, c);
+    case ALG_TREE: {
+        dt_algo was = dt_comm_get_algo(c);
+        dt_result r = dt_comm_set_algo(c, DT_ALGO_BINOMIAL);
+        if (r == DT_OK)
+            r = dt_allreduce(send, recv, count, DT_F32, DT_SUM, c);
+        dt_comm_set_algo(c, was);
+        return r;
+    }
     default: return dt_allreduce(send, recv, count, DT_F32, DT_SUM, c);
     }
 }
@@ -99,6 +110,7 @@ static dt_result bench_rank(dt_comm *world, void *argp)
  *          and each buffer waits for its receive;
  *   ring   2 (K-1) (alpha + n / (K beta));
  *   rd     log2 K (alpha + n / beta), or at most (floor(log2 K) + 2) rounds;
+ *   tree   2 ceil(log2 K) (alpha + n / beta) (exact for a power of two);
  *   dt_allreduce (auto): recursive doubling up to 32 KiB, ring above. */
 static double predict(int alg, const dt_net *link, double n, int k)
 {
@@ -108,6 +120,7 @@ static double predict(int alg, const dt_net *link, double n, int k)
                (n > DT_NET_EAGER_MAX && k > 2 ? (k - 2) * link->alpha : 0);
     case ALG_RING: return dt_net_ring_allreduce(link, n, k);
     case ALG_RD: return dt_net_recursive_doubling_allreduce(link, n, k);
+    case ALG_TREE: return dt_net_tree_allreduce(link, n, k);
     default:
         return n <= 32768 ? dt_net_recursive_doubling_allreduce(link, n, k)
                           : dt_net_ring_allreduce(link, n, k);
@@ -210,9 +223,9 @@ int main(int argc, char **argv)
     printf("allreduce of f32 on K = %d ranks; modeled network %s (alpha %.3g us, beta %.3g GB/s)\n",
            k, net, link.alpha * 1e6, link.beta / 1e9);
     printf("wall: this machine (ranks are threads); model: libdt's alpha-beta clock\n\n");
-    printf("%-13s %10s %11s %10s %10s %11s %11s %6s %10s\n", "algorithm", "bytes", "wall_us",
+    printf("%-14s %10s %11s %10s %10s %11s %11s %6s %10s\n", "algorithm", "bytes", "wall_us",
            "algbw", "busbw", "model_us", "formula_us", "err%", "busbw_mod");
-    printf("%-13s %10s %11s %10s %10s %11s %11s %6s %10s\n", "", "", "", "GB/s", "GB/s", "", "",
+    printf("%-14s %10s %11s %10s %10s %11s %11s %6s %10s\n", "", "", "", "GB/s", "GB/s", "", "",
            "", "GB/s");
     for (int a = 0; a < NUM_ALG; a++) {
         ok[a] = 1;
@@ -229,9 +242,9 @@ int main(int argc, char **argv)
             if (r != DT_OK || j.status != DT_OK) {
                 dt_result why = j.status != DT_OK ? j.status : r;
                 if (why == DT_ERR_NOT_IMPLEMENTED || r == DT_ERR_NOT_IMPLEMENTED)
-                    printf("%-13s %10s  not implemented yet\n", alg_names[a], "-");
+                    printf("%-14s %10s  not implemented yet\n", alg_names[a], "-");
                 else
-                    printf("%-13s %10.0f  %s: %s\n", alg_names[a], x[s], dt_strerror(why),
+                    printf("%-14s %10.0f  %s: %s\n", alg_names[a], x[s], dt_strerror(why),
                            j.err[0] ? j.err : dt_last_error());
                 ok[a] = 0;
                 break;
@@ -241,7 +254,7 @@ int main(int argc, char **argv)
             double err = pred > 0 ? 100.0 * (j.model_s - pred) / pred : 0;
             busbw_wall[a][s] = busbw / 1e9;
             busbw_model[a][s] = j.model_s > 0 ? n / j.model_s * factor / 1e9 : 0;
-            printf("%-13s %10.0f %11.1f %10.3f %10.3f %11.2f %11.2f %6.1f %10.3f\n", alg_names[a],
+            printf("%-14s %10.0f %11.1f %10.3f %10.3f %11.2f %11.2f %6.1f %10.3f\n", alg_names[a],
                    n, j.wall_s * 1e6, algbw / 1e9, busbw / 1e9, j.model_s * 1e6, pred * 1e6, err,
                    busbw_model[a][s]);
         }

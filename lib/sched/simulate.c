@@ -112,6 +112,7 @@ static dt_result timing_alloc(const dt_schedule *s, dt_sched_timing **out)
 static dt_result summarise(dt_sched_timing *t, const double *free_at)
 {
     double idle = 0, busy = 0;
+    t->makespan = 0;
     for (int r = 0; r < t->ranks; r++)
         if (free_at[r] > t->makespan) t->makespan = free_at[r];
     if (!(t->makespan > 0))
@@ -151,4 +152,37 @@ dt_result dt_sched_simulate(const dt_schedule *s, const dt_sched_costs *costs,
     }
     *out = t;
     return DT_OK;
+}
+
+/* ---------------------------------------------------------------- a run's own times */
+
+dt_result dt_sched_timing_create(const dt_schedule *s, dt_sched_timing **out)
+{
+    if (!s || !out)
+        return dt_fail(DT_ERR_INVALID_ARG, "dt_sched_timing_create: NULL %s", s ? "out" : "schedule");
+    return timing_alloc(s, out);
+}
+
+dt_result dt_sched_timing_finish(dt_sched_timing *t, const dt_schedule *s)
+{
+    if (!t || !s || t->ranks != s->ranks)
+        return dt_fail(DT_ERR_INVALID_ARG, "dt_sched_timing_finish: %s", !t || !s ? "NULL argument"
+                       : "a timing made for another schedule");
+    double origin = INFINITY, last[DT_SCHED_MAX_RANKS] = {0};
+    for (int r = 0; r < s->ranks; r++)
+        for (int i = 0; i < s->nsteps[r]; i++) {
+            if (!(t->end[r][i] >= t->start[r][i]))
+                return dt_fail(DT_ERR_INVALID_ARG, "dt_sched_timing_finish: rank %d step %d ends "
+                               "at %g, before its start %g", r, i, t->end[r][i], t->start[r][i]);
+            origin = fmin(origin, t->start[r][i]);
+        }
+    for (int r = 0; r < s->ranks; r++) { /* from the earliest start, as the simulator's */
+        t->busy[r] = 0;
+        for (int i = 0; i < s->nsteps[r]; i++) {
+            t->start[r][i] -= origin, t->end[r][i] -= origin;
+            t->busy[r] += t->end[r][i] - t->start[r][i];
+            last[r] = fmax(last[r], t->end[r][i]);
+        }
+    }
+    return summarise(t, last);
 }

@@ -17,6 +17,9 @@ dt_result train_update_optimizer(dt_trainer *t, dt_hook *slot);
  * backward summed m micro-batch means. */
 dt_result train_scale_micro(dt_trainer *t, size_t offset, size_t count);
 
+/* The modeled time of the forward of layers [first, last) (trainer.c). */
+double train_forward_cost(const dt_trainer *t, int first, int last);
+
 /* The update that does nothing (its work was done elsewhere). */
 dt_hook train_update_none(const char *name);
 

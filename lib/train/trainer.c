@@ -8,6 +8,7 @@
  * counting what this rank sent. */
 #include "train_internal.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -97,6 +98,18 @@ dt_result dt_train_compute_end(dt_trainer *t, double modeled_s)
     return DT_OK;
 }
 
+/* The modeled forward of layers [first, last): their entries of
+ * forward_layer_s when given, else forward_s for the whole model. */
+double train_forward_cost(const dt_trainer *t, int first, int last)
+{
+    if (!t->cfg.forward_layer_s)
+        return first == 0 && last == t->model->num_layers ? t->cfg.forward_s : 0;
+    double s = 0;
+    for (int i = first; i < last; i++)
+        s += t->cfg.forward_layer_s[i];
+    return s;
+}
+
 /* ---------------------------------------------------------------- the model's hooks */
 
 /* Micro-batch t->micro's forward and loss. */
@@ -114,7 +127,8 @@ static dt_result model_forward(dt_trainer *t, void *self)
                                    b->tokens ? b->tokens + first : NULL);
     if (r == DT_OK)
         r = dt_model_loss(m, a, b->labels + first, &loss, &correct);
-    dt_result end = dt_train_compute_end(t, t->cfg.forward_s); /* close the region anyway */
+    /* close the region anyway */
+    dt_result end = dt_train_compute_end(t, train_forward_cost(t, 0, m->num_layers));
     DT_CHECK(r);
     DT_CHECK(end);
     t->loss_sum += loss;
@@ -198,38 +212,65 @@ void dt_trainer_free(dt_trainer *t)
     dt_train_set_hook(&t->backward, none);
     dt_train_set_hook(&t->sync, none);
     dt_train_set_hook(&t->update, none);
+    dt_train_set_hook(&t->weight, none);
     acts_release(t);
     memset(t, 0, sizeof *t);
 }
 
 /* ---------------------------------------------------------------- the step */
 
-/* The schedule is 2 x micro_steps operations, each micro-batch's forward
- * once and before its backward once. */
+/* What an operation must come after, for its pair (chunk, micro-batch):
+ * F first, B after it, W after B. seen[pair] counts what has run. */
+static const char *const op_name[] = {"forward", "backward", "weight gradient"};
+
+static dt_result schedule_op_error(int i, const dt_train_op *op, int chunks, int seen)
+{
+    char chunk[24] = "";
+    if (chunks > 1)
+        snprintf(chunk, sizeof chunk, " (chunk %d)", op->chunk);
+    return dt_fail(DT_ERR_INVALID_ARG, "train: schedule step %d: %s of micro-batch %d%s %s", i,
+                   op_name[op->kind], op->micro, chunk,
+                   seen > (int)op->kind ? "twice"
+                   : seen == 0          ? "before its forward"
+                                        : "before its backward");
+}
+
+/* The schedule holds, for each chunk and micro-batch, F then B, and W after
+ * B for every pair or for none, each once (dt_trainer.schedule). */
 static dt_result check_schedule(const dt_trainer *t, int m)
 {
     if (!t->schedule)
         return DT_OK;
-    if (t->schedule_len != 2 * m)
+    int chunks = 1, split = 0;
+    for (int i = 0; i < t->schedule_len; i++) {
+        const dt_train_op *op = &t->schedule[i];
+        if (op->micro < 0 || op->micro >= m || op->chunk < 0 || op->chunk >= t->schedule_len ||
+            op->kind < DT_TRAIN_FORWARD || op->kind > DT_TRAIN_WEIGHT)
+            return dt_fail(DT_ERR_INVALID_ARG, "train: schedule step %d: micro-batch %d, kind "
+                           "%d, chunk %d (of %d micro-batches)", i, op->micro, (int)op->kind,
+                           op->chunk, m);
+        chunks = op->chunk >= chunks ? op->chunk + 1 : chunks;
+        split |= op->kind == DT_TRAIN_WEIGHT;
+    }
+    int need = (split ? 3 : 2) * chunks * m;
+    if (t->schedule_len != need)
         return dt_fail(DT_ERR_INVALID_ARG, "train: a schedule of %d operations for %d "
-                       "micro-batches (need %d)", t->schedule_len, m, 2 * m);
-    char *seen = calloc((size_t)m, 1); /* 1: forward done, 2: backward done */
+                       "micro-batches x %d chunk%s (need %d)", t->schedule_len, m, chunks,
+                       chunks > 1 ? "s" : "", need);
+    if (split && !t->weight.run)
+        return dt_fail(DT_ERR_INVALID_ARG, "train: the schedule has weight-gradient (W) "
+                       "operations and the trainer no weight hook");
+    char *seen = calloc((size_t)(chunks * m), 1);
     if (!seen)
         return dt_fail(DT_ERR_NOMEM, "train: schedule check");
     dt_result r = DT_OK;
     for (int i = 0; r == DT_OK && i < t->schedule_len; i++) {
         const dt_train_op *op = &t->schedule[i];
-        int want = op->kind == DT_TRAIN_FORWARD ? 0 : 1;
-        if (op->micro < 0 || op->micro >= m || (op->kind != DT_TRAIN_FORWARD &&
-                                                 op->kind != DT_TRAIN_BACKWARD))
-            r = dt_fail(DT_ERR_INVALID_ARG, "train: schedule step %d: micro-batch %d, kind %d "
-                        "(of %d micro-batches)", i, op->micro, (int)op->kind, m);
-        else if (seen[op->micro] != want)
-            r = dt_fail(DT_ERR_INVALID_ARG, "train: schedule step %d: %s of micro-batch %d %s", i,
-                        want ? "backward" : "forward", op->micro,
-                        want && !seen[op->micro] ? "before its forward" : "twice");
+        char *pair = &seen[op->chunk * m + op->micro];
+        if (*pair != (char)op->kind)
+            r = schedule_op_error(i, op, chunks, *pair);
         else
-            seen[op->micro]++;
+            (*pair)++;
     }
     free(seen);
     return r;
@@ -270,14 +311,17 @@ dt_result dt_train_step(dt_trainer *t, const dt_batch *b)
         t->acts_busy[i] = 0;
     if (t->zero_grads && t->model->grads)
         DT_CHECK(dt_model_zero_grads(t->model));
-    for (int i = 0; i < 2 * b->micro_steps; i++) {
+    int ops = t->schedule ? t->schedule_len : 2 * b->micro_steps;
+    for (int i = 0; i < ops; i++) {
         /* default order: F0 B0 F1 B1 ... */
-        dt_train_op op = t->schedule ? t->schedule[i] : (dt_train_op){i / 2, (dt_train_op_kind)(i % 2)};
-        t->micro = op.micro;
+        dt_train_op op = t->schedule ? t->schedule[i] : (dt_train_op){i / 2, (dt_train_op_kind)(i % 2), 0};
+        t->micro = op.micro, t->chunk = op.chunk;
         if (op.kind == DT_TRAIN_FORWARD)
             DT_CHECK(timed(t, &t->forward, &t->times.forward_s));
-        else
+        else if (op.kind == DT_TRAIN_BACKWARD)
             DT_CHECK(timed(t, &t->backward, &t->times.backward_s));
+        else /* the other half of a split backward */
+            DT_CHECK(timed(t, &t->weight, &t->times.backward_s));
     }
     DT_CHECK(timed(t, &t->sync, &t->times.sync_s));
     DT_CHECK(timed(t, &t->update, &t->times.update_s));

@@ -1,5 +1,6 @@
 /* update.c - the reference update: the optimizer over every parameter,
- * reading the gradients the sync left. */
+ * reading the gradients the sync left; and its optimizer for a checkpoint
+ * (dt_train_optimizer). */
 #include "train_internal.h"
 
 #include <stdlib.h>
@@ -20,6 +21,22 @@ static dt_result optimizer_run(dt_trainer *t, void *self)
         u->ready = 1;
     }
     return dt_optim_step(&u->opt, m->params, m->grads);
+}
+
+dt_result dt_train_optimizer(dt_trainer *t, dt_optimizer **out)
+{
+    if (!t || !t->model || !out)
+        return dt_fail(DT_ERR_INVALID_ARG, "dt_train_optimizer: NULL %s", out ? "trainer" : "out");
+    if (t->update.run != optimizer_run)
+        return dt_fail(DT_ERR_UNSUPPORTED, "dt_train_optimizer: the update is \"%s\", not the "
+                       "optimizer over every parameter", t->update.name ? t->update.name : "?");
+    optimizer_update *u = t->update.self;
+    if (!u->ready) { /* what the first update would make: a zeroed state, step 0 */
+        DT_CHECK(dt_optim_init(&u->opt, &t->cfg.optim, 0, t->model->num_params));
+        u->ready = 1;
+    }
+    *out = &u->opt;
+    return DT_OK;
 }
 
 static void optimizer_release(void *self)

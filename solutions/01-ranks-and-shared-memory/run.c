@@ -309,9 +309,14 @@ int main(int argc, char **argv)
         {RUN_BARRIER, 0, ""},
         {RUN_LINEAR, predict_linear(alpha, beta, bytes, nranks), "alpha + (N-1) n/beta"},
         {RUN_TREE, predict_tree(alpha, beta, bytes, nranks), "ceil(log2 N) (alpha + n/beta)"},
-        /* Between one message time (all pairs at once, e.g. dt_sendrecv) and
-         * two (even ranks first, then odd ranks). */
-        {RUN_RING, nranks < 2 ? 0 : alpha + bytes / beta, "alpha + n/beta (at least)"},
+        /* Even ranks sending first, odd ones receiving first (chapter 01,
+         * section 7): two waves for an even N; for an odd N ranks N-1 and 0
+         * are both even, and a message above the eager limit waits for its
+         * receive: three transfers. dt_sendrecv: one message time. */
+        {RUN_RING, nranks < 2 ? 0 : nranks % 2 ? alpha + 3 * bytes / beta
+                                              : 2 * (alpha + bytes / beta),
+         nranks % 2 ? "even/odd, N odd: alpha + 3 n/beta (dt_sendrecv: alpha + n/beta)"
+                    : "even/odd, N even: 2 (alpha + n/beta) (dt_sendrecv: alpha + n/beta)"},
     };
     for (size_t k = 0; k < sizeof runs / sizeof runs[0]; k++) {
         a.kind = runs[k].kind;

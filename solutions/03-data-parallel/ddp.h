@@ -94,7 +94,9 @@ dt_result lab_ddp_init(lab_ddp *d, dt_comm *comm, dt_model *m, lab_ddp_mode mode
 void lab_ddp_free(lab_ddp *d);
 
 /* One training step on this rank's batch of micro_steps * micro_B samples
- * (x: that many rows, labels as many entries): the loop zeroes the
+ * (x: that many rows of the model's input width, row-major and contiguous:
+ * row i starts at x + i * width, the first layer's fan-in; labels as many
+ * entries): the loop zeroes the
  * gradients, runs each micro-batch forward and backward (the backward
  * ACCUMULATES into model->grads; in OVERLAP mode it calls
  * lab_ddp_grad_ready for each layer of the last micro-batch), calls

@@ -18,6 +18,8 @@ typedef struct {
     double slow_ms, delay_ms, compute_ms;
     float lr;
     const char *figures; /* folder for the SVGs, or NULL */
+    const char *net;     /* network spec (dt/net.h) */
+    int knee;            /* > 0: only the server's bottleneck, K = 1 .. knee */
 } options;
 
 static void usage(const char *prog)
@@ -25,19 +27,22 @@ static void usage(const char *prog)
     fprintf(stderr,
             "usage: %s [--workers K] [--servers S] [--updates G] [--bound B]\n"
             "          [--compute-ms C] [--slow-ms W] [--delay-ms D] [--batch N] [--lr X]\n"
-            "          [--figures DIR]\n"
+            "          [--figures DIR] [--net SPEC] [--knee KMAX]\n"
             "  K workers (default 4) and S servers (1) train the digits MLP with G\n"
             "  gradients in all (400); a gradient costs C ms of modeled compute (2),\n"
             "  except on worker 0, the straggler, where it costs W ms (30; 0: no\n"
             "  straggler); with D > 0 every message worker 0 sends is D ms late too\n"
             "  (0). The bounded run uses staleness bound B (2). --figures writes\n"
-            "  DIR/04-accuracy-time.svg and DIR/04-staleness.svg.\n",
+            "  DIR/04-accuracy-time.svg and DIR/04-staleness.svg. SPEC is the network\n"
+            "  (dt/net.h: a preset such as eth10, or alpha=..,bw=..; default none).\n"
+            "  --knee runs only the synchronous server with K = 1 .. KMAX workers and\n"
+            "  no straggler, and prints its modeled time per round (chapter 04, 9.1).\n",
             prog);
 }
 
 static int parse(int argc, char **argv, options *o)
 {
-    *o = (options){4, 1, 400, 2, 16, 30, 0, 2, 0.1f, NULL};
+    *o = (options){4, 1, 400, 2, 16, 30, 0, 2, 0.1f, NULL, "none", 0};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--help") || !strcmp(a, "-h"))
@@ -65,13 +70,23 @@ static int parse(int argc, char **argv, options *o)
             o->lr = (float)atof(v);
         else if (!strcmp(a, "--figures"))
             o->figures = v;
+        else if (!strcmp(a, "--net"))
+            o->net = v;
+        else if (!strcmp(a, "--knee"))
+            o->knee = atoi(v);
         else
             return -1;
     }
     if (o->workers < 1 || o->workers > LAB_MAX_WORKERS || o->servers < 1 ||
         o->servers > LAB_MAX_SERVERS || o->updates < o->workers || o->bound < 0 ||
-        o->batch < 1 || o->slow_ms < 0 || o->delay_ms < 0 || o->compute_ms < 0 || !(o->lr > 0))
+        o->batch < 1 || o->slow_ms < 0 || o->delay_ms < 0 || o->compute_ms < 0 || !(o->lr > 0) ||
+        o->knee < 0 || o->knee > LAB_MAX_WORKERS)
         return -1;
+    dt_net link;
+    if (dt_net_link(o->net, &link) != DT_OK) {
+        fprintf(stderr, "--net %s: %s\n", o->net, dt_last_error());
+        return -1;
+    }
     return 0;
 }
 
@@ -105,6 +120,7 @@ static dt_result ps_run(const options *o, const dt_dataset *train, const dt_data
     dt_launch_opts_init(&lo);
     lo.nranks = o->servers + o->workers;
     lo.backend = DT_BACKEND_THREAD;
+    lo.net = o->net;
     char fault[64];
     snprintf(fault, sizeof fault, "delay:rank=%d:ms=%g", o->servers, o->delay_ms);
     lo.fault = o->delay_ms > 0 ? fault : "";
@@ -243,6 +259,55 @@ static int fail(const char *what, dt_result r)
     return 1;
 }
 
+/* The server's bottleneck (chapter 04, section 9.1): the synchronous run
+ * with K = 1 .. knee workers, no straggler, 10 rounds each, on o->net.
+ * Every round, one server's receive port takes K pushes of a header and
+ * n = 4 P / S bytes of gradient, and its send port K replies of the same
+ * size: once K n / beta passes the compute time c, the ports, not the
+ * workers, set the pace. Deterministic: the modeled clock depends only on
+ * each rank's program order. */
+static int knee(const options *base, const dt_dataset *train, const dt_dataset *test)
+{
+    dt_net link;
+    if (dt_net_link(base->net, &link) != DT_OK)
+        return fail("--net", DT_ERR_INVALID_ARG);
+    const int rounds = 10;
+    /* one shard's floats: a push's gradient or a pull's reply (each after a
+     * 16-byte header of its own) */
+    const double params = LAB_IN * LAB_HIDDEN + LAB_HIDDEN + LAB_HIDDEN * LAB_CLASSES + LAB_CLASSES;
+    double n = 4.0 * params / base->servers;
+    double w = dt_net_wire(&link, n), c = base->compute_ms * 1e-3;
+    printf("the synchronous server's bottleneck: %d server(s), network %s, %g ms per "
+           "gradient,\n%d rounds; a push's gradient or a reply's shard is n = %.0f bytes, w = n/beta = "
+           "%.2f us\n\n",
+           base->servers, base->net, base->compute_ms, rounds, n, w * 1e6);
+    printf("%3s %13s %13s %17s %12s\n", "K", "ms per round", "predicted", "gradients per ms",
+           "port busy");
+    for (int k = 1; k <= base->knee; k++) {
+        options o = *base;
+        o.workers = k, o.updates = k * rounds, o.slow_ms = 0, o.delay_ms = 0;
+        row out;
+        lab_ps_result res;
+        memset(&out, 0, sizeof out);
+        dt_result r = ps_run(&o, train, test, 1, -1, &out, &res);
+        lab_ps_result_free(&res);
+        if (r != DT_OK)
+            return fail("knee", r);
+        /* A round: the replies leave the send port w apart, the last one
+         * arrives alpha + K w after the round opens; its worker computes c
+         * and pushes (alpha + w). The opening pull and the closing stop add
+         * 2 alpha to the run (headers of 16 bytes: about 0). */
+        double per_round = out.modeled_s / rounds;
+        double predicted = 2 * link.alpha + c + (k + 1) * w + 2 * link.alpha / rounds;
+        printf("%3d %13.4f %13.4f %17.2f %11.0f%%\n", k, per_round * 1e3, predicted * 1e3,
+               k / (per_round * 1e3), 100 * k * w / per_round);
+    }
+    printf("\nthe ports' ceiling: beta / n = %.2f gradients per ms; half of it at K = "
+           "(2 alpha + c + w) / w = %.1f\n",
+           1e-3 / w, (2 * link.alpha + c + w) / w);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     options o;
@@ -255,6 +320,12 @@ int main(int argc, char **argv)
     dt_result r = lab_load_digits(&train, &test);
     if (r != DT_OK)
         return fail("digits", r);
+    if (o.knee > 0) {
+        int rc = knee(&o, &train, &test);
+        dt_dataset_free(&train);
+        dt_dataset_free(&test);
+        return rc;
+    }
 
     printf("digits MLP %d-%d-%d, %d workers, %d server(s), %d gradients of %d samples, "
            "lr %g\na gradient costs %g ms of modeled compute; on worker 0 %g ms; worker 0's "

@@ -245,3 +245,50 @@ TEST_T(ps_async_beats_sync_with_straggler, 3, 30, .race = 1)
     EXPECT(t[0] < 0.5 * t[1], "asynchronous run took %.3f modeled s, synchronous %.3f: "
            "expected less than half", t[0], t[1]);
 }
+
+/* The server's bottleneck (chapter 04, section 9.1), on the modeled clock
+ * alone: one server, K workers, 10 synchronous rounds on eth10 with 50 us
+ * gradients. Each round the server's send port carries K replies of n
+ * bytes one after another and its receive port K pushes, so a round lasts
+ * 2 alpha + c + (K+1) n/beta: one more worker adds exactly n/beta. A
+ * server that replies with more than its shard, or a worker that pushes
+ * more, moves the slope; one that skips messages or answers before the
+ * round is complete breaks the formula too. The clock follows each rank's
+ * program order, never the machine's scheduling. */
+static double ps_round_time(int K, int rounds, const char *net, double compute_s)
+{
+    lab_ps_config cfg = lab_ps_defaults(&ref_train);
+    cfg.sync = 1, cfg.updates = rounds * K, cfg.compute_s = compute_s;
+    dt_launch_opts o = ref_opts(1 + K);
+    o.net = net;
+    lab_ps_result res = {0};
+    dt_result r = lab_ps_launch(&o, &cfg, &res);
+    double t = r == DT_OK ? job_time(&res) : -1;
+    EXPECT(r == DT_OK, "synchronous run with %d workers on %s: %s", K, net, dt_strerror(r));
+    lab_ps_result_free(&res);
+    return t;
+}
+
+TEST_T(ps_server_ports_set_the_pace, 2, 30)
+{
+    dt_test_see("chapter 04, section 9.1");
+    ref_data();
+    const int rounds = 10, k_small = 2, k_large = 8;
+    const double c = 50e-6;
+    dt_net link;
+    EXPECT_OK(dt_net_link("eth10", &link));
+    const double n = 4.0 * (LAB_IN * LAB_HIDDEN + LAB_HIDDEN + LAB_HIDDEN * LAB_CLASSES +
+                            LAB_CLASSES),
+                 w = n / link.beta;
+    double t_small = ps_round_time(k_small, rounds, "eth10", c);
+    double t_large = ps_round_time(k_large, rounds, "eth10", c);
+    /* per added worker and round: n/beta (16-byte headers add 0.2%) */
+    double slope = (t_large - t_small) / ((k_large - k_small) * rounds);
+    EXPECT(fabs(slope - w) <= 0.02 * w, "each worker more made a round %.3f us longer, "
+           "expected n/beta = %.3f us (the server's port carries one more shard)",
+           slope * 1e6, w * 1e6);
+    double want = rounds * (2 * link.alpha + c + (k_small + 1) * w) + 2 * link.alpha;
+    EXPECT(fabs(t_small - want) <= 0.01 * want, "%d workers, %d rounds took %.2f us, "
+           "expected 10 (2 alpha + c + (K+1) n/beta) + 2 alpha = %.2f us",
+           k_small, rounds, t_small * 1e6, want * 1e6);
+}

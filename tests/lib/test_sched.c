@@ -176,3 +176,34 @@ TEST(sched_simulate_unequal_stages_and_messages, 1)
     EXPECT(t == NULL, "out untouched on failure");
     dt_sched_free(s);
 }
+
+/* A run's own times: the simulator's steps shifted by 5 (another origin)
+ * give the same makespan, busy time and bubble; a step that ends before it
+ * starts is refused. */
+TEST(sched_timing_of_a_run_equals_the_simulated_one, 1)
+{
+    dt_schedule *s = from_steps(2, 1, 2, gpipe_2x2, 8);
+    const double f[] = {1, 3}, b[] = {2, 6};
+    dt_sched_costs c = {.stage_f = f, .stage_b = b};
+    dt_sched_timing *sim, *run;
+    EXPECT_OK(dt_sched_simulate(s, &c, &sim));
+    EXPECT_OK(dt_sched_timing_create(s, &run));
+    for (int r = 0; r < 2; r++)
+        for (int i = 0; i < s->nsteps[r]; i++)
+            run->start[r][i] = sim->start[r][i] + 5, run->end[r][i] = sim->end[r][i] + 5;
+    EXPECT_OK(dt_sched_timing_finish(run, s));
+    EXPECT(run->makespan == 21 && run->start[1][2] == 7, "makespan %g, rank 1 step 2 at %g",
+           run->makespan, run->start[1][2]);
+    for (int r = 0; r < 2; r++)
+        EXPECT(run->busy[r] == sim->busy[r] && run->idle[r] == sim->idle[r], "rank %d: busy %g "
+               "idle %g, simulated %g %g", r, run->busy[r], run->idle[r], sim->busy[r],
+               sim->idle[r]);
+    EXPECT(run->bubble_fraction == sim->bubble_fraction && run->bubble_ratio == sim->bubble_ratio,
+           "bubble %g (%g), simulated %g (%g)", run->bubble_fraction, run->bubble_ratio,
+           sim->bubble_fraction, sim->bubble_ratio);
+    run->end[0][1] = run->start[0][1] - 1;
+    EXPECT_ERR(dt_sched_timing_finish(run, s), DT_ERR_INVALID_ARG);
+    EXPECT(strstr(dt_last_error(), "rank 0 step 1 ends"), "message: %s", dt_last_error());
+    dt_sched_timing_free(sim), dt_sched_timing_free(run);
+    dt_sched_free(s);
+}

@@ -186,16 +186,16 @@ TEST(train_step_runs_its_hooks_in_order, 2)
     EXPECT(!strcmp(run_logged(&t, &h, 3), want), "the step ran %s, expected %s", h.log, want);
     EXPECT(t.num_acts == 1, "F0 B0 F1 ... keeps %d activations, expected 1", t.num_acts);
     /* a schedule: GPipe's order, all forwards then all backwards */
-    static const dt_train_op gpipe[6] = {{0, DT_TRAIN_FORWARD}, {1, DT_TRAIN_FORWARD},
-                                         {2, DT_TRAIN_FORWARD}, {2, DT_TRAIN_BACKWARD},
-                                         {1, DT_TRAIN_BACKWARD}, {0, DT_TRAIN_BACKWARD}};
+    static const dt_train_op gpipe[6] = {{0, DT_TRAIN_FORWARD, 0}, {1, DT_TRAIN_FORWARD, 0},
+                                         {2, DT_TRAIN_FORWARD, 0}, {2, DT_TRAIN_BACKWARD, 0},
+                                         {1, DT_TRAIN_BACKWARD, 0}, {0, DT_TRAIN_BACKWARD, 0}};
     t.schedule = gpipe, t.schedule_len = 6;
     want = "F0 F1 F2 B2 L1 L0 B1 L1 L0 B0 L1 L0 S0 U1 ";
     EXPECT(!strcmp(run_logged(&t, &h, 3), want), "GPipe ran %s, expected %s", h.log, want);
     EXPECT(t.num_acts == 3, "3 micro-batches in flight keep %d activations", t.num_acts);
     /* a schedule that runs a backward before its forward is refused, named */
-    static const dt_train_op bad[4] = {{0, DT_TRAIN_FORWARD}, {1, DT_TRAIN_BACKWARD},
-                                       {1, DT_TRAIN_FORWARD}, {0, DT_TRAIN_BACKWARD}};
+    static const dt_train_op bad[4] = {{0, DT_TRAIN_FORWARD, 0}, {1, DT_TRAIN_BACKWARD, 0},
+                                       {1, DT_TRAIN_FORWARD, 0}, {0, DT_TRAIN_BACKWARD, 0}};
     t.schedule = bad, t.schedule_len = 4;
     float x[40] = {0};
     int32_t y[8] = {0};
@@ -203,8 +203,8 @@ TEST(train_step_runs_its_hooks_in_order, 2)
     EXPECT_ERR(dt_train_step(&t, &b), DT_ERR_INVALID_ARG);
     EXPECT(strstr(dt_last_error(), "step 1: backward of micro-batch 1 before its forward"),
            "message: %s", dt_last_error());
-    static const dt_train_op twice[4] = {{0, DT_TRAIN_FORWARD}, {0, DT_TRAIN_BACKWARD},
-                                         {0, DT_TRAIN_BACKWARD}, {1, DT_TRAIN_FORWARD}};
+    static const dt_train_op twice[4] = {{0, DT_TRAIN_FORWARD, 0}, {0, DT_TRAIN_BACKWARD, 0},
+                                         {0, DT_TRAIN_BACKWARD, 0}, {1, DT_TRAIN_FORWARD, 0}};
     t.schedule = twice;
     EXPECT_ERR(dt_train_step(&t, &b), DT_ERR_INVALID_ARG);
     EXPECT(strstr(dt_last_error(), "step 2: backward of micro-batch 0 twice"), "message: %s",

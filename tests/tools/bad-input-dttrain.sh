@@ -58,6 +58,11 @@ done <<'TABLE'
 2 | --dump x.bin: one rank                             | --dump x.bin --ranks 2
 2 | --time-budget 5: one rank only                     | --time-budget 5 --ranks 2
 2 | --ranks 1: --showcase compares 1 rank with 2 or more | --showcase --ranks 1
+2 | --fsdp: needs --ranks                              | --fsdp
+2 | --fsdp: shards the optimizer already               | --fsdp --ranks 2 --shard-optimizer
+2 | --fsdp: one micro-batch a step                     | --fsdp --ranks 2 --micro-batches 2
+2 | --no-prefetch: goes with --fsdp                    | --no-prefetch --ranks 2
+2 | --no-reshard: goes with --fsdp                     | --no-reshard --ranks 2
 0 | --model SPEC                                       | --help
 TABLE
 echo "$pass passed, $fail failed"

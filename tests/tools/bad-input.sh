@@ -117,30 +117,5 @@ table() {
 EOF
 }
 
-pass=0
-fail=0
-n=0
-trim() { sed -e 's/^[[:space:]]*//' -e 's/[[:space:]]*$//' <<<"$1"; }
-while IFS= read -r line; do
-    case "$line" in '#'* | '') continue ;; esac
-    n=$((n + 1))
-    want=$(trim "${line%%|*}")
-    rest=${line#*|}
-    text=$(trim "${rest%%|*}")
-    cmd=$(trim "${rest#*|}")
-    dir="$WORK/case$n"
-    mkdir -p "$dir"
-    out=$(cd "$dir" && WORK=$dir timeout 60 bash -c "$cmd" 2>&1)
-    got=$?
-    if [ "$got" != "$want" ]; then
-        echo "FAIL: $cmd: exit status $got, expected $want; it said: $out"
-        fail=$((fail + 1))
-    elif [ -n "$text" ] && ! grep -qF -- "$text" <<<"$out"; then
-        echo "FAIL: $cmd: the message lacks '$text'; it said: $out"
-        fail=$((fail + 1))
-    else
-        pass=$((pass + 1))
-    fi
-done < <(table)
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+. "$(dirname "$0")/table.sh"
+run_table

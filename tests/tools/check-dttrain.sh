@@ -2,7 +2,8 @@
 # check-dttrain.sh - tools/dttrain (run by `make test`): the data-parallel
 # paths must give the same parameters, bit for bit (the "params_hash" of
 # --json), whatever the backend, and with --shard-optimizer (reduce-scatter,
-# step on a shard, allgather) as with the allreduce; one rank runs its
+# step on a shard, allgather) as with the allreduce; --fsdp the same
+# whatever its prefetch, resharding and backend; one rank runs its
 # fastest correct path by default and says which ("update", "layout"), and
 # that path trains as the reference does; bad options are refused
 # (bad-input-dttrain.sh, whose count line follows this one's).
@@ -25,6 +26,22 @@ for k in 2 3; do
             pass=$((pass + 1))
         else
             echo "FAIL: dttrain --ranks $k $extra: parameters $got, the allreduce on threads gives $want"
+            fail=$((fail + 1))
+        fi
+    done
+done
+# FSDP (chapter 09): gathering, prefetching and resharding move the same
+# numbers; every variant and backend gives the same parameters
+for k in 2 3; do
+    want=$(hash_of $DT --ranks $k --fsdp)
+    [ -n "$want" ] || { echo "FAIL: dttrain --ranks $k --fsdp printed no params_hash"; fail=$((fail + 1)); continue; }
+    for extra in "--no-prefetch" "--no-reshard" "--backend proc" "--backend proc --no-prefetch --no-reshard"; do
+        # shellcheck disable=SC2086
+        got=$(hash_of $DT --ranks $k --fsdp $extra)
+        if [ "$got" = "$want" ]; then
+            pass=$((pass + 1))
+        else
+            echo "FAIL: dttrain --ranks $k --fsdp $extra: parameters $got, --fsdp on threads gives $want"
             fail=$((fail + 1))
         fi
     done

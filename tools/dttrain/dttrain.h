@@ -24,6 +24,7 @@ typedef struct {
     double lr, momentum, weight_decay, time_budget;
     unsigned long long seed;
     int json, no_fuse, reference, showcase, shard_optimizer;
+    int fsdp, no_prefetch, no_reshard; /* chapter 09: --fsdp and its two switches */
     int distributed; /* --ranks, --backend, --net or --showcase: through dt_launch */
     int model_set;   /* --model given (--showcase has its own default) */
 } options;
@@ -44,7 +45,9 @@ dt_result dttrain_data(const options *o, const dt_model *m, dt_dataset *train,
 
 /* A trainer for m on w (NULL: one rank) with the options' optimizer,
  * path and update: fused SGD where it applies unless --no-fuse or
- * --reference, ZeRO-1 with --shard-optimizer. compute_per_sample > 0:
+ * --reference, ZeRO-1 with --shard-optimizer, FSDP with --fsdp (which
+ * takes over m's parameters: dt_train_fsdp_params gives them back).
+ * compute_per_sample > 0:
  * compute is charged to the modeled clock at that cost, else measured. */
 dt_result dttrain_trainer(const options *o, dt_trainer *t, dt_model *m, dt_comm *w,
                           double compute_per_sample);

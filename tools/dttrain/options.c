@@ -53,7 +53,14 @@ static void usage(FILE *f)
             "  --shard-optimizer  each rank keeps the optimizer state of, and updates, only\n"
             "                   1/K of the parameters (reduce-scatter, step, allgather:\n"
             "                   ZeRO stage 1, chapter 08) instead of one allreduce; the same\n"
-            "                   parameters\n");
+            "                   parameters\n"
+            "  --fsdp           fully sharded data parallelism (chapter 09): each rank keeps\n"
+            "                   1/K of every layer's parameters, gradients and optimizer\n"
+            "                   state; a layer is gathered before it runs (the next one\n"
+            "                   prefetched) and freed after its forward; one micro-batch\n"
+            "  --no-prefetch    with --fsdp: gather each layer only when it runs (ZeRO-3)\n"
+            "  --no-reshard     with --fsdp: keep a layer from its forward to its backward\n"
+            "                   (the whole parameters at the peak, as ZeRO-2; 2 psi, not 3)\n");
 }
 
 typedef enum { FLAG, INT, REAL, TEXT } kind;
@@ -75,6 +82,9 @@ static const spec specs[] = {
     {"--reference", FLAG, AT(reference), 0, 0, 0},
     {"--showcase", FLAG, AT(showcase), 0, 0, 0},
     {"--shard-optimizer", FLAG, AT(shard_optimizer), 0, 0, 0},
+    {"--fsdp", FLAG, AT(fsdp), 0, 0, 0},
+    {"--no-prefetch", FLAG, AT(no_prefetch), 0, 0, 0},
+    {"--no-reshard", FLAG, AT(no_reshard), 0, 0, 0},
     {"--model", TEXT, AT(model), 0, 0, 0},
     {"--data", TEXT, AT(data), 0, 0, 0},
     {"--optim", TEXT, AT(optim), 0, 0, 0},
@@ -180,6 +190,16 @@ static int check(options *o)
     if (o->time_budget > 0 && o->distributed)
         return fprintf(stderr, "dttrain: --time-budget %g: one rank only (ranks stopping on "
                        "their own clocks would leave the others waiting)\n", o->time_budget), 2;
+    if ((o->no_prefetch || o->no_reshard) && !o->fsdp)
+        return fprintf(stderr, "dttrain: %s: goes with --fsdp\n", o->no_prefetch ?
+                       "--no-prefetch" : "--no-reshard"), 2;
+    if (o->fsdp && (o->shard_optimizer || o->showcase || o->micro_batches > 1 ||
+                    !o->distributed || o->dump))
+        return fprintf(stderr, "dttrain: --fsdp: %s\n", o->shard_optimizer ? "shards the "
+                       "optimizer already (no --shard-optimizer)" : o->showcase ? "not with "
+                       "--showcase" : o->micro_batches > 1 ? "one micro-batch a step (no "
+                       "--micro-batches)" : o->dump ? "not with --dump" : "needs --ranks "
+                       "(its ranks share the parameters)"), 2;
     if (o->showcase && o->ranks < 2)
         return fprintf(stderr, "dttrain: --ranks %ld: --showcase compares 1 rank with 2 or "
                        "more\n", o->ranks), 2;

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 
 /* FNV-1a of n bytes: a fingerprint to compare two runs' parameters. */
 static uint64_t fnv1a(const void *p, size_t n)
@@ -26,8 +27,9 @@ static uint64_t fnv1a(const void *p, size_t n)
 /* The flat buffers the collectives work on, moved into the job's shared
  * memory (dt_alloc_shared): in the proc backend the ranks then read and
  * write each other's directly instead of through cross-memory copies.
- * own[0], own[1] keep the model's own buffers meanwhile. */
-static dt_result share_buffers(dt_comm *w, dt_model *m, float **own)
+ * The model's own buffers are freed meanwhile (*shared = 1), and made
+ * again by unshare_buffers, so that the model can be freed as usual. */
+static dt_result share_buffers(dt_comm *w, dt_model *m, int *shared)
 {
     size_t bytes = m->num_params * sizeof(float);
     float *p = NULL, *g = NULL;
@@ -38,35 +40,55 @@ static dt_result share_buffers(dt_comm *w, dt_model *m, float **own)
         return r;
     }
     memcpy(p, m->params, bytes);
-    own[0] = m->params, own[1] = m->grads;
-    m->params = p, m->grads = g;
+    dt_mem_free(m->params), dt_mem_free(m->grads);
+    m->params = p, m->grads = g, *shared = 1;
     return DT_OK;
 }
 
-static void unshare_buffers(dt_comm *w, dt_model *m, float **own)
+static void unshare_buffers(dt_comm *w, dt_model *m, int shared)
 {
-    if (!own[0])
+    if (!shared)
         return;
+    size_t bytes = m->num_params * sizeof(float);
+    float *p = dt_mem_alloc(DT_MEM_PARAM, bytes), *g = dt_mem_alloc(DT_MEM_GRAD, bytes);
+    if (p) /* the final parameters, for whoever looks at the model next */
+        memcpy(p, m->params, bytes);
     dt_free_shared(w, m->params);
     dt_free_shared(w, m->grads);
-    m->params = own[0], m->grads = own[1];
+    m->params = p, m->grads = g;
 }
 
-/* Rank 0's result into the shared block. */
+/* Rank 0's result into the shared block. shared: the flat parameters and
+ * gradients live in the job's shared memory, which the accounting does
+ * not charge: their bytes are added to the model states. */
 static void report_result(const dp_job *j, dt_comm *w, const dt_trainer *t,
-                          const dt_train_result *tr)
+                          const dt_train_result *tr, const dt_mem_stats *trained, int shared)
 {
     dp_result *res = j->res;
-    dt_mem_stats ms;
-    dt_mem_stats_get(&ms);
+    const dt_mem_stats ms = *trained;
+    struct rusage ru;
     res->run = *tr;
     res->mem_peak = ms.peak_total;
+    res->states_peak = ms.peak[DT_MEM_PARAM] + ms.peak[DT_MEM_GRAD] + ms.peak[DT_MEM_OPTIM] +
+                       (shared ? 2 * t->model->num_params * sizeof(float) : 0);
+    res->rss_peak_kb = getrusage(RUSAGE_SELF, &ru) == 0 ? ru.ru_maxrss : -1;
     res->params_hash = fnv1a(t->model->params, t->model->num_params * sizeof(float));
     snprintf(res->update, sizeof res->update, "%s", dttrain_update_name(t));
     snprintf(res->sync, sizeof res->sync, "%s", t->sync.name);
     snprintf(res->layout, sizeof res->layout, "%s", dttrain_layout_name(t));
     res->done = 1;
     (void)w;
+}
+
+/* FSDP gave up the model's buffers: the parameters gathered back into
+ * them, and rank 0's test accuracy. Collective. */
+static dt_result fsdp_evaluate(dt_trainer *t, dt_model *m, const dt_dataset *test,
+                               dt_train_result *tr)
+{
+    if (!(m->params = dt_mem_alloc(DT_MEM_PARAM, m->num_params * sizeof(float))))
+        return dt_fail(DT_ERR_NOMEM, "--fsdp: the gathered parameters");
+    DT_CHECK(dt_train_fsdp_params(t, m->params));
+    return t->rank == 0 ? dt_evaluate(m, test, 256, &tr->accuracy, NULL) : DT_OK;
 }
 
 static dt_result dp_rank(dt_comm *w, void *arg)
@@ -78,29 +100,36 @@ static dt_result dp_rank(dt_comm *w, void *arg)
     dt_model m;
     dt_trainer t;
     dt_train_result tr;
-    float *own[2] = {NULL, NULL};
-    int have_trainer = 0;
+    int shared = 0, have_trainer = 0;
     /* another seed on each rank: only the broadcast makes them one model */
     DT_CHECK(dt_model_create_spec(&m, o->model, o->seed + (uint64_t)rank));
     dt_result r = dttrain_data(o, &m, &train, &test);
-    /* without room in the job's shared memory, each rank keeps its own */
-    if (r == DT_OK && K > 1 && share_buffers(w, &m, own) != DT_OK && rank == 0 && !o->json)
+    /* without room in the job's shared memory, each rank keeps its own (and
+     * FSDP keeps shards of its own, freeing the model's buffers) */
+    if (r == DT_OK && K > 1 && !o->fsdp && share_buffers(w, &m, &shared) != DT_OK &&
+        rank == 0 && !o->json)
         printf("[%s] shared memory too small for the gradients: private buffers (%s)\n", j->tag,
                dt_last_error());
     if (r == DT_OK)
         r = dt_broadcast(m.params, m.params, m.num_params, DT_F32, 0, w);
     if (r == DT_OK && (r = dttrain_trainer(o, &t, &m, w, j->compute_per_sample)) == DT_OK)
         have_trainer = 1;
+    dt_mem_reset_peak(); /* the peaks of the training, not of the set-up before it */
     if (r == DT_OK) {
         dttrain_progress lines = {j->tag, 0};
-        dt_train_config c = dttrain_run_config(o, &test, j->epochs, &lines);
+        /* FSDP holds no whole model to evaluate during the run: at its end */
+        dt_train_config c = dttrain_run_config(o, o->fsdp ? NULL : &test, j->epochs, &lines);
         r = dt_train(&t, &train, &c, &tr);
     }
+    dt_mem_stats trained; /* before FSDP's evaluation gathers the whole model */
+    dt_mem_stats_get(&trained);
+    if (r == DT_OK && o->fsdp)
+        r = fsdp_evaluate(&t, &m, &test, &tr);
     if (r == DT_OK && rank == 0)
-        report_result(j, w, &t, &tr);
+        report_result(j, w, &t, &tr, &trained, shared);
     if (have_trainer)
         dt_trainer_free(&t);
-    unshare_buffers(w, &m, own);
+    unshare_buffers(w, &m, shared);
     dt_model_free(&m);
     dt_dataset_free(&train);
     dt_dataset_free(&test);
@@ -148,18 +177,22 @@ static void print_json(const options *o, const dp_job *j, size_t params)
     printf("{\"model\": \"%s\", \"data\": \"%s\", \"params\": %zu, \"ranks\": %d, "
            "\"backend\": \"%s\", \"net\": \"%s\", \"batch_per_rank\": %ld, \"micro_batches\": "
            "%ld, \"steps\": %ld, \"update\": \"%s\", \"sync\": \"%s\", \"layout\": \"%s\", "
-           "\"shard_optimizer\": %s, ", o->model, o->data, params, j->ranks,
-           o->backend ? o->backend : "thread", o->net ? o->net : "none", o->batch,
-           o->micro_batches, t->steps, r->update, r->sync, r->layout,
-           o->shard_optimizer ? "true" : "false");
+           "\"shard_optimizer\": %s, \"fsdp\": %s, \"prefetch\": %s, \"reshard\": %s, ",
+           o->model, o->data, params, j->ranks, o->backend ? o->backend : "thread",
+           o->net ? o->net : "none", o->batch, o->micro_batches, t->steps, r->update, r->sync,
+           r->layout, o->shard_optimizer ? "true" : "false", o->fsdp ? "true" : "false",
+           o->fsdp && !o->no_prefetch ? "true" : "false",
+           o->fsdp && !o->no_reshard ? "true" : "false");
     dttrain_json_machine(stdout, o);
     printf(", \"step_ms_median\": %.4f, \"step_cpu_ms_median\": %.4f, \"sync_ms_median\": "
            "%.4f, \"samples_per_s\": %.1f, \"bytes_per_step\": %.0f, \"modeled_s\": %.6f, "
            "\"final_loss\": %.6f, \"accuracy\": %.6f, \"mem_peak_bytes\": %zu, "
+           "\"states_peak_bytes\": %zu, \"rss_peak_kb\": %ld, "
            "\"params_hash\": \"%016llx\", \"seconds\": %.3f}\n",
            t->step_ms_median, t->step_cpu_ms_median, t->sync_ms_median, t->samples_per_s,
            t->bytes_per_step, t->modeled_s, (double)t->final_loss, (double)t->accuracy,
-           r->mem_peak, (unsigned long long)r->params_hash, t->seconds);
+           r->mem_peak, r->states_peak, r->rss_peak_kb, (unsigned long long)r->params_hash,
+           t->seconds);
 }
 
 int dttrain_parallel(const options *o)

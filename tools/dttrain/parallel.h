@@ -11,6 +11,10 @@ typedef struct {
     int done;
     dt_train_result run;
     size_t mem_peak;          /* rank 0's peak of tracked memory, bytes */
+    size_t states_peak;       /* rank 0's model states: the peaks of PARAM, GRAD and OPTIM
+                                 added (at most their peak together), bytes */
+    long rss_peak_kb;         /* rank 0's peak resident memory (its process's with the
+                                 proc backend; the whole job's with threads), KiB */
     uint64_t params_hash;     /* FNV-1a of the final parameters' bytes */
     char update[16], sync[16], layout[16];
 } dp_result;

@@ -50,7 +50,10 @@ dt_result dttrain_trainer(const options *o, dt_trainer *t, dt_model *m, dt_comm 
     tc.forward_s = compute_per_sample * (double)(o->batch / o->micro_batches);
     DT_CHECK(dt_trainer_init(t, m, w, &tc));
     dt_result r = DT_OK;
-    if (o->shard_optimizer && w)
+    dt_fsdp_config fc = {0, !o->no_prefetch, !o->no_reshard, NULL, NULL};
+    if (o->fsdp && w)
+        r = dt_train_use_fsdp(t, &fc);
+    else if (o->shard_optimizer && w)
         r = dt_train_use_zero1(t);
     /* the fastest correct path is the default: fused SGD wherever it applies */
     else if (!o->no_fuse && !o->reference && o->micro_batches == 1 &&

@@ -183,6 +183,25 @@ dt_result dt_gantt_add(dt_gantt *gantt, int row, double start, double end,
  * <rect class="region">. */
 dt_result dt_gantt_write_svg(const dt_gantt *gantt, const char *path);
 
+/* ---------------------------------------------------------------- traces */
+
+/* One region of a trace file the communicator writes (DT_TRACE,
+ * dt_launch_opts.trace_path: Chrome's trace-event format, process 0 the
+ * wall clock, process 1 the modeled clock, track 2 rank + lane). */
+typedef struct {
+    char name[32];   /* "compute", or a collective: "allreduce", "allgather", ... */
+    int modeled;     /* 1: on the modeled clock, 0: the wall clock */
+    int rank;
+    int lane;        /* 0: the rank's own timeline (a wait for an asynchronous
+                        operation shows there too); 1: its asynchronous operations */
+    double start_s, end_s;
+} dt_trace_region;
+
+/* Reads every region of a trace file into *out (malloc'ed, *n of them, in
+ * the file's order; free it with free()). DT_ERR_IO when the file cannot
+ * be read, DT_ERR_INVALID_ARG when it holds no region. */
+dt_result dt_trace_read(const char *path, dt_trace_region **out, size_t *n);
+
 #ifdef __cplusplus
 }
 #endif

@@ -321,6 +321,35 @@ dt_result dt_model_backward(dt_model *m, dt_acts *a, const float *dout, float *d
 dt_result dt_model_backward_into(dt_model *m, dt_acts *a, const float *dout, float *dinp,
                                  dt_grad_hook hook, void *hook_arg, float *grads, float scale);
 
+/* ================================================================ split backward */
+
+/* Zero-bubble pipelines (chapter 06, section 6) split a stage's backward in
+ * two (split_backward.c): B, the gradient w.r.t. the stage's input, which
+ * the previous stage waits for, and W, the parameter gradients, which wait
+ * for nothing but the update. B keeps each layer's output gradient for W
+ * in a dt_wgrad (rows x out_width floats per layer, tag ACT). B then W
+ * accumulates the same gradients as dt_model_backward, bit for bit. Stages
+ * of linear layers only (the MLPs; DT_ERR_UNSUPPORTED naming the layer
+ * otherwise). */
+typedef struct dt_wgrad dt_wgrad;
+
+/* What a split backward of a's stage keeps between its halves; a must
+ * outlive it. Free with dt_wgrad_free (NULL is ignored). */
+dt_result dt_wgrad_create(dt_wgrad **out, const dt_acts *a);
+void dt_wgrad_free(dt_wgrad *w);
+
+/* B: as dt_model_backward's dinp (dout NULL: the loss's gradient), and the
+ * layers' output gradients kept in w. Computes no parameter gradient and
+ * calls no hook. DT_ERR_STATE when w's last B has not had its W. */
+dt_result dt_model_backward_input(dt_model *m, dt_acts *a, const float *dout, float *dinp,
+                                  dt_wgrad *w);
+
+/* W: accumulates (+=) the parameter gradients of a's layers into m->grads
+ * from what B kept, calling hook (may be NULL) as each layer's are
+ * complete, last layer first. DT_ERR_STATE when B has not run. */
+dt_result dt_model_backward_weight(dt_model *m, dt_acts *a, dt_wgrad *w, dt_grad_hook hook,
+                                   void *hook_arg);
+
 #ifdef __cplusplus
 }
 #endif

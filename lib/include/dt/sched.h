@@ -161,6 +161,17 @@ dt_result dt_sched_simulate(const dt_schedule *s, const dt_sched_costs *costs,
                             dt_sched_timing **out);
 void dt_sched_timing_free(dt_sched_timing *t);
 
+/* The same figures for a run that measures its own steps (chapter 06's
+ * lab, on the modeled clock): dt_sched_timing_create makes the tables for
+ * s, the run writes start[r][i] and end[r][i] of every step from any one
+ * origin (the compute of the step, not its wait), and
+ * dt_sched_timing_finish moves the origin to the earliest start and fills
+ * busy (each rank's steps summed), the makespan (the latest end), idle
+ * and the bubble as dt_sched_simulate does; DT_ERR_INVALID_ARG when a
+ * step ends before it starts. Draw and print it as a simulated one. */
+dt_result dt_sched_timing_create(const dt_schedule *s, dt_sched_timing **out);
+dt_result dt_sched_timing_finish(dt_sched_timing *t, const dt_schedule *s);
+
 /* ---------------------------------------------------------------- drawing */
 
 /* The label of a step: kind and micro-batch ("F3"), with the chunk after a

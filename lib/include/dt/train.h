@@ -24,16 +24,21 @@
  *                    -lr x gradient into the weights (fused_sgd.c)
  *
  * and the ones later chapters add, with the same loop:
- *   ZeRO-2           sync.layer reduce-scatters each bucket as soon as it is complete and
- *                    frees its full gradients; update as ZeRO-1
- *   ZeRO-3, FSDP     forward and backward gather a unit's parameters before it runs and free
- *                    them after (reduce-scattering its gradients in the backward); the update
- *                    works on the shard only
+ *   ZeRO-3, FSDP     the units runner (units.c): forward and backward gather a unit's
+ *   (fsdp.c)         parameters before it runs and free them after, reduce-scattering its
+ *                    gradients in the backward; the update works on the shard only. Without
+ *                    resharding after the forward, FSDP keeps ZeRO-2's memory of parameters
+ *   ZeRO-2           (lab 08) the units runner with buckets as units: each bucket's gradients
+ *                    reduce-scattered into the shard as soon as its backward is done, and
+ *                    freed; update as ZeRO-1
  *   compression      sync compresses, exchanges and decompresses with error feedback
  *   mixed precision  a backward that scales the loss gradient by S and an update that unscales,
  *                    skips the step on inf or nan and adapts S, each wrapping the plain hook
  *   pipeline         forward and backward of micro-batch j on this rank's stage (receive, run,
- *                    send), in the order of a schedule (GPipe, 1F1B: t->schedule)
+ *                    send), in the order of a schedule (GPipe, 1F1B: t->schedule); the
+ *                    operation's chunk names the stage when a rank runs several (interleaved
+ *                    1F1B), and the weight hook runs the W operations of a split backward
+ *                    (ZB-H1); sync and update on this rank's layers (dt_train_use_own_layers)
  *
  * dt_train runs steps over a data set with the distributed sampler, and
  * times them. The library never prints: progress goes to a callback. */
@@ -87,15 +92,22 @@ typedef struct {
                                 DT_NN_REFERENCE (the default) or DT_NN_FAST */
     dt_compute_clock clock;  /* charged by the model's forward and backward */
     double forward_s;        /* DT_CLOCK_MODELED: one micro-batch's forward */
+    const double *forward_layer_s; /* DT_CLOCK_MODELED: each layer's forward (num_layers
+                                entries, not copied), for the units of dt_train_use_units;
+                                when given, the forward costs their sum, not forward_s */
     const double *backward_s;/* DT_CLOCK_MODELED: each layer's backward (num_layers
                                 entries, not copied; NULL: none) */
 } dt_trainer_config;
 
-/* Order of a step's micro-batches: F j or B j. */
-typedef enum { DT_TRAIN_FORWARD = 0, DT_TRAIN_BACKWARD } dt_train_op_kind;
+/* Order of a step's micro-batches: F j or B j, and for pipelines (chapter
+ * 06) on which of this rank's model chunks (interleaved 1F1B: v stages per
+ * rank), and W j, the weight-gradient half of a backward split in two
+ * (ZB-H1: B then computes only the input gradient). */
+typedef enum { DT_TRAIN_FORWARD = 0, DT_TRAIN_BACKWARD, DT_TRAIN_WEIGHT } dt_train_op_kind;
 typedef struct {
     int micro;
     dt_train_op_kind kind;
+    int chunk;               /* 0 .. chunks-1; 0 without chunks */
 } dt_train_op;
 
 /* Wall seconds of each phase of one step, summed over its micro-batches,
@@ -111,13 +123,19 @@ struct dt_trainer {
     int rank, ranks;
     dt_trainer_config cfg;
     dt_hook forward, backward, sync, update;
+    dt_hook weight;          /* W operations of a schedule (none by default) */
     int zero_grads;          /* the loop zeroes model->grads before each step (1) */
-    const dt_train_op *schedule; /* 2 x micro_steps operations, each micro-batch's F
-                                    before its B; NULL: F0 B0 F1 B1 ... (not copied) */
+    /* The order of a step's operations (not copied); NULL: F0 B0 F1 B1 ...
+     * With C chunks (1 + the largest chunk named) it holds, for each chunk
+     * and micro-batch, one F, then one B, and one W after the B either for
+     * every pair or for none: 2 C micro_steps or 3 C micro_steps operations
+     * (checked at each step, naming the operation at fault). */
+    const dt_train_op *schedule;
     int schedule_len;
     /* the step in progress, for the hooks */
     const dt_batch *batch;
     int micro;               /* the micro-batch being run */
+    int chunk;               /* and its chunk (the operation's; 0 without a schedule) */
     double loss_sum;         /* forward hooks add each micro-batch's mean loss */
     size_t correct;          /* and the rows whose argmax was the label */
     /* after a step */
@@ -159,6 +177,93 @@ dt_result dt_train_step(dt_trainer *t, const dt_batch *b);
  * floats per rank, and the same parameters bit for bit. */
 dt_result dt_train_use_zero1(dt_trainer *t);
 
+/* Model parallelism and pipelines (chapters 05, 06; own_layers.c): this
+ * rank runs only the layers l with own[l] != 0 (num_layers entries, read
+ * now). sync scales their gradients by 1/m (no communication: no other rank
+ * holds them); update steps the optimizer on their parameters only, one
+ * optimizer per run of consecutive owned layers, its state sized to it.
+ * The other layers' parameters never change on this rank. */
+dt_result dt_train_use_own_layers(dt_trainer *t, const unsigned char *own);
+
+/* ---------------------------------------------------------------- units
+ * ZeRO-2 and -3 and FSDP (chapters 08, 09; lib/train/units.c) run the
+ * model as consecutive groups of layers, units, and keep each unit's
+ * parameters and gradients where they choose: gathered just before the
+ * unit runs and freed after, a gradient buffer per unit that lives only
+ * until it is reduced. The units runner replaces t's forward and backward
+ * hooks: for each micro-batch it runs
+ *
+ *   forward    for u = 0 .. n-1:  pre_forward(u) -> the unit's parameters;
+ *                                 the unit's layers; post_forward(u)
+ *              (the loss on the last unit)
+ *   backward   for u = n-1 .. 0:  pre_backward(u) -> its parameters and a
+ *                                 gradient buffer; the unit's layers'
+ *                                 backward, ACCUMULATING (+=) into that
+ *                                 buffer; post_backward(u)
+ *
+ * A unit's parameters (and gradients) are handed over as a buffer of its
+ * own: element i is parameter offset + i of the model's flat layout, for
+ * i < count. The hooks run outside the compute regions of the modeled
+ * clock, so that what they communicate is charged as communication. The
+ * runner keeps the activations of one micro-batch at a time (F0 B0 F1 B1
+ * ...), and the per-layer gradient hook (t->sync.layer) still hears each
+ * layer, with its offset in the model's flat layout. */
+typedef struct {
+    int first, last;       /* layers [first, last) */
+    size_t offset, count;  /* their parameters: [offset, +count) of the flat layout */
+} dt_unit;
+
+/* The unit of layers [first, last) of m (0 <= first < last <= num_layers). */
+dt_result dt_unit_of(const dt_model *m, int first, int last, dt_unit *out);
+
+typedef struct {
+    const char *name;      /* for messages: "zero3", "fsdp", ... */
+    dt_result (*pre_forward)(dt_trainer *t, void *self, int u, float **params);
+    dt_result (*post_forward)(dt_trainer *t, void *self, int u);
+    dt_result (*pre_backward)(dt_trainer *t, void *self, int u, float **params, float **grads);
+    dt_result (*post_backward)(dt_trainer *t, void *self, int u);
+    void *self;            /* not owned by the runner */
+} dt_unit_hooks;
+
+/* Replaces t's forward and backward with the units runner over units[0..n)
+ * (copied): consecutive, from layer 0 to the last, each the dt_unit_of its
+ * layers. Every hook of h must be set. With DT_CLOCK_MODELED a unit's
+ * forward costs its layers' entries of t->cfg.forward_layer_s (a forward_s
+ * for the whole model cannot be split: DT_ERR_INVALID_ARG). Leaves t
+ * unchanged on failure. */
+dt_result dt_train_use_units(dt_trainer *t, const dt_unit *units, int n, const dt_unit_hooks *h);
+
+/* FSDP (chapter 09; lib/train/fsdp.c): ZeRO-3 by units. The layers are
+ * wrapped into units (a unit closes once it holds min_unit_params
+ * parameters; 0: one layer each); rank r keeps only its shard of each
+ * unit (padded to K shards), the mean gradient of it and its optimizer
+ * state. The forward gathers each unit (asynchronous all-gather) and,
+ * with reshard_after_forward, frees it after; the backward gathers it
+ * again, reduce-scatters (average) its gradients into the shard and frees
+ * both; with prefetch the next unit's all-gather starts before this unit
+ * computes. Per step: 3 psi (K-1)/K floats sent per rank, 2 psi without
+ * resharding; at most two units gathered at once. Takes over the model's
+ * parameters: m->params and m->grads (dt_mem blocks, as the model's
+ * constructors make them) are freed and NULL; dt_train_fsdp_params gives
+ * them back. One micro-batch a step (else the step fails,
+ * DT_ERR_UNSUPPORTED). Needs a communicator; t unchanged on failure. */
+typedef struct {
+    size_t min_unit_params;
+    int prefetch;
+    int reshard_after_forward;
+    /* may be NULL: called after each unit's forward ("f") and backward
+       ("b"), and after the sync and the update (unit -1), e.g. to read
+       the memory accounting over a step */
+    void (*probe)(void *arg, const char *event, int unit);
+    void *probe_arg;
+} dt_fsdp_config;
+
+dt_result dt_train_use_fsdp(dt_trainer *t, const dt_fsdp_config *c);
+
+/* out (num_params floats) := the whole model's parameters, on every rank
+ * of an FSDP trainer. Collective. */
+dt_result dt_train_fsdp_params(dt_trainer *t, float *out);
+
 /* SGD folded into the backward's weight-gradient product (fused_sgd.c).
  * Applies to plain SGD (no momentum, no weight decay, lr > 0) of a model
  * of linear layers on one rank, one micro-batch a step; otherwise fails
@@ -167,6 +272,15 @@ dt_result dt_train_use_zero1(dt_trainer *t);
  * dt_sgd_update) up to float rounding. */
 dt_result dt_train_fused_sgd_applies(const dt_trainer *t);
 dt_result dt_train_use_fused_sgd(dt_trainer *t);
+
+/* The optimizer of the default update (the optimizer over every
+ * parameter), so that a checkpoint can save and restore it: its state
+ * (o->slots x o->count floats, momentum or Adam's moments) and its step
+ * count may be read and written between steps. Before the first update
+ * the state is made now, zeroed at step 0, as that update would make it.
+ * DT_ERR_UNSUPPORTED when t's update is another hook (ZeRO-1, fused SGD,
+ * a strategy's own), whose state this function does not know. */
+dt_result dt_train_optimizer(dt_trainer *t, dt_optimizer **o);
 
 /* ---------------------------------------------------------------- for hooks */
 

@@ -1,0 +1,72 @@
+/* hidden_mp.c - lab 05, staff tests: the chapter's worked partition,
+ * training over several steps with processes as ranks, the modeled step
+ * time of both placements on a real link, and layer counts K does not
+ * divide on every rank count. */
+#include "grader.h"
+#include "mp_test.h"
+
+#include <math.h>
+
+/* Section 5's example: deep:64,512,8,10 by multiply-adds, on 4 stages the
+ * balanced split's largest stage is 557,056 (3, 2, 2, 3 layers), not the
+ * 786,432 of equal counts. */
+TEST_HIDDEN(partition_worked_example, 1)
+{
+    dt_test_see("chapter 05, section 5");
+    double cost[10] = {32768, 0, 0, 0, 0, 0, 0, 0, 0, 5120};
+    for (int l = 1; l <= 8; l++)
+        cost[l] = 262144;
+    int first[5];
+    EXPECT_OK(lab_mp_partition(cost, 10, 4, first));
+    double worst = 0;
+    for (int k = 0; k < 4; k++) {
+        double s = 0;
+        EXPECT(first[k] < first[k + 1], "stage %d is empty", k);
+        for (int l = first[k]; l < first[k + 1]; l++)
+            s += cost[l];
+        worst = fmax(worst, s);
+    }
+    EXPECT(first[0] == 0 && first[4] == 10 && worst == 557056, "the largest stage costs %g "
+           "multiply-adds, the balanced split's 557056", worst);
+}
+
+/* Three steps of SGD with momentum: every rank's layers end with the
+ * parameters of one rank, also when ranks are processes. */
+TEST_HIDDEN_T(training_equals_one_rank_proc, 2, 40)
+{
+    dt_test_see("chapter 05, section 2");
+    for (int p = MP_CONTIGUOUS; p <= MP_ROUND_ROBIN; p++) {
+        mp_run run = {"deep:12,16,5,4", (mp_placement)p, 5, 3, 1e-5, NULL, 0, 0, 0};
+        EXPECT_OK(mp_launch(3, DT_BACKEND_PROC, &run));
+    }
+}
+
+/* The step is the sum of every layer's work and of the messages on the
+ * chain: sum (T_F + T_B) + (messages on the path) (alpha + n / beta), with
+ * 2 (K-1) messages for contiguous stages and 2 (L-1) for round-robin. */
+TEST_HIDDEN_T(modeled_step_time_on_eth10, 2, 30)
+{
+    dt_test_see("chapter 05, section 4");
+    const double alpha = 30e-6, beta = 1.25e9, t_f = 1e-3, t_b = 2e-3;
+    const int L = 7, K = 4;
+    const size_t B = 8;
+    double msg = alpha + (double)(B * 16 * 4) / beta; /* every cut of deep:12,16,5,4 is 16 wide */
+    for (int p = MP_CONTIGUOUS; p <= MP_ROUND_ROBIN; p++) {
+        int cuts = p == MP_CONTIGUOUS ? K - 1 : L - 1;
+        mp_run run = {"deep:12,16,5,4", (mp_placement)p, B, 1, 1e-5, "eth10", t_f, t_b,
+                      L * (t_f + t_b) + 2 * cuts * msg};
+        EXPECT_OK(mp_launch(K, DT_BACKEND_THREAD, &run));
+    }
+}
+
+/* More layer counts against rank counts, 2 steps. */
+TEST_HIDDEN_T(layer_counts_not_divisible, 2, 40)
+{
+    dt_test_see("chapter 05, section 2");
+    static const char *const specs[3] = {"deep:12,16,3,4", "deep:12,16,4,4", "mlp:12,16,8,6,4"};
+    for (int s = 0; s < 3; s++)
+        for (int K = 2; K <= 4; K++) {
+            mp_run run = {specs[s], (mp_placement)(K % 2), 4, 2, 1e-5, NULL, 0, 0, 0};
+            EXPECT_OK(mp_launch(K, DT_BACKEND_THREAD, &run));
+        }
+}

@@ -1,0 +1,100 @@
+/* hidden_pipe.c - lab 06, staff tests: the going-further schedules
+ * (interleaved 1F1B, ZB-H1) against their formulas and run; processes as
+ * ranks; messages above the eager limit, where a blocking send deadlocks;
+ * data parallelism around a zero-bubble pipeline. */
+#include "grader.h"
+#include "pipe_test.h"
+
+#include <stdio.h>
+
+static int peak_zbh1(int p, int m, int r)
+{
+    (void)r;
+    return p < m ? p : m;
+}
+
+TEST_HIDDEN(interleaved_schedule_bubble_and_messages, 2)
+{
+    dt_test_see("chapter 06, section 5");
+    for (int p = 2; p <= 4; p++)
+        for (int v = 2; v <= 3; v++)
+            for (int m = p; m <= 3 * p; m += p) {
+                dt_schedule *s = NULL;
+                dt_sched_report rep;
+                char what[64];
+                snprintf(what, sizeof what, "interleaved p=%d v=%d m=%d", p, v, m);
+                EXPECT_OK(lab_sched_interleaved(&s, p, v, m));
+                EXPECT_OK(dt_sched_validate(s, &rep));
+                int msgs = 0;
+                for (int r = 0; r < p; r++)
+                    msgs += rep.msgs_sent[r];
+                EXPECT(msgs == 2 * (v * p - 1) * m, "%s: %d messages a step, expected 2(vp-1)m "
+                       "= %d", what, msgs, 2 * (v * p - 1) * m);
+                pipe_expect_schedule(s, what, 1, 2, 0, (double)(p - 1) / (v * m), NULL);
+            }
+    dt_schedule *s = NULL;
+    EXPECT_ERR(lab_sched_interleaved(&s, 4, 2, 6), DT_ERR_INVALID_ARG); /* m not a multiple of p */
+}
+
+TEST_HIDDEN(zbh1_schedule_bubble_and_memory, 2)
+{
+    dt_test_see("chapter 06, section 6");
+    for (int p = 2; p <= 4; p++)
+        for (int m = p; m <= 10; m++) {
+            char what[64];
+            dt_schedule *s = NULL;
+            snprintf(what, sizeof what, "ZB-H1 p=%d m=%d", p, m);
+            EXPECT_OK(lab_sched_zbh1(&s, p, m));
+            pipe_expect_schedule(s, what, 1, 1, 1, (double)(p - 1) / (3 * m), peak_zbh1);
+        }
+}
+
+TEST_HIDDEN_T(interleaved_runner_gradients_and_bubble, 2, 60)
+{
+    dt_test_see("chapter 06, section 5");
+    for (int p = 2; p <= 4; p += 2)
+        for (int m = p; m <= 2 * p; m += p) {
+            pipe_run run = {"deep:6,10,6,3", PIPE_INTERLEAVED, NULL, p, 2, 1, m, 2, 1, 1e-5,
+                            (double)(p - 1) / (2 * m), 0, DT_BACKEND_THREAD};
+            EXPECT_OK(pipe_launch(&run));
+        }
+}
+
+TEST_HIDDEN_T(zbh1_runner_gradients_bubble_and_memory, 2, 60)
+{
+    dt_test_see("chapter 06, section 6");
+    for (int p = 2; p <= 4; p++)
+        for (int m = p; m <= 6; m++) {
+            pipe_run run = {"deep:6,10,5,3", PIPE_ZBH1, NULL, p, 1, 1, m, 2, 1, 1e-5,
+                            (double)(p - 1) / (3 * m), 1, DT_BACKEND_THREAD};
+            EXPECT_OK(pipe_launch(&run));
+        }
+}
+
+TEST_HIDDEN_T(onef1b_with_processes_as_ranks, 1, 40)
+{
+    dt_test_see("chapter 06, section 3");
+    pipe_run run = {"deep:6,10,5,3", PIPE_1F1B, NULL, 3, 1, 1, 4, 3, 2, 1e-5, 0, 0,
+                    DT_BACKEND_PROC};
+    EXPECT_OK(pipe_launch(&run));
+}
+
+/* Cuts of 4 x 1200 floats (19,200 bytes, above the 16 KiB a send copies at
+ * once): a send that waits to be received deadlocks 1F1B (section 3). */
+TEST_HIDDEN_T(messages_above_the_eager_limit, 2, 40)
+{
+    dt_test_see("chapter 06, section 3");
+    for (int k = PIPE_GPIPE; k <= PIPE_1F1B; k++) {
+        pipe_run run = {"deep:6,1200,3,3", (pipe_sched_kind)k, NULL, 2, 1, 1, 3, 4, 1, 1e-5, 0, 0,
+                        DT_BACKEND_THREAD};
+        EXPECT_OK(pipe_launch(&run));
+    }
+}
+
+TEST_HIDDEN_T(data_parallel_around_zbh1, 1, 40)
+{
+    dt_test_see("chapter 06, section 8");
+    pipe_run run = {"deep:6,10,5,3", PIPE_ZBH1, NULL, 2, 1, 2, 2, 2, 3, 1e-5, 0, 0,
+                    DT_BACKEND_THREAD};
+    EXPECT_OK(pipe_launch(&run));
+}

@@ -1,0 +1,125 @@
+/* test_pipe.c - lab 06: pipeline parallelism. Schedules against the
+ * formulas of chapter 06 (valid, bubble, activations in flight); the runner
+ * on schedules written by hand and on yours, inside dt_launch: every
+ * rank's gradients against one rank on the whole batch, the bubble on the
+ * modeled clock, the activation memory (tag ACT) against what the schedule
+ * keeps in flight, and data parallelism around the pipeline. */
+#include "grader.h"
+#include "pipe_test.h"
+
+#include <stdio.h>
+
+static int peak_m(int p, int m, int r)
+{
+    (void)p, (void)r;
+    return m;
+}
+
+static int peak_1f1b(int p, int m, int r)
+{
+    return p - r < m ? p - r : m;
+}
+
+/* ------------------------------------------------------------ tasks 1, 2 */
+
+TEST(gpipe_schedule_bubble_and_memory, 3)
+{
+    dt_test_see("chapter 06, section 2");
+    for (int p = 1; p <= 8; p++)
+        for (int m = 1; m <= 16; m++) {
+            dt_schedule *s = NULL;
+            char what[64];
+            snprintf(what, sizeof what, "GPipe p=%d m=%d", p, m);
+            EXPECT_OK(lab_sched_gpipe(&s, p, m));
+            /* T_B = 2 T_F: idle/busy (p-1)/m, the fraction (p-1)/(m+p-1) */
+            pipe_expect_schedule(s, what, 1, 2, 0, (double)(p - 1) / m, peak_m);
+        }
+    dt_schedule *s = NULL;
+    EXPECT_ERR(lab_sched_gpipe(&s, 0, 4), DT_ERR_INVALID_ARG);
+}
+
+TEST(onef1b_schedule_bubble_and_memory, 3)
+{
+    dt_test_see("chapter 06, section 4");
+    for (int p = 1; p <= 8; p++)
+        for (int m = 1; m <= 16; m++) {
+            dt_schedule *s = NULL;
+            char what[64];
+            snprintf(what, sizeof what, "1F1B p=%d m=%d", p, m);
+            EXPECT_OK(lab_sched_1f1b(&s, p, m));
+            pipe_expect_schedule(s, what, 1, 2, 0, (double)(p - 1) / m, peak_1f1b);
+        }
+    dt_schedule *s = NULL;
+    EXPECT_ERR(lab_sched_1f1b(&s, 2, 0), DT_ERR_INVALID_ARG);
+}
+
+/* ------------------------------------------------------------ task 3 */
+
+/* Schedules written by hand (section 3): GPipe and 1F1B on 2 ranks, and an
+ * order of no name on 3 that is valid all the same. */
+static const char *const by_hand[3] = {
+    "schedule ranks=2 chunks=1 micro=2\n"
+    "0 0 0 F\n0 0 1 F\n0 0 0 B\n0 0 1 B\n1 1 0 F\n1 1 1 F\n1 1 0 B\n1 1 1 B\n",
+    "schedule ranks=2 chunks=1 micro=3\n"
+    "0 0 0 F\n0 0 1 F\n0 0 0 B\n0 0 2 F\n0 0 1 B\n0 0 2 B\n"
+    "1 1 0 F\n1 1 0 B\n1 1 1 F\n1 1 1 B\n1 1 2 F\n1 1 2 B\n",
+    "schedule ranks=3 chunks=1 micro=2\n"
+    "0 0 0 F\n0 0 1 F\n0 0 0 B\n0 0 1 B\n1 1 0 F\n1 1 1 F\n1 1 0 B\n1 1 1 B\n"
+    "2 2 0 F\n2 2 0 B\n2 2 1 F\n2 2 1 B\n",
+};
+
+TEST_T(runner_on_schedules_written_by_hand, 4, 30)
+{
+    dt_test_see("chapter 06, section 3");
+    static const int p[3] = {2, 2, 3}, m[3] = {2, 3, 2};
+    for (int i = 0; i < 3; i++) {
+        pipe_run run = {"deep:6,10,5,3", PIPE_TEXT, by_hand[i], p[i], 1, 1, m[i], 4, 1, 1e-5,
+                        0, 0, DT_BACKEND_THREAD};
+        EXPECT_OK(pipe_launch(&run));
+    }
+}
+
+/* Every rank's gradients after one step equal one rank's on the whole
+ * batch, for GPipe and 1F1B, p = 2..4, m = 1..8. */
+TEST_T(gradients_equal_one_rank_every_schedule, 4, 90)
+{
+    dt_test_see("chapter 06, section 1");
+    for (int k = PIPE_GPIPE; k <= PIPE_1F1B; k++)
+        for (int p = 2; p <= 4; p++)
+            for (int m = 1; m <= 8; m++) {
+                pipe_run run = {"deep:6,10,5,3", (pipe_sched_kind)k, NULL, p, 1, 1, m, 3, 1,
+                                1e-5, 0, 0, DT_BACKEND_THREAD};
+                EXPECT_OK(pipe_launch(&run));
+            }
+}
+
+/* The bubble measured on the modeled clock (T_F = T_B = T_W = 1 ms, an
+ * unsplit backward 2 ms, a free network) is (p-1)/m of the busy time,
+ * the fraction (p-1)/(m+p-1) of the step; and each rank's activation
+ * memory at its peak is what the schedule keeps in flight: m micro-batches
+ * for GPipe, min(p-r, m) for 1F1B. */
+TEST_T(measured_bubble_and_activation_memory, 4, 90)
+{
+    dt_test_see("chapter 06, section 4");
+    for (int k = PIPE_GPIPE; k <= PIPE_1F1B; k++)
+        for (int p = 2; p <= 4; p++)
+            for (int m = 1; m <= 8; m++) {
+                pipe_run run = {"deep:6,10,5,3", (pipe_sched_kind)k, NULL, p, 1, 1, m, 2, 1,
+                                1e-5, (double)(p - 1) / m, 1, DT_BACKEND_THREAD};
+                EXPECT_OK(pipe_launch(&run));
+            }
+}
+
+/* ------------------------------------------------------------ task 4 */
+
+/* Two pipelines of two stages on their own halves of the batch, three
+ * steps: every stage's replicas stay equal, and equal to one rank. */
+TEST_T(data_parallel_replicas_agree, 3, 30)
+{
+    dt_test_see("chapter 06, section 8");
+    for (int k = PIPE_GPIPE; k <= PIPE_1F1B; k++) {
+        pipe_run run = {"deep:6,10,5,3", (pipe_sched_kind)k, NULL, 2, 1, 2, 3, 2, 3, 1e-5, 0, 0,
+                        DT_BACKEND_THREAD};
+        EXPECT_OK(pipe_launch(&run));
+    }
+}

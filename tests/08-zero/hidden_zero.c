@@ -1,0 +1,50 @@
+/* hidden_zero.c - lab 08's hidden tests: ranks as processes, other bucket
+ * caps, another model, five ranks. */
+#include "grader.h"
+#include "zero_test.h"
+
+/* The same on the proc backend: nothing a rank does may rely on the
+ * others' memory being its own. */
+TEST_HIDDEN_T(zero_on_proc_backend, 2, 30)
+{
+    dt_test_see("chapter 08, sections 3 to 5");
+    for (lab_zero_stage s = LAB_ZERO_1; s <= LAB_ZERO_3; s++) {
+        zero_run run = {ZT_SPEC, s, 0, 6, 2, ZT_PARAMS | ZT_CALLS | ZT_MEMORY};
+        EXPECT_OK(zt_launch(3, DT_BACKEND_PROC, &run));
+    }
+}
+
+/* Buckets of several layers, and one bucket of the whole model: the
+ * transient gradients are those of the largest bucket. */
+TEST_HIDDEN_T(zero2_bucket_caps, 1, 30)
+{
+    dt_test_see("chapter 08, section 4");
+    static const size_t caps[] = {2000, 3000, (size_t)1 << 30};
+    for (int i = 0; i < 3; i++) {
+        zero_run run = {ZT_SPEC, LAB_ZERO_2, caps[i], 6, 2,
+                        ZT_PARAMS | ZT_CALLS | ZT_MEMORY | ZT_BYTES};
+        EXPECT_OK(zt_launch(4, DT_BACKEND_THREAD, &run));
+    }
+}
+
+/* A deep MLP over more steps: 9 x 14 + 14 = 140, three blocks of 210,
+ * 14 x 4 + 4 = 60, 830 in all. */
+TEST_HIDDEN_T(zero_deep_mlp_six_steps, 1, 30)
+{
+    dt_test_see("chapter 08, sections 3 to 5");
+    for (lab_zero_stage s = LAB_ZERO_DDP; s <= LAB_ZERO_3; s++) {
+        zero_run run = {"deep:9,14,3,4", s, 0, 5, 6, ZT_PARAMS | ZT_CALLS | ZT_BYTES};
+        EXPECT_OK(zt_launch(4, DT_BACKEND_THREAD, &run));
+    }
+}
+
+/* Five ranks: 1285 = 5 x 257, but the layers (651, 544, 90) are not
+ * multiples of 5 and stage 3 pads each. */
+TEST_HIDDEN_T(zero_five_ranks, 1, 30)
+{
+    dt_test_see("chapter 08, section 6");
+    for (lab_zero_stage s = LAB_ZERO_1; s <= LAB_ZERO_3; s++) {
+        zero_run run = {ZT_SPEC, s, 0, 4, 2, ZT_PARAMS | ZT_CALLS | ZT_MEMORY | ZT_BYTES};
+        EXPECT_OK(zt_launch(5, DT_BACKEND_THREAD, &run));
+    }
+}

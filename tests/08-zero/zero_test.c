@@ -1,0 +1,254 @@
+/* zero_test.c - the checking rank function of the lab 08 tests (see
+ * zero_test.h). The reference is the library's data parallelism: a
+ * dt_trainer with its default allreduce and AdamW over every parameter,
+ * which shares no code with the lab. */
+#include "zero_test.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+dt_result zt_data(dt_dataset *d, const dt_model *m)
+{
+    return dt_data_blobs(d, ZT_DATA_N, m->in_width, m->num_classes, 2.0f, 5, 0);
+}
+
+size_t zt_shard(size_t count, int K)
+{
+    return (count + (size_t)K - 1) / (size_t)K;
+}
+
+static dt_optim_config zt_optim(void)
+{
+    return dt_adamw_config(0.01f);
+}
+
+void zt_kept_bytes(const lab_zero *z, size_t out[3])
+{
+    size_t K = (size_t)z->ranks, f = sizeof(float);
+    out[0] = out[1] = out[2] = 0;
+    for (int u = 0; u < z->num_units; u++) {
+        size_t n = z->units[u].unit.count, c = zt_shard(n, z->ranks);
+        switch (z->cfg.stage) {
+        case LAB_ZERO_DDP: out[0] += f * n, out[1] += f * n, out[2] += 2 * f * n; break;
+        case LAB_ZERO_1: out[0] += f * K * c, out[1] += f * K * c, out[2] += 2 * f * c; break;
+        case LAB_ZERO_2: out[0] += f * K * c, out[1] += f * c, out[2] += 2 * f * c; break;
+        case LAB_ZERO_3: out[0] += f * c, out[1] += f * c, out[2] += 2 * f * c; break;
+        }
+    }
+}
+
+void zt_peak_formula(const lab_zero *z, size_t psi, double out[3])
+{
+    double P = (double)psi, K = z->ranks, big = 0;
+    for (int u = 0; u < z->num_units; u++)
+        big = fmax(big, (double)z->units[u].unit.count);
+    switch (z->cfg.stage) {
+    case LAB_ZERO_DDP: out[0] = 4 * P, out[1] = 4 * P, out[2] = 8 * P; break;
+    case LAB_ZERO_1: out[0] = 4 * P, out[1] = 4 * P, out[2] = 8 * P / K; break;
+    case LAB_ZERO_2: out[0] = 4 * P, out[1] = 4 * P / K + 4 * big, out[2] = 8 * P / K; break;
+    case LAB_ZERO_3: out[0] = out[1] = 4 * P / K + 4 * big, out[2] = 8 * P / K; break;
+    }
+}
+
+/* Rank r's samples of step t: [(t K + r) B, +B), wrapping around. */
+static dt_result batch(const dt_dataset *d, int K, int r, int t, size_t B, float *x, int32_t *y)
+{
+    size_t idx[64];
+    if (B > 64)
+        return dt_fail(DT_ERR_INVALID_ARG, "zero tests: batch %zu > 64", B);
+    for (size_t i = 0; i < B; i++)
+        idx[i] = (((size_t)t * (size_t)K + (size_t)r) * B + i) % d->n;
+    return dt_data_gather(d, idx, B, x, NULL, y);
+}
+
+/* The library's data parallelism on the same batches: the reference. */
+static dt_result ddp_reference(dt_comm *w, const zero_run *run, const dt_dataset *d, float *x,
+                               int32_t *y, float **out)
+{
+    dt_model m;
+    dt_trainer t;
+    dt_trainer_config tc = {0};
+    tc.optim = zt_optim();
+    DT_CHECK(dt_model_create_spec(&m, run->spec, ZT_SEED));
+    dt_result r = dt_trainer_init(&t, &m, w, &tc);
+    for (int s = 0; r == DT_OK && s < run->steps; s++) {
+        dt_batch b = {x, NULL, y, run->B, 1, 1};
+        r = batch(d, dt_comm_size(w), dt_comm_rank(w), s, run->B, x, y);
+        if (r == DT_OK)
+            r = dt_train_step(&t, &b);
+    }
+    if (r == DT_OK && !(*out = malloc(m.num_params * sizeof(float))))
+        r = dt_fail(DT_ERR_NOMEM, "zero tests: reference parameters");
+    if (r == DT_OK)
+        memcpy(*out, m.params, m.num_params * sizeof(float));
+    dt_trainer_free(&t);
+    dt_model_free(&m);
+    return r;
+}
+
+static const char *stage_name(lab_zero_stage s)
+{
+    static const char *const names[] = {"DDP (stage 0)", "ZeRO-1", "ZeRO-2", "ZeRO-3"};
+    return s >= LAB_ZERO_DDP && s <= LAB_ZERO_3 ? names[s] : "?";
+}
+
+/* The collectives one step makes: stage 0 one allreduce; stages 1 and 2
+ * one reduce-scatter and one allgather per unit; stage 3 an allgather per
+ * unit for the forward and one for the backward, a reduce-scatter per unit. */
+static dt_result check_calls(const lab_zero *z, const dt_stats *s0, const dt_stats *s1)
+{
+    uint64_t U = (uint64_t)z->num_units, want[3] = {0, 0, 0}; /* allreduce, RS, AG */
+    if (z->cfg.stage == LAB_ZERO_DDP)
+        want[0] = 1;
+    else
+        want[1] = U, want[2] = z->cfg.stage == LAB_ZERO_3 ? 2 * U : U;
+    uint64_t got[3] = {s1->calls[DT_COLL_ALLREDUCE] - s0->calls[DT_COLL_ALLREDUCE],
+                       s1->calls[DT_COLL_REDUCE_SCATTER] - s0->calls[DT_COLL_REDUCE_SCATTER],
+                       s1->calls[DT_COLL_ALLGATHER] - s0->calls[DT_COLL_ALLGATHER]};
+    if (memcmp(got, want, sizeof got))
+        return dt_fail(DT_ERR_MISMATCH, "%s, %d units: a step made %llu allreduces, %llu "
+                       "reduce-scatters and %llu allgathers; expected %llu, %llu and %llu",
+                       stage_name(z->cfg.stage), z->num_units, (unsigned long long)got[0],
+                       (unsigned long long)got[1], (unsigned long long)got[2],
+                       (unsigned long long)want[0], (unsigned long long)want[1],
+                       (unsigned long long)want[2]);
+    return DT_OK;
+}
+
+/* Section 7: 2 psi (K-1)/K floats for stages 0 to 2, 3 psi (K-1)/K for 3. */
+static dt_result check_bytes(const lab_zero *z, size_t psi, uint64_t sent)
+{
+    int K = z->ranks;
+    double want = 4.0 * (z->cfg.stage == LAB_ZERO_3 ? 3 : 2) * (double)psi * (K - 1) / K;
+    if (K == 1 ? sent != 0 : fabs((double)sent - want) > 0.05 * want)
+        return dt_fail(DT_ERR_MISMATCH, "%s on %d ranks: a step sent %llu bytes, section 7 "
+                       "says %d psi (K-1)/K = %.0f (within 5%%)", stage_name(z->cfg.stage), K,
+                       (unsigned long long)sent, z->cfg.stage == LAB_ZERO_3 ? 3 : 2, want);
+    return DT_OK;
+}
+
+static dt_result check_memory(const lab_zero *z, size_t psi, const dt_mem_stats *ms)
+{
+    double want[3];
+    static const dt_mem_tag tags[3] = {DT_MEM_PARAM, DT_MEM_GRAD, DT_MEM_OPTIM};
+    zt_peak_formula(z, psi, want);
+    for (int i = 0; i < 3; i++) {
+        double got = (double)ms->peak[tags[i]];
+        if (fabs(got - want[i]) > 0.05 * want[i])
+            return dt_fail(DT_ERR_MISMATCH, "%s on %d ranks, %d units: peak %s memory %.0f "
+                           "bytes per rank over the steps, the formula %.0f (within 5%%)",
+                           stage_name(z->cfg.stage), z->ranks, z->num_units,
+                           dt_mem_tag_name(tags[i]), got, want[i]);
+    }
+    return DT_OK;
+}
+
+/* max |a - b| / max |b|, and where the largest difference is */
+static double rel_diff(const float *a, const float *b, size_t n, size_t *worst)
+{
+    double dmax = 0, bmax = 0;
+    *worst = 0;
+    for (size_t i = 0; i < n; i++) {
+        double d = fabs((double)a[i] - b[i]);
+        if (!(d <= dmax))
+            dmax = d, *worst = i;
+        bmax = fmax(bmax, fabs((double)b[i]));
+    }
+    return isnan(dmax) ? INFINITY : dmax / (bmax > 0 ? bmax : 1);
+}
+
+/* Trains with the lab; checks calls and bytes step by step, memory at the end. */
+static dt_result train_lab(dt_comm *w, const zero_run *run, const dt_dataset *d, dt_model *m,
+                           float *x, int32_t *y, float *params)
+{
+    lab_zero z;
+    lab_zero_config cfg = {run->stage, zt_optim(), run->bucket_bytes, NULL, NULL};
+    size_t psi = m->num_params;
+    DT_CHECK(lab_zero_init(&z, w, m, &cfg));
+    dt_result r = DT_OK;
+    if (strcmp(z.trainer.sync.name, "lab_zero") || strcmp(z.trainer.update.name, "lab_zero"))
+        r = dt_fail(DT_ERR_STATE, "the loop's hooks are not the lab's (sync %s, update %s): "
+                    "the library's own ZeRO does not count", z.trainer.sync.name,
+                    z.trainer.update.name);
+    dt_mem_reset_peak();
+    for (int s = 0; r == DT_OK && s < run->steps; s++) {
+        dt_stats s0, s1;
+        r = batch(d, z.ranks, z.rank, s, run->B, x, y);
+        if (r == DT_OK)
+            r = dt_comm_stats(w, &s0);
+        if (r == DT_OK)
+            r = lab_zero_step(&z, x, y, run->B, NULL);
+        if (r == DT_OK)
+            r = dt_comm_stats(w, &s1);
+        if (r == DT_OK && (run->checks & ZT_CALLS))
+            r = check_calls(&z, &s0, &s1);
+        if (r == DT_OK && (run->checks & ZT_BYTES))
+            r = check_bytes(&z, psi, s1.bytes_sent - s0.bytes_sent);
+    }
+    dt_mem_stats ms;
+    dt_mem_stats_get(&ms);
+    if (r == DT_OK && (run->checks & ZT_MEMORY))
+        r = check_memory(&z, psi, &ms);
+    if (r == DT_OK)
+        r = lab_zero_params(&z, params);
+    lab_zero_free(&z);
+    return r;
+}
+
+dt_result zt_check_rank(dt_comm *w, void *arg)
+{
+    const zero_run *run = arg;
+    dt_model m = {0};
+    dt_dataset d = {0};
+    float *x = NULL, *params = NULL, *ref = NULL;
+    int32_t *y = NULL;
+    dt_result r = dt_model_create_spec(&m, run->spec, ZT_SEED);
+    if (r == DT_OK)
+        r = zt_data(&d, &m);
+    size_t psi = m.num_params;
+    x = malloc(run->B * (m.in_width + 1) * sizeof *x);
+    y = malloc(run->B * sizeof *y);
+    params = malloc((psi + 1) * sizeof *params);
+    if (r == DT_OK && (!x || !y || !params))
+        r = dt_fail(DT_ERR_NOMEM, "zero tests: buffers");
+    if (r == DT_OK)
+        r = train_lab(w, run, &d, &m, x, y, params);
+    if (r == DT_OK && (run->checks & ZT_PARAMS))
+        r = ddp_reference(w, run, &d, x, y, &ref);
+    if (r == DT_OK && (run->checks & ZT_PARAMS)) {
+        size_t worst;
+        double e = rel_diff(params, ref, psi, &worst);
+        if (!(e <= 1e-5))
+            r = dt_fail(DT_ERR_MISMATCH, "%s on %d ranks: after %d steps of AdamW params[%zu] "
+                        "= %.9g, data parallelism gives %.9g (relative difference %.3g > 1e-5)",
+                        stage_name(run->stage), dt_comm_size(w), run->steps, worst,
+                        (double)params[worst], (double)ref[worst], e);
+    }
+    /* every rank holds rank 0's parameters, bit for bit */
+    if (r == DT_OK && (run->checks & ZT_PARAMS)) {
+        float *root = malloc(psi * sizeof *root);
+        r = root ? dt_broadcast(params, root, psi, DT_F32, 0, w)
+                 : dt_fail(DT_ERR_NOMEM, "zero tests: rank 0's parameters");
+        if (r == DT_OK && memcmp(root, params, psi * sizeof *root))
+            r = dt_fail(DT_ERR_MISMATCH, "%s: rank %d's parameters differ from rank 0's",
+                        stage_name(run->stage), dt_comm_rank(w));
+        free(root);
+    }
+    free(x), free(y), free(params), free(ref);
+    dt_model_free(&m);
+    dt_dataset_free(&d);
+    return r;
+}
+
+dt_result zt_launch(int K, dt_backend b, const zero_run *run)
+{
+    dt_launch_opts o;
+    dt_launch_opts_init(&o);
+    o.nranks = K;
+    o.backend = b;
+    o.algo = DT_ALGO_RING; /* bytes as the ring formulas say */
+    o.net = "none";
+    o.timeout_s = 10;
+    return dt_launch(&o, zt_check_rank, (void *)run);
+}

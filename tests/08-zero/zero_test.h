@@ -1,0 +1,55 @@
+/* zero_test.h - what the tests of lab 08 share: a data set, the figures
+ * each stage must show (worked out here from the chapter's formulas, not
+ * from the lab), and a rank function that trains with the lab, checks its
+ * memory, bytes and calls, and compares its parameters with the library's
+ * data parallelism (dt_trainer's allreduce and AdamW) on the same batches. */
+#ifndef ZERO_TEST_H
+#define ZERO_TEST_H
+
+#include "zero.h"
+
+#define ZT_SPEC "mlp:20,31,17,5" /* layers of 651, 544 and 90 parameters: 1285 = 5 x 257,
+                                    divisible by none of 2, 3, 4 */
+#define ZT_SEED 7                /* of the model, the same on every rank */
+#define ZT_DATA_N 240
+
+enum {
+    ZT_PARAMS = 1,  /* the parameters equal DDP's within 1e-5 (relative to the largest) */
+    ZT_MEMORY = 2,  /* peak PARAM, GRAD, OPTIM per rank within 5% of section 2's formulas */
+    ZT_BYTES = 4,   /* bytes sent per step within 5% of section 7's 2, 2, 2, 3 psi */
+    ZT_CALLS = 8,   /* the collectives of each step, counted exactly */
+};
+
+typedef struct {
+    const char *spec;
+    lab_zero_stage stage;
+    size_t bucket_bytes;
+    size_t B;        /* samples per rank per step */
+    int steps;
+    int checks;      /* ZT_* flags */
+} zero_run;
+
+/* The shared data set: blobs of the model's input width and classes. */
+dt_result zt_data(dt_dataset *d, const dt_model *m);
+
+/* ceil(count / K), the test's own. */
+size_t zt_shard(size_t count, int K);
+
+/* Per-tag bytes (PARAM, GRAD, OPTIM) that a rank of z's stage holds
+ * between steps, exactly, with each unit padded to K shards; and the
+ * peaks of a step by the chapter's formulas (no padding):
+ *   stage 0  4 psi, 4 psi, 8 psi             stage 2  4 psi, 4 psi/K + 4 B, 8 psi/K
+ *   stage 1  4 psi, 4 psi, 8 psi/K           stage 3  4 psi/K + 4 L, 4 psi/K + 4 L, 8 psi/K
+ * with B the largest unit of stage 2 (a bucket), L that of stage 3 (a layer). */
+void zt_kept_bytes(const lab_zero *z, size_t out[3]);
+void zt_peak_formula(const lab_zero *z, size_t psi, double out[3]);
+
+/* The rank function: trains with the lab as run says and checks what
+ * run->checks asks; fails with a message naming what differs. */
+dt_result zt_check_rank(dt_comm *world, void *arg);
+
+/* dt_launch of zt_check_rank on K ranks of backend b (ring algorithm, so
+ * that bytes follow the formulas). */
+dt_result zt_launch(int K, dt_backend b, const zero_run *run);
+
+#endif /* ZERO_TEST_H */

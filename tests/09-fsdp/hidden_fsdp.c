@@ -1,0 +1,69 @@
+/* hidden_fsdp.c - lab 09's hidden tests: ranks as processes, the GPT in
+ * units of blocks, FSDP without prefetch, the backward's prefetch in the
+ * trace, five ranks. */
+#include "grader.h"
+#include "fsdp_test.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+TEST_HIDDEN_T(fsdp_on_proc_backend, 2, 30)
+{
+    dt_test_see("chapter 09, sections 2 and 4");
+    fsdp_run run = {FT_MLP, 0, 1, 1, 0, 0, 4, 2, FT_PARAMS | FT_CALLS | FT_PEAK2, NULL, 0, 0};
+    EXPECT_OK(ft_launch(3, DT_BACKEND_PROC, "none", &run));
+}
+
+/* embed + block 1, block 2, head: three units, both resharding modes. */
+TEST_HIDDEN_T(fsdp_gpt_grouped_units, 1, 30)
+{
+    dt_test_see("chapter 09, sections 1 and 5");
+    fsdp_run on = {FT_GPT, 500, 1, 1, 0, 0, 3, 3, FT_PARAMS | FT_PEAK2 | FT_BYTES | FT_CALLS,
+                   NULL, 0, 0};
+    fsdp_run off = on;
+    off.reshard = 0, off.checks = FT_PARAMS | FT_FULL | FT_BYTES | FT_CALLS;
+    EXPECT_OK(ft_launch(4, DT_BACKEND_THREAD, "none", &on));
+    EXPECT(on.units == 3, "%d units, expected 3", on.units);
+    EXPECT_OK(ft_launch(4, DT_BACKEND_THREAD, "none", &off));
+}
+
+TEST_HIDDEN_T(fsdp_without_prefetch_trains_the_same, 1, 30)
+{
+    dt_test_see("chapter 09, section 2");
+    for (int reshard = 0; reshard <= 1; reshard++) {
+        fsdp_run run = {FT_MLP, 0, 0, reshard, 0, 0, 4, 3, FT_PARAMS | FT_CALLS | FT_BYTES, NULL,
+                        0, 0};
+        EXPECT_OK(ft_launch(3, DT_BACKEND_THREAD, "none", &run));
+    }
+}
+
+/* In the backward (units last to first, one layer each), unit u-1's
+ * all-gather runs while unit u computes its backward. */
+TEST_HIDDEN_T(backward_prefetch_overlaps, 1, 30)
+{
+    dt_test_see("chapter 09, section 4");
+    char path[96];
+    snprintf(path, sizeof path, "/tmp/dtlab-fsdp-btrace-%d.json", (int)getpid());
+    fsdp_run run = {FT_BIG, 0, 1, 1, 30e-6, 60e-6, 4, 1, 0, path, 0, 0};
+    EXPECT_OK(ft_launch(2, DT_BACKEND_THREAD, "ib100", &run));
+    ft_span ag[64], comp[64];
+    int U = run.units, nag = ft_trace_spans(path, "allgather", 1, ag, 64);
+    int nc = ft_trace_spans(path, "compute", 0, comp, 64);
+    remove(path);
+    EXPECT(nag >= 2 * U && nc >= 2 * U, "%d all-gathers (asynchronous) and %d compute regions "
+           "for %d units", nag, nc, U);
+    for (int j = 0; j + 1 < U; j++) /* comp[U + j]: the backward of unit U-1-j */
+        EXPECT(ag[U + j + 1].s < comp[U + j].e && ag[U + j + 1].e > comp[U + j].s,
+               "unit %d's all-gather [%.1f, %.1f) us does not overlap unit %d's backward "
+               "[%.1f, %.1f) us", U - 2 - j, ag[U + j + 1].s, ag[U + j + 1].e, U - 1 - j,
+               comp[U + j].s, comp[U + j].e);
+}
+
+TEST_HIDDEN_T(fsdp_five_ranks, 1, 30)
+{
+    dt_test_see("chapter 09, sections 2 and 3");
+    fsdp_run run = {FT_MLP, 0, 1, 1, 0, 0, 3, 2, FT_PARAMS | FT_PEAK2 | FT_BYTES | FT_CALLS,
+                    NULL, 0, 0};
+    EXPECT_OK(ft_launch(5, DT_BACKEND_THREAD, "none", &run));
+}

@@ -1,0 +1,163 @@
+/* hidden_compress.c - lab 10, staff tests: the compressors' edge cases,
+ * exchanges on 3 and 8 ranks, with fewer values than ranks, on the proc
+ * backend, top-k at density 1, PowerSGD's checkpoint, a checkpoint of
+ * another method refused, and training on 2 ranks. */
+#include "cmp_test.h"
+#include "exchange_test.h"
+#include "grader.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+TEST_HIDDEN(codec_edge_cases, 2)
+{
+    dt_test_see("chapter 10, sections 2 to 4");
+    /* 1-bit: one value; exactly one byte of bits; one bit into a second byte */
+    const float v[9] = {-2, 1, 1, -1, 1, 1, 1, -1, -0.0f};
+    uint8_t out[6];
+    float c[9], s;
+    EXPECT_OK(lab_sign_encode(v, 1, out));
+    memcpy(&s, out, 4);
+    EXPECT(s == 2 && out[4] == 0, "one value -2: scale %g, bits 0x%02x", (double)s, out[4]);
+    EXPECT_OK(lab_sign_encode(v, 8, out));
+    EXPECT(out[4] == 0x76, "8 values: bits 0x%02x, expected 0x76", out[4]);
+    memset(out, 0xff, sizeof out);
+    EXPECT_OK(lab_sign_encode(v, 9, out));
+    EXPECT(out[5] == 0x01, "9 values, the last -0: bits of byte 5 0x%02x, expected 0x01 (-0 "
+           "is not below 0; the unused bits 0)", out[5]);
+    EXPECT_OK(lab_sign_decode(out, 9, c));
+    memcpy(&s, out, 4);
+    EXPECT(c[8] == s && c[0] == -s, "decoded -0 as %g and -2 as %g (scale %g)", (double)c[8],
+           (double)c[0], (double)s);
+    /* top-k: all magnitudes equal, so the lowest indices */
+    const float t[6] = {1, -1, 1, -1, 1, -1};
+    lab_pair p[6];
+    EXPECT_OK(lab_topk_select(t, 6, 3, p));
+    for (int j = 0; j < 3; j++)
+        EXPECT(p[j].index == j && p[j].value == t[j], "equal magnitudes, k = 3: pair %d is "
+               "(%d, %g), expected (%d, %g)", j, p[j].index, (double)p[j].value, j,
+               (double)t[j]);
+    /* int8: the negative side clamps too; 127 levels reach 127 */
+    const float w[3] = {-100, 100, -63.5f};
+    int8_t q[3];
+    EXPECT_OK(lab_int8_encode(w, 3, 0.5f, 127, q));
+    EXPECT(q[0] == -127 && q[1] == 127 && q[2] == -127, "levels 127: %d %d %d, expected -127 "
+           "127 -127", q[0], q[1], q[2]);
+    EXPECT(lab_int8_levels(3) == 42 && lab_int8_levels(128) == 0, "lab_int8_levels changed");
+}
+
+TEST_HIDDEN_T(exchanges_on_three_and_eight_ranks, 3, 30)
+{
+    dt_test_see("chapter 10, section 6");
+    lab_method ms[3] = {LAB_TOPK, LAB_INT8, LAB_SIGN};
+    for (int i = 0; i < 3; i++) {
+        lab_compress_config cc = {ms[i], 1, 0.1, 0, 0};
+        exchange_expect(&cc, 3, 1, 1e-6); /* 64 / 3: divisions by 3 round */
+        exchange_expect(&cc, 8, 2, 0);
+    }
+}
+
+TEST_HIDDEN_T(sign_with_fewer_values_than_ranks, 2, 20)
+{
+    dt_test_see("chapter 10, section 6");
+    /* mlp:1,2 has 4 parameters: on 8 ranks blocks of 1, 1, 1, 1, 0, 0, 0, 0 */
+    lab_compress_config cc = {LAB_SIGN, 1, 0, 0, 0};
+    exchange_expect_on(&cc, 8, 2, 0, DT_BACKEND_THREAD, "mlp:1,2");
+    cc.method = LAB_TOPK, cc.density = 0.5;
+    exchange_expect_on(&cc, 8, 2, 0, DT_BACKEND_THREAD, "mlp:1,2");
+}
+
+TEST_HIDDEN_T(exchanges_on_proc_backend, 2, 30)
+{
+    dt_test_see("chapter 10, section 6");
+    lab_compress_config cc = {LAB_SIGN, 1, 0, 0, 0};
+    exchange_expect_on(&cc, 2, 2, 0, DT_BACKEND_PROC, NULL);
+    cc.method = LAB_TOPK, cc.density = 0.1;
+    exchange_expect_on(&cc, 3, 1, 1e-6, DT_BACKEND_PROC, NULL);
+    cc.method = LAB_INT8;
+    exchange_expect_on(&cc, 2, 2, 0, DT_BACKEND_PROC, NULL);
+}
+
+TEST_HIDDEN_T(topk_at_density_one_sends_everything, 1, 20)
+{
+    dt_test_see("chapter 10, section 3");
+    lab_compress_config cc = {LAB_TOPK, 1, 1.0, 0, 0};
+    exchange_expect(&cc, 4, 2, 0); /* C(v) = v: no residual, the exact mean */
+}
+
+/* ------------------------------------------------------------ checkpoints */
+
+typedef struct {
+    char dir[256];
+} ck_dir;
+
+/* AdamW this time: two state slots and a step count to resume. */
+static dt_result run_steps(dt_comm *w, lab_compress_config cc, uint64_t seed, const char *load,
+                           const char *save, long until, dt_model *m)
+{
+    return cmp_train_until(w, &cc, dt_adamw_config(0.01f), seed, load, save, until, m);
+}
+
+static dt_result psgd_ckpt_rank(dt_comm *w, void *arg)
+{
+    const ck_dir *dir = arg;
+    lab_compress_config psgd = {LAB_POWERSGD, 1, 0, 2, 9}, topk = {LAB_TOPK, 1, 0.1, 0, 0};
+    char path[300];
+    dt_model a = {0}, b = {0}, c = {0}, x = {0};
+    snprintf(path, sizeof path, "%s/rank%d.ckpt", dir->dir, dt_comm_rank(w));
+    dt_result r = run_steps(w, psgd, 3, NULL, NULL, 10, &a);
+    if (r == DT_OK)
+        r = run_steps(w, psgd, 3, NULL, path, 4, &b);
+    if (r == DT_OK)
+        r = run_steps(w, psgd, 50, path, NULL, 10, &c);
+    long i = r == DT_OK ? cmp_first_diff(a.params, c.params, a.num_params) : -1;
+    if (i >= 0)
+        r = dt_fail(DT_ERR_MISMATCH, "PowerSGD with AdamW, resumed after 4 of 10 steps: "
+                    "parameter %ld is %.9g, without stopping %.9g", i, (double)c.params[i],
+                    (double)a.params[i]);
+    /* a PowerSGD checkpoint is no top-k state */
+    if (r == DT_OK) {
+        dt_result bad = run_steps(w, topk, 3, path, NULL, 5, &x);
+        if (bad != DT_ERR_INVALID_ARG)
+            r = dt_fail(DT_ERR_MISMATCH, "loading a PowerSGD checkpoint into a top-k state "
+                        "returned %s, expected DT_ERR_INVALID_ARG", dt_strerror(bad));
+    }
+    unlink(path);
+    dt_model_free(&a), dt_model_free(&b), dt_model_free(&c), dt_model_free(&x);
+    return r;
+}
+
+TEST_HIDDEN_T(powersgd_checkpoint_resumes_and_other_methods_refused, 2, 30)
+{
+    dt_test_see("chapter 10, section 7");
+    ck_dir dir;
+    const char *tmp = getenv("TMPDIR");
+    snprintf(dir.dir, sizeof dir.dir, "%s/dtlab-ckpt-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    EXPECT(mkdtemp(dir.dir) != NULL, "mkdtemp %s failed", dir.dir);
+    dt_result r = cmp_launch(2, NULL, psgd_ckpt_rank, &dir);
+    rmdir(dir.dir);
+    EXPECT(r == DT_OK, "%s", dt_last_error());
+}
+
+/* ------------------------------------------------------------ training on 2 ranks */
+
+TEST_HIDDEN_T(compressors_train_on_two_ranks, 3, 90)
+{
+    dt_test_see("chapter 10, section 5");
+    cmp_digits_run base = {{LAB_DENSE, 0, 0, 0, 0}, 2, 440, 0, 0};
+    EXPECT_OK(cmp_train_digits(&base));
+    lab_compress_config cc[3] = {{LAB_SIGN, 1, 0, 0, 0}, {LAB_TOPK, 1, 0.01, 0, 0},
+                                 {LAB_INT8, 1, 0, 0, 0}};
+    for (int i = 0; i < 3; i++) {
+        cmp_digits_run run = {cc[i], 2, 440, 0, 0};
+        EXPECT_OK(cmp_train_digits(&run));
+        dt_log("2 ranks: %s %.4f, uncompressed %.4f", lab_method_name(cc[i].method),
+               (double)run.accuracy, (double)base.accuracy);
+        EXPECT(run.accuracy >= base.accuracy - 0.02f, "2 ranks: %s with error feedback "
+               "reaches %.2f%%, more than 2 points below the uncompressed %.2f%%",
+               lab_method_name(cc[i].method), 100.0 * run.accuracy, 100.0 * base.accuracy);
+    }
+}
