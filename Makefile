@@ -140,6 +140,8 @@ GRADER_OBJ := $(BUILD)/obj/tests/grader/test_main.o
 UNIT_SRCS  := $(sort $(wildcard tests/lib/*.c))
 UNIT_OBJS  := $(UNIT_SRCS:%.c=$(BUILD)/obj/%.o)
 UNIT_GRADE := $(BUILD)/tests/lib/grade
+MPI_TEST_SRCS := $(sort $(wildcard tests/mpi/*.c))
+MPI_GRADE  := $(BUILD)/tests/mpi/grade
 FIXTURE_SRCS := $(sort $(wildcard tests/grader/fixtures/*.c))
 FIXTURE    := $(if $(FIXTURE_SRCS),$(BUILD)/tests/grader/fixtures/grade)
 
@@ -167,6 +169,14 @@ SAN_SCALE := $(if $(DT_TIMEOUT_SCALE),,$(if $(filter address,$(SAN)),3,$(if $(fi
 # ThreadSanitizer runs of race-sensitive tests.
 OFFICIAL ?= $(if $(wildcard tests/official/.),tests/official,labs)
 RACE    ?= 1
+# BACKEND=thread|proc|mpi: the backend of every launch that takes it from
+# DT_BACKEND. With mpi each test runs under `mpirun -np MPI_NP` (the most
+# ranks a test launches; tests/grader/test_main.c), and the race-sensitive
+# tests' ThreadSanitizer runs are left out (MPI is not instrumented).
+BACKEND ?=
+MPI_NP  ?= 8
+CHECK_ENV := $(if $(BACKEND),DT_BACKEND=$(BACKEND)) $(if $(filter mpi,$(BACKEND)),DT_MPI_NP=$(MPI_NP))
+CHECK_RACE := $(if $(filter mpi,$(BACKEND)),0,$(RACE))
 
 all: $(LIBDT) $(TOOLS) $(UNIT_GRADE) $(FIXTURE) lab-bins headers $(BENCH_PROGS)
 
@@ -204,6 +214,13 @@ $(DTGRADE): $(DTGRADE_SRCS) $(wildcard tools/dtgrade/*.h) $(IDENTITY)
 	$(Q)$(CC) $(BASE_CFLAGS) $(DTGRADE_SRCS) -o $@
 
 $(UNIT_GRADE): $(UNIT_OBJS) $(GRADER_OBJ) $(LIBDT) $(IDENTITY)
+	@mkdir -p $(dir $@)
+	$(call step,LINK,$@)
+	$(LINK)
+
+# The mpi backend's tests (tests/mpi/run.sh runs them under mpirun).
+$(BUILD)/obj/tests/mpi/%.o: CFLAGS += -Itests/lib
+$(MPI_GRADE): $(MPI_TEST_SRCS:%.c=$(BUILD)/obj/%.o) $(GRADER_OBJ) $(LIBDT) $(IDENTITY)
 	@mkdir -p $(dir $@)
 	$(call step,LINK,$@)
 	$(LINK)
@@ -288,8 +305,9 @@ run-lab:
 # grades them all: see tests/grader/check.sh. Exits 0 whatever the score.
 check:
 	@test -n "$(SEL_LABS)" || { echo "check: LAB=$(LAB) names no lab (labs: $(LABS))"; exit 2; }
+	@test "$(BACKEND)" != mpi -o -n "$(MPICC_OK)" || { echo "check: BACKEND=mpi needs libdt built with MPI (mpicc found, MPI not 0, no SAN)"; exit 2; }
 	@env -u MAKEFLAGS -u MAKELEVEL -u MFLAGS DT_QUIET=1 MAKE="$(MAKE)" BUILD=$(BUILD) SAN=$(SAN) CC="$(CC)" \
-	  WERROR="$(WERROR)" IMPL=$(IMPL) OFFICIAL=$(OFFICIAL) LABS="$(SEL_LABS)" RACE=$(RACE) \
+	  $(CHECK_ENV) WERROR="$(WERROR)" IMPL=$(IMPL) OFFICIAL=$(OFFICIAL) LABS="$(SEL_LABS)" RACE=$(CHECK_RACE) \
 	  SHOWN="$(or $(SHOWN),$(IMPL))" \
 	  TEST="$(TEST)" GRADE_JOBS=$(GRADE_JOBS) TIMEOUT_SCALE=$(SAN_SCALE) \
 	  DTGRADE_FLAGS="$(DTGRADE_FLAGS)" DT_RESULTS=$(or $(DT_RESULTS),$(BUILD)/results.json) \
@@ -308,6 +326,17 @@ stress:
 # them all in one process, for a debugger.
 unit: $(UNIT_GRADE) $(DTGRADE)
 	$(DTGRADE) --tests-root tests "lib=$(UNIT_GRADE)"
+
+# The communicator's tests on the mpi backend, under mpirun -np 2 and 4
+# (skipped, saying why, where MPI is not there or libdt was built without it).
+test-mpi: $(MPI_GRADE)
+	@env -u MAKEFLAGS MPI_BUILT="$(if $(MPICC_OK),yes)" tests/mpi/run.sh $(MPI_GRADE)
+
+# The same tests across two network namespaces over TCP, as two machines
+# (skipped, saying why, where namespaces cannot be made: it needs root).
+test-mpi-netns: $(MPI_GRADE)
+	@if [ -z "$(MPICC_OK)" ]; then echo "test-mpi-netns: skipped: libdt was built without MPI"; \
+	  else tests/mpi/netns.sh test $(MPI_GRADE); fi
 
 # The project's own suite: see tests/grader/suite.sh.
 test:
@@ -422,7 +451,7 @@ endif
 clean:
 	rm -rf $(BUILD)
 
-.PHONY: all lab-bins headers run run-lab check stress unit test bench bench-progs dist-student gradescope gpu deps clean help
+.PHONY: all lab-bins headers run run-lab check stress unit test test-mpi test-mpi-netns bench bench-progs dist-student gradescope gpu deps clean help
 .DELETE_ON_ERROR:
 # Objects between a source and a program are kept (make would delete them
 # as intermediate files, and rebuild them next time).

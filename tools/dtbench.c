@@ -1,6 +1,6 @@
 /* dtbench - collective benchmark in the manner of nccl-tests.
  *
- *   dtbench COLL [-b MIN] [-e MAX] [-f FACTOR] [-n RANKS] [--backend thread|proc]
+ *   dtbench COLL [-b MIN] [-e MAX] [-f FACTOR] [-n RANKS] [--backend thread|proc|mpi]
  *                [--iters N] [--warmup N] [-d DTYPE] [-o OP] [--algo A] [--net NET]
  *                [--check 0|1] [--csv] [--shared]
  *
@@ -19,7 +19,8 @@
  * call fails. --shared takes the buffers from dt_alloc_shared (the job's
  * shared memory, which the proc backend's ranks address directly; see
  * bench/ddp.sh). Ranks are bound to cores (DT_BIND=1) unless DT_BIND says
- * otherwise, as mpirun binds its ranks. */
+ * otherwise, as mpirun binds its ranks. With --backend mpi, run it as
+ * `mpirun -np RANKS dtbench ... --backend mpi -n RANKS`: MPI rank 0 prints. */
 #include "dt/comm.h"
 
 #include <math.h>
@@ -245,7 +246,7 @@ static void usage(FILE *out)
 {
     fprintf(out,
             "usage: dtbench COLL [-b MIN] [-e MAX] [-f FACTOR] [-n RANKS]\n"
-            "               [--backend thread|proc] [--iters N] [--warmup N] [-d DTYPE]\n"
+            "               [--backend thread|proc|mpi] [--iters N] [--warmup N] [-d DTYPE]\n"
             "               [-o OP] [--algo A] [--net NET] [--check 0|1] [--csv] [--shared]\n"
             "  COLL: allreduce broadcast reduce allgather reduce_scatter alltoall\n"
             "        sendrecv barrier launch\n"
@@ -342,8 +343,11 @@ static int parse_option(const char *a, const char *v, bench *b, dt_launch_opts *
     } else if (!strcmp(a, "--backend")) {
         if (dt_backend_parse(v, &o->backend) != DT_OK)
             return bad("--backend: %s", dt_last_error());
-        if (o->backend != DT_BACKEND_THREAD && o->backend != DT_BACKEND_PROC)
-            return bad("--backend '%s': not available here (thread or proc)", v);
+        if (o->backend == DT_BACKEND_NCCL)
+            return bad("--backend '%s': not available here (thread, proc or mpi)", v);
+        if (o->backend == DT_BACKEND_MPI && !getenv("OMPI_COMM_WORLD_SIZE") && !getenv("PMI_SIZE"))
+            return bad("--backend 'mpi': not available outside an MPI job (mpirun -np N "
+                       "dtbench ... -n N --backend mpi)");
     } else if (!strcmp(a, "--algo")) {
         if (dt_algo_parse(v, &o->algo) != DT_OK)
             return bad("--algo: %s", dt_last_error());
@@ -411,7 +415,9 @@ int main(int argc, char **argv)
         return bench_launch(&o, &b);
     if (b.coll == DT_COLL_BARRIER)
         b.min = b.max = 0;
-    if (!b.csv)
+    /* under mpirun (--backend mpi) every process runs this: rank 0 speaks */
+    const char *mpi_rank = getenv("OMPI_COMM_WORLD_RANK");
+    if (!b.csv && (!mpi_rank || !strcmp(mpi_rank, "0")))
         printf("# dtbench %s: %d ranks, %s backend, %s %s, algo %s, %d iters, %d warmup\n",
                argv[1], o.nranks, dt_backend_name(o.backend), dt_dtype_name(b.dtype),
                dt_redop_name(b.op), dt_algo_name(o.algo), b.iters, b.warmup);

@@ -67,7 +67,9 @@ static void resolve_algo(const dt_comm *c, dt_coll_args *a)
     if (a->algo != DT_ALGO_AUTO)
         return;
     a->algo = bytes <= AUTO_TREE_MAX ? DT_ALGO_TREE : DT_ALGO_RING;
-    a->shortcut = c->size > 1 && c->rc->job->fast && dt_shortcut_applies(a->kind, bytes);
+    /* the shortcuts address the other ranks' memory: not across MPI processes */
+    a->shortcut = c->size > 1 && c->rc->job->fast && c->rc->job->backend != DT_BACKEND_MPI &&
+                  dt_shortcut_applies(a->kind, bytes);
 }
 
 static dt_result blocking(dt_comm *comm, dt_coll_args *a)

@@ -44,6 +44,10 @@ typedef struct dt_backend_ops {
 
 extern const dt_backend_ops dt_emulation_ops;
 
+/* The emulation's collectives (the debug check, a shortcut or the
+ * algorithm over port.h's messages); the mpi backend runs them too. */
+dt_result dt_emulated_collective(dt_call *call, const dt_coll_args *a);
+
 /* Runs a collective on the call's lane with the rank's backend (called by
  * the blocking API on lane 0 and by the progress thread on lane 1). */
 dt_result dt_coll_run(dt_call *call, const dt_coll_args *a);

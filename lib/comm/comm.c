@@ -3,6 +3,7 @@
 #include "handle.h"
 
 #include "diag.h"
+#include "mpi.h"
 #include "port.h"
 #include "progress.h"
 #include "shm.h"
@@ -44,6 +45,8 @@ dt_comm_shared *dt_comm_shared_new(dt_job *job, int size, const int *world)
 
 static void shared_destroy(dt_job *job, dt_comm_shared *sh)
 {
+    if (sh->mpi)
+        dt_mpi_group_free(sh);
     for (int i = 0; sh->port && i < sh->size; i++)
         dt_port_destroy(job, &sh->port[i]);
     dt_shm_free(job, sh->port);
@@ -199,6 +202,18 @@ dt_result dt_comm_split(dt_comm *comm, int color, int key, dt_comm **newcomm)
         for (int i = 0; i < n; i++)
             if (mem[i].rank == comm->rank)
                 me = i;
+    }
+    if (dt_mpi_job(comm->rc->job)) { /* each process makes its own, with MPI */
+        int *ranks = me >= 0 ? malloc(sizeof(int) * (size_t)n) : NULL;
+        for (int i = 0; ranks && i < n; i++)
+            ranks[i] = mem[i].rank;
+        if (r == DT_OK && me >= 0)
+            r = ranks ? dt_mpi_split(comm, ranks, n, me, newcomm)
+                      : dt_fail(DT_ERR_NOMEM, "dt_comm_split: out of memory");
+        free(ranks);
+        free(mem);
+        dt_doing_set(comm, 0, -1, 0, 0, 0, 0);
+        return r;
     }
     /* The first member of each group makes its shared state; a second
      * exchange hands the address to the others. */

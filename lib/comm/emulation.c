@@ -7,7 +7,7 @@
 /* The emulation backends' collectives: the debug check, then a shortcut
  * over shared memory when AUTO allowed one, else the algorithm over
  * messages. */
-static dt_result emulated_collective(dt_call *call, const dt_coll_args *a)
+dt_result dt_emulated_collective(dt_call *call, const dt_coll_args *a)
 {
     if (dt_call_job(call)->debug && call->comm->size > 1)
         DT_TRY(dt_coll_debug_check(call, a));
@@ -38,7 +38,7 @@ static dt_result emulated_recv(dt_call *call, int peer, void *buf, size_t bytes,
 }
 
 const dt_backend_ops dt_emulation_ops = {
-    "emulation", emulated_collective, emulated_send, emulated_recv, dt_msg_wait, dt_msg_done,
+    "emulation", dt_emulated_collective, emulated_send, emulated_recv, dt_msg_wait, dt_msg_done,
     dt_msg_cancel, dt_choose_any,
 };
 

@@ -32,6 +32,7 @@ typedef struct dt_comm_shared {
     struct dt_rec *rec[DT_LANES][2]; /* [size] each: the barrier-exchange (sync.c) */
     _Atomic int poison;        /* DT_POISON_*: the members called different things */
     char poison_why[360];      /* the first rank's message, once DT_POISON_SET */
+    void *mpi;                 /* the mpi backend's dt_mpi_group (mpi.h), else NULL */
 } dt_comm_shared;
 
 enum { DT_POISON_NONE = 0, DT_POISON_WRITING, DT_POISON_SET };

@@ -149,9 +149,15 @@ dt_result dt_opts_resolve(const dt_launch_opts *in, dt_resolved *out)
     if (o->nranks < 1 || o->nranks > DT_MAX_RANKS)
         return dt_fail(DT_ERR_INVALID_ARG, "dt_launch: nranks = %d, expected 1 .. %d",
                        o->nranks, DT_MAX_RANKS);
-    if (o->backend != DT_BACKEND_THREAD && o->backend != DT_BACKEND_PROC)
+#ifdef DT_HAVE_MPI
+    int mpi_ok = o->backend == DT_BACKEND_MPI;
+#else
+    int mpi_ok = 0;
+#endif
+    if (o->backend != DT_BACKEND_THREAD && o->backend != DT_BACKEND_PROC && !mpi_ok)
         return dt_fail(DT_ERR_INVALID_ARG, "dt_launch: backend %d (%s) is not available; "
-                       "use thread or proc", (int)o->backend, dt_backend_name(o->backend));
+                       "use thread or proc%s", (int)o->backend, dt_backend_name(o->backend),
+                       o->backend == DT_BACKEND_MPI ? " (this libdt was built without MPI)" : "");
     if (!(o->timeout_s == 0 || (o->timeout_s >= TIMEOUT_MIN_S && o->timeout_s <= TIMEOUT_MAX_S)))
         return dt_fail(DT_ERR_INVALID_ARG, "dt_launch: timeout_s = %g, expected %g to %g s "
                        "(0: DT_TIMEOUT, else %g s)", o->timeout_s, TIMEOUT_MIN_S,
@@ -359,5 +365,9 @@ dt_result dt_launch(const dt_launch_opts *opts, dt_rank_fn fn, void *arg)
     DT_TRY(dt_opts_resolve(opts, &res));
     if (res.o.backend == DT_BACKEND_PROC)
         return dt_launch_proc(&res, fn, arg);
+#ifdef DT_HAVE_MPI
+    if (res.o.backend == DT_BACKEND_MPI)
+        return dt_launch_mpi(&res, fn, arg);
+#endif
     return launch_threads(&res, fn, arg);
 }

@@ -42,6 +42,10 @@ dt_result dt_rank_run(dt_rank_ctx *rc, dt_rank_fn fn, void *arg);
 /* The proc backend (proc.c). */
 dt_result dt_launch_proc(const dt_resolved *res, dt_rank_fn fn, void *arg);
 
+/* The mpi backend (mpi_launch.c, built with DT_HAVE_MPI): runs fn as this
+ * process's rank of the MPI job. */
+dt_result dt_launch_mpi(const dt_resolved *res, dt_rank_fn fn, void *arg);
+
 #define DT_SEGMENT_NAME_MAX 96
 #define DT_PROC_MAGIC 0x64746c6162617261ULL /* "dtlabara" */
 #define DT_PROC_VERSION 2

@@ -22,6 +22,7 @@
 #include "port.h"
 
 #include "copy.h"
+#include "mpi.h"
 #include "diag.h"
 #include "shm.h"
 #include "stats.h"
@@ -128,7 +129,7 @@ static int matches(const dt_msg *s, const dt_msg *r)
 
 /* A send and a receive that do not match: the message of the side that
  * finds it, naming both calls. */
-static dt_result mismatch(dt_call *call, int peer, size_t my_bytes, uint32_t sig, uint64_t count,
+dt_result dt_msg_mismatch(dt_call *call, int peer, size_t my_bytes, uint32_t sig, uint64_t count,
                           size_t bytes, int sending)
 {
     dt_comm *c = call->comm;
@@ -162,7 +163,7 @@ static dt_result fill_waiting_recv(dt_call *call, dt_msg *m, dt_msg *r, int peer
         uint32_t sig = r->sig;
         uint64_t count = r->count;
         finish(job, r, DT_MSG_ERROR);
-        return mismatch(call, peer, m->bytes, sig, count, want, 1);
+        return dt_msg_mismatch(call, peer, m->bytes, sig, count, want, 1);
     }
     dt_result res = dt_copy_to(r->pid, c->rc->pid, r->buf, m->buf, m->bytes);
     finish(job, r, res == DT_OK ? DT_MSG_DONE : DT_MSG_ERROR);
@@ -174,6 +175,8 @@ dt_result dt_msg_isend(dt_call *call, int peer, const void *buf, size_t bytes, u
 {
     dt_comm *c = call->comm;
     dt_job *job = dt_call_job(call);
+    if (dt_mpi_job(job))
+        return dt_mpi_isend(call, peer, buf, bytes, tag, out);
     dt_port *port = &c->sh->port[peer];
     *out = (dt_xfer){NULL, call->t};
     int eager = bytes <= DT_EAGER_MAX;
@@ -223,6 +226,8 @@ dt_result dt_msg_irecv(dt_call *call, int peer, void *buf, size_t bytes, uint64_
 {
     dt_comm *c = call->comm;
     dt_job *job = dt_call_job(call);
+    if (dt_mpi_job(job))
+        return dt_mpi_irecv(call, peer, buf, bytes, tag, out);
     dt_port *port = &c->sh->port[c->rank];
     *out = (dt_xfer){NULL, call->t};
     dt_msg *m = msg_new(job, DT_MSG_RECV, 0);
@@ -320,6 +325,10 @@ static void cancel(dt_call *call, dt_msg *m)
 
 void dt_msg_cancel(dt_call *call, dt_xfer *x)
 {
+    if (dt_mpi_job(dt_call_job(call))) {
+        dt_mpi_cancel(call, x);
+        return;
+    }
     if (x->m)
         cancel(call, x->m);
     x->m = NULL;
@@ -335,7 +344,8 @@ static void advance(dt_call *call, double t)
 static dt_result received(dt_call *call, dt_msg *m, int *src)
 {
     if (atomic_load_explicit(&m->state, memory_order_acquire) != DT_MSG_DONE)
-        return mismatch(call, m->got_src, m->bytes, m->got_sig, m->got_count, m->got_bytes, 0);
+        return dt_msg_mismatch(call, m->got_src, m->bytes, m->got_sig, m->got_count,
+                               m->got_bytes, 0);
     advance(call, dt_net_arrive(call_net(call), call->ports, m->got_depart, m->posted,
                                 (double)m->got_bytes));
     dt_call_traffic(call, 0, m->got_bytes, 1);
@@ -346,6 +356,8 @@ static dt_result received(dt_call *call, dt_msg *m, int *src)
 
 dt_result dt_msg_wait(dt_call *call, dt_xfer *x, int *src)
 {
+    if (dt_mpi_job(dt_call_job(call)))
+        return dt_mpi_wait(call, x, src);
     dt_msg *m = x->m;
     if (!m) { /* a send that completed when posted */
         advance(call, x->done);
@@ -360,7 +372,8 @@ dt_result dt_msg_wait(dt_call *call, dt_xfer *x, int *src)
     if (m->dir == DT_MSG_RECV)
         r = received(call, m, src);
     else if (atomic_load_explicit(&m->state, memory_order_acquire) != DT_MSG_DONE)
-        r = mismatch(call, m->port_rank, m->bytes, m->got_sig, m->got_count, m->got_bytes, 1);
+        r = dt_msg_mismatch(call, m->port_rank, m->bytes, m->got_sig, m->got_count,
+                            m->got_bytes, 1);
     else
         advance(call, dt_net_sent(call_net(call), m->depart, m->got_posted, (double)m->bytes));
     dt_shm_free(dt_call_job(call), m);

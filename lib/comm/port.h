@@ -89,6 +89,12 @@ void dt_msg_cancel(dt_call *call, dt_xfer *x);
 dt_result dt_msg_waitall(dt_call *call, dt_xfer *x, int n);
 int dt_msg_done(const dt_xfer *x);
 
+/* A send and a receive that do not match: DT_ERR_MISMATCH with the message
+ * of the side that finds it (sending: 1 on the sender), naming both calls;
+ * a collective's mismatch poisons the communicator. */
+dt_result dt_msg_mismatch(dt_call *call, int peer, size_t my_bytes, uint32_t sig, uint64_t count,
+                          size_t bytes, int sending);
+
 /* dt_recv_any (recv_any.c): the source of the message to take, by the
  * rule of dt/comm.h: the first to arrive in modeled time, once no rank can
  * still send an earlier one. */

@@ -2,6 +2,7 @@
  * per rank. */
 #include "sync.h"
 
+#include "mpi.h"
 #include "wait.h"
 
 #include <string.h>
@@ -30,15 +31,24 @@ static int all_stamped(const void *arg)
  * stamp, sees every stamp set. Stamps are stored and read sequentially
  * consistent, so the rank whose store comes last in that one order sees
  * all of them: at least one rank rings; the others only wait. */
-dt_result dt_sync_exchange(dt_call *call, const dt_rec *mine, const dt_rec **all)
+dt_rec *dt_sync_records(dt_call *call, const dt_rec *mine)
 {
     dt_comm *c = call->comm;
-    uint32_t g = c->sync_gen[call->lane];
-    dt_rec *rec = c->sh->rec[call->lane][g & 1], *slot = &rec[c->rank];
+    dt_rec *rec = c->sh->rec[call->lane][c->sync_gen[call->lane] & 1], *slot = &rec[c->rank];
     memcpy(&slot->u, &mine->u, sizeof slot->u);
     slot->sig = mine->sig;
     slot->clock = call->t;
     slot->ports = *call->ports;
+    return rec;
+}
+
+dt_result dt_sync_exchange(dt_call *call, const dt_rec *mine, const dt_rec **all)
+{
+    dt_comm *c = call->comm;
+    if (dt_mpi_job(c->rc->job))
+        return dt_mpi_exchange(call, mine, all);
+    uint32_t g = c->sync_gen[call->lane];
+    dt_rec *rec = dt_sync_records(call, mine), *slot = &rec[c->rank];
     all_stamped_arg arg = {rec, c->size, g + 1};
     atomic_store_explicit(&slot->stamp, g + 1, memory_order_seq_cst);
     if (all_stamped(&arg)) {

@@ -52,6 +52,10 @@ typedef struct dt_rec {
  * (valid until this lane's next exchange). */
 dt_result dt_sync_exchange(dt_call *call, const dt_rec *mine, const dt_rec **all);
 
+/* The records of this exchange (the lane's current parity), with this
+ * rank's filled in from mine, the call's clock and the lane's ports. */
+dt_rec *dt_sync_records(dt_call *call, const dt_rec *mine);
+
 /* The latest clock of all records (a collective cannot end on any rank
  * before every rank has joined it). */
 double dt_sync_max_clock(const dt_rec *all, int n);

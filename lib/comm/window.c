@@ -3,9 +3,12 @@
  * the communicator allocates it in the job's shared memory (the heap in
  * the thread backend, the arena in the proc backend, which every process
  * maps at the same address) and hands the address to the others through
- * the barrier-exchange. And dt_alloc_shared: one rank's buffer in that same
- * shared memory, which the collectives then address directly. */
+ * the barrier-exchange. On the mpi backend, MPI_Win_allocate_shared
+ * (mpi_launch.c) gives the processes of one machine the region. And
+ * dt_alloc_shared: one rank's buffer in that same shared memory, which the
+ * collectives then address directly. */
 #include "diag.h"
+#include "mpi.h"
 #include "shm.h"
 #include "sync.h"
 
@@ -20,6 +23,7 @@ struct dt_win {
     dt_comm *comm;
     void *base;
     size_t bytes;
+    void *mpi; /* the mpi backend's window (mpi_launch.c), else NULL */
 };
 
 static dt_result win_sync(dt_comm *comm, dt_rec *mine, const dt_rec **all)
@@ -61,8 +65,10 @@ dt_result dt_win_allocate(dt_comm *comm, size_t bytes, void **base, dt_win **win
     if (bytes == 0 || bytes > SIZE_MAX / 4)
         return dt_fail(DT_ERR_INVALID_ARG, "dt_win_allocate: bad size %zu bytes", bytes);
     dt_job *job = comm->rc->job;
-    void *p = comm->rank == 0 ? dt_shm_alloc(job, bytes) : NULL;
-    dt_rec mine = {.sig = comm->rank == 0 && !p, .u.win = {bytes, {(uint64_t)(uintptr_t)p}}};
+    int mpi = dt_mpi_job(job); /* MPI allocates it once every rank came */
+    void *p = comm->rank == 0 && !mpi ? dt_shm_alloc(job, bytes) : NULL;
+    dt_rec mine = {.sig = comm->rank == 0 && !p && !mpi,
+                   .u.win = {bytes, {(uint64_t)(uintptr_t)p}}};
     char err[256] = "";
     if (mine.sig) { /* the others learn why: the words before ':' */
         snprintf(err, sizeof err, "%s", dt_last_error());
@@ -91,12 +97,17 @@ dt_result dt_win_allocate(dt_comm *comm, size_t bytes, void **base, dt_win **win
         return dt_fail(DT_ERR_NOMEM, "dt_win_allocate: rank 0 could not allocate %zu bytes: %s",
                        bytes, why);
     }
-    void *shared = (void *)(uintptr_t)all[0].u.win.to.base;
+    void *shared = (void *)(uintptr_t)all[0].u.win.to.base, *mw = NULL;
+    if (mpi)
+        DT_TRY(dt_mpi_win_allocate(comm, bytes, &shared, &mw));
     dt_win *w = calloc(1, sizeof *w);
     if (!w) {
         dt_shm_free(job, p);
+        if (mw)
+            dt_mpi_win_free(mw);
         return dt_fail(DT_ERR_NOMEM, "dt_win_allocate: out of memory");
     }
+    w->mpi = mw;
     w->magic = WIN_LIVE;
     w->comm = comm;
     w->base = shared;
@@ -118,7 +129,9 @@ dt_result dt_win_free(dt_win *win)
     const dt_rec *all;
     dt_result r = win_sync(comm, &mine, &all);
     /* after the barrier nobody touches the region: rank 0 releases it */
-    if (r == DT_OK && comm->rank == 0)
+    if (win->mpi)
+        dt_mpi_win_free(win->mpi);
+    else if (r == DT_OK && comm->rank == 0)
         dt_shm_free(comm->rc->job, win->base);
     win->magic = 0;
     free(win);

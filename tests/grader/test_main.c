@@ -34,6 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static dt_test *first, **last = &first;
@@ -209,6 +210,49 @@ static void watch_address_space(void)
     sigaction(SIGBUS, &sa, NULL);
 }
 
+/* ------------------------------------------------ the mpi backend */
+
+/* `make check BACKEND=mpi` sets DT_MPI_NP: a test then runs under `mpirun
+ * -np DT_MPI_NP`, every process running the whole test (libdt's dt_launch
+ * runs each rank in its own process, lib/comm/mpi_launch.c). This process
+ * stays the test's own for the grader: it waits for mpirun and passes when
+ * every process did (mpirun's status 0). The ranks' output goes where this
+ * process's goes; the channel stays here (chan_keep_private closed it on
+ * exec). -1: not asked for, or already inside an MPI job. */
+static int run_under_mpirun(const char *self, const char *name)
+{
+    const char *np = getenv("DT_MPI_NP");
+    if (!np || !np[0] || getenv("OMPI_COMM_WORLD_SIZE") || getenv("PMI_SIZE"))
+        return -1;
+    char *argv[16];
+    int n = 0;
+    argv[n++] = "mpirun";
+    argv[n++] = "--oversubscribe"; /* more ranks than cores, as on a laptop */
+    argv[n++] = "--bind-to";
+    argv[n++] = "none";
+    if (geteuid() == 0) /* a Gradescope container runs as root */
+        argv[n++] = "--allow-run-as-root";
+    argv[n++] = "-np";
+    argv[n++] = (char *)np;
+    argv[n++] = (char *)self;
+    argv[n++] = "--run";
+    argv[n++] = (char *)name;
+    argv[n] = NULL;
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        execvp("mpirun", argv);
+        fprintf(stderr, "FAIL: DT_MPI_NP=%s: cannot run mpirun\n", np);
+        _exit(127);
+    }
+    int status = 0;
+    if (pid < 0 || waitpid(pid, &status, 0) != pid)
+        return 127;
+    if (WIFEXITED(status))
+        return WEXITSTATUS(status);
+    return 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+}
+
 static void finish(void)
 {
     fflush(stdout);
@@ -229,6 +273,11 @@ int main(int argc, char **argv)
         return 0;
     }
     if (argc == 3 && strcmp(argv[1], "--run") == 0) {
+        int mpi = run_under_mpirun(argv[0], argv[2]);
+        if (mpi == 0)
+            finish();
+        if (mpi >= 0)
+            return mpi;
         for (dt_test *t = first; t; t = t->next) {
             if (strcmp(t->name, argv[2]) == 0) {
                 t->fn();

@@ -43,7 +43,7 @@ static void usage(FILE *f)
             "  --dump FILE      write one step's parameters, batch and gradients, then exit\n"
             "data parallelism (chapter 03): each rank takes --batch samples per step\n"
             "  --ranks N        ranks (default 1; 4 with --showcase)\n"
-            "  --backend B      thread | proc (default thread)\n"
+            "  --backend B      thread | proc | mpi (under mpirun -np RANKS; default thread)\n"
             "  --net NET        modeled network: none | nvlink | pcie4 | ib100 | ib400 |\n"
             "                   eth10 | eth100 | alpha=2us,bw=10GB/s (default none;\n"
             "                   ib100 with --showcase)\n"
@@ -161,9 +161,13 @@ static int check(options *o)
     if (one_of("--data", o->data, "digits", "synthetic", "spirals") ||
         one_of("--optim", o->optim, "sgd", "adamw", NULL))
         return 2;
-    if (o->backend && (dt_backend_parse(o->backend, &be) != DT_OK ||
-                       (be != DT_BACKEND_THREAD && be != DT_BACKEND_PROC)))
-        return fprintf(stderr, "dttrain: --backend %s: expected thread or proc\n", o->backend), 2;
+    if (o->backend && (dt_backend_parse(o->backend, &be) != DT_OK || be == DT_BACKEND_NCCL))
+        return fprintf(stderr, "dttrain: --backend %s: expected thread, proc or mpi (under "
+                       "mpirun)\n", o->backend), 2;
+    if (o->backend && be == DT_BACKEND_MPI && !getenv("OMPI_COMM_WORLD_SIZE") &&
+        !getenv("PMI_SIZE"))
+        return fprintf(stderr, "dttrain: --backend mpi: expected thread or proc outside an MPI "
+                       "job (mpirun -np RANKS dttrain --backend mpi ...)\n"), 2;
     if (o->net && dt_net_parse(o->net, &alpha, &beta) != DT_OK)
         return fprintf(stderr, "dttrain: --net %s: %s\n", o->net, dt_last_error()), 2;
     dt_model m;

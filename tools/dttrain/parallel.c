@@ -148,6 +148,10 @@ dt_result dp_run(const options *o, dp_job *j)
     memset(j->res, 0, sizeof *j->res);
     fflush(stdout); /* forked ranks must not inherit unwritten output */
     DT_CHECK(dt_launch(&lo, dp_rank, j));
+    /* on mpi, rank 0's result is in its process: the others say nothing */
+    const char *mpi_rank = getenv("OMPI_COMM_WORLD_RANK");
+    if (lo.backend == DT_BACKEND_MPI && mpi_rank && strcmp(mpi_rank, "0") != 0)
+        return DT_OK;
     if (!j->res->done)
         return dt_fail(DT_ERR_INTERNAL, "--ranks: rank 0 reported no result");
     return DT_OK;
@@ -205,7 +209,9 @@ int dttrain_parallel(const options *o)
     dp_job j = {o, (int)o->ranks, o->epochs, 0, tag, res};
     r = res ? dp_run(o, &j) : dt_fail(DT_ERR_NOMEM, "--ranks: result block");
     const dt_train_result *t = res ? &res->run : NULL;
-    if (r == DT_OK && o->json)
+    if (r == DT_OK && !res->done)
+        ; /* an mpi process other than rank 0's */
+    else if (r == DT_OK && o->json)
         print_json(o, &j, params);
     else if (r == DT_OK)
         printf("done: %d ranks (%s), %ld steps, %.3f ms/step (median), %.0f samples/s, "
