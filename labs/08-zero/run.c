@@ -87,15 +87,14 @@ static void probe(void *arg, const char *event, int unit)
 /* The ring formulas of section 7 for one step: T_RS = T_AG = (K-1)(alpha
  * + n/(K beta)) for n bytes, an allreduce twice that; per unit of count
  * parameters, padded to K shards except in DDP. */
-static double predicted_comm(int stage, const size_t *count, int units, int K, double alpha,
-                             double beta)
+static double predicted_comm(int stage, const size_t *count, int units, int K,
+                             const dt_net *link)
 {
-    const dt_net link = {alpha, beta, 0}; /* the presets' gamma */
     double t = 0;
     for (int u = 0; u < units; u++) {
         size_t c = (count[u] + (size_t)K - 1) / (size_t)K;
         double n = 4.0 * (double)(stage == LAB_ZERO_DDP ? count[u] : c * (size_t)K);
-        t += dt_net_ring_allgather(&link, n, K) * (stage >= LAB_ZERO_3 ? 3 : 2);
+        t += dt_net_ring_allgather(link, n, K) * (stage >= LAB_ZERO_3 ? 3 : 2);
     }
     return t;
 }
@@ -144,11 +143,11 @@ static dt_result measure(job *j, runner *rn, dt_comm *w, const dt_dataset *d, si
         return DT_OK;
     j->sampling = 0;
     states_peak(j); /* anything after the last probe */
-    double alpha, beta;
-    DT_CHECK(dt_comm_net(w, &alpha, &beta));
+    dt_net link;
+    DT_CHECK(dt_comm_link(w, &link));
     j->bytes = s1.bytes_sent - s0.bytes_sent;
     j->comm_s = s1.time_comm_modeled - s0.time_comm_modeled;
-    j->predicted_s = predicted_comm(j->stage, count, units, K, alpha, beta);
+    j->predicted_s = predicted_comm(j->stage, count, units, K, &link);
     j->big = 0;
     for (int u = 0; u < units; u++)
         j->big = count[u] > j->big ? count[u] : j->big;
@@ -355,7 +354,7 @@ int main(int argc, char **argv)
     char svg_default[4096];
     snprintf(svg_default, sizeof svg_default, "%s/08-memory.svg", build);
     const char *net = "ib100", *spec = "deep:64,512,8,10", *svg = svg_default;
-    double a, b;
+    dt_net link; /* checked here; each job reads its communicator's */
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--ranks") && i + 1 < argc) {
             char *end;
@@ -378,7 +377,7 @@ int main(int argc, char **argv)
             return usage(argv[0]), 2;
         }
     }
-    if (dt_net_parse(net, &a, &b) != DT_OK) {
+    if (dt_net_link(net, &link) != DT_OK) {
         fprintf(stderr, "%s: --net '%s': %s\n", argv[0], net, dt_last_error());
         return 2;
     }

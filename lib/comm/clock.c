@@ -58,3 +58,12 @@ dt_result dt_comm_net(const dt_comm *comm, double *alpha, double *beta)
         *beta = comm->rc->job->net.beta;
     return DT_OK;
 }
+
+dt_result dt_comm_link(const dt_comm *comm, dt_net *out)
+{
+    DT_TRY(dt_comm_check(comm, "dt_comm_link"));
+    if (!out)
+        return dt_fail(DT_ERR_INVALID_ARG, "dt_comm_link: out is NULL");
+    *out = comm->rc->job->net;
+    return DT_OK;
+}

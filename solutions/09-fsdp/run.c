@@ -64,10 +64,9 @@ static dt_result batch(const dt_dataset *d, const dt_model *m, int t, int K, int
 
 /* What rank 0 reads after the measured step. */
 static void report(job *j, const lab_fsdp *f, const dt_stats *s0, const dt_stats *s1,
-                   double alpha, double beta)
+                   const dt_net *link)
 {
     dt_mem_stats ms;
-    const dt_net link = {alpha, beta, 0}; /* the presets' gamma */
     double big[2] = {0, 0};
     dt_mem_stats_get(&ms);
     j->peak[0] = ms.peak[DT_MEM_PARAM], j->peak[1] = ms.peak[DT_MEM_GRAD];
@@ -81,7 +80,7 @@ static void report(job *j, const lab_fsdp *f, const dt_stats *s0, const dt_stats
         else if (full > big[1])
             big[1] = full;
         /* section 6: each unit's all-gather (twice with resharding) and reduce-scatter */
-        j->comm_s += (j->reshard ? 3 : 2) * dt_net_ring_allgather(&link, full, f->ranks);
+        j->comm_s += (j->reshard ? 3 : 2) * dt_net_ring_allgather(link, full, f->ranks);
     }
     j->one_unit = big[0], j->two_units = big[0] + big[1];
     j->bytes = s1->bytes_sent - s0->bytes_sent;
@@ -119,14 +118,15 @@ static dt_result compare(job *j, dt_comm *w, const dt_dataset *d, const float *p
 static dt_result train(job *j, dt_comm *w, dt_model *m, const dt_dataset *d, float *x,
                        int32_t *tok, int32_t *y, float *params)
 {
-    double fwd[MAX_LAYERS], bwd[MAX_LAYERS], alpha, beta;
+    double fwd[MAX_LAYERS], bwd[MAX_LAYERS];
+    dt_net link;
     int rank = dt_comm_rank(w), steps = j->compare ? 3 : 2;
     lab_fsdp f;
     lab_fsdp_config cfg = {dt_adamw_config(1e-3f), 0, j->prefetch, j->reshard, NULL, NULL};
     model_cost(m, j->B, fwd, bwd);
     if (j->modeled)
         cfg.forward_layer_s = fwd, cfg.backward_s = bwd;
-    DT_CHECK(dt_comm_net(w, &alpha, &beta));
+    DT_CHECK(dt_comm_link(w, &link));
     DT_CHECK(lab_fsdp_init(&f, w, m, &cfg));
     dt_result r = DT_OK;
     dt_stats s0, s1;
@@ -151,7 +151,7 @@ static dt_result train(job *j, dt_comm *w, dt_model *m, const dt_dataset *d, flo
             j->comp_s += fwd[i] + bwd[i];
     }
     if (r == DT_OK && rank == 0)
-        report(j, &f, &s0, &s1, alpha, beta);
+        report(j, &f, &s0, &s1, &link);
     if (r == DT_OK && j->compare)
         r = lab_fsdp_params(&f, params);
     lab_fsdp_free(&f);
@@ -350,7 +350,7 @@ int main(int argc, char **argv)
     char svg_default[4096];
     snprintf(svg_default, sizeof svg_default, "%s/09-prefetch.svg", build);
     const char *net = "ib100", *spec = "deep:64,512,8,10", *svg = svg_default;
-    double a, b;
+    dt_net link; /* checked here; each job reads its communicator's */
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--ranks") && i + 1 < argc) {
             char *end;
@@ -373,7 +373,7 @@ int main(int argc, char **argv)
             return usage(argv[0]), 2;
         }
     }
-    if (dt_net_parse(net, &a, &b) != DT_OK) {
+    if (dt_net_link(net, &link) != DT_OK) {
         fprintf(stderr, "%s: --net '%s': %s\n", argv[0], net, dt_last_error());
         return 2;
     }

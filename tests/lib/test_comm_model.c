@@ -273,3 +273,26 @@ TEST(comm_options_come_from_the_environment, 1)
     unsetenv("DT_BACKEND");
     EXPECT_ERR(dt_launch(&o, env_rank, &a), DT_ERR_INVALID_ARG);
 }
+
+/* dt_comm_link hands over the job's whole link, gamma included, as the
+ * clock prices it. */
+static dt_result link_rank(dt_comm *c, void *argp)
+{
+    dt_net *out = argp;
+    EXPECT_ERR(dt_comm_link(c, NULL), DT_ERR_INVALID_ARG);
+    if (dt_comm_rank(c) == 0)
+        EXPECT_OK(dt_comm_link(c, out));
+    return DT_OK;
+}
+
+TEST(comm_link_is_the_jobs_whole_link, 1)
+{
+    dt_launch_opts o;
+    dt_launch_opts_init(&o);
+    o.nranks = 2;
+    o.net = "alpha=2us,bw=10GB/s,gamma=0.1ns";
+    dt_net link = {0, 0, 0};
+    EXPECT_OK(dt_launch(&o, link_rank, &link));
+    EXPECT(link.alpha == 2e-6 && link.beta == 10e9 && fabs(link.gamma - 1e-10) < 1e-22,
+           "link alpha %g beta %g gamma %g", link.alpha, link.beta, link.gamma);
+}

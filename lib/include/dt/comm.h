@@ -475,6 +475,10 @@ dt_result dt_clock_advance(dt_comm *comm, double seconds);
  * beta is INFINITY for "none"). */
 dt_result dt_comm_net(const dt_comm *comm, double *alpha, double *beta);
 
+/* The whole link of comm's job, gamma included (dt/net.h's dt_net), for
+ * pricing a collective with the network model exactly as the clock does. */
+dt_result dt_comm_link(const dt_comm *comm, dt_net *out);
+
 #ifdef __cplusplus
 }
 #endif
