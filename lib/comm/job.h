@@ -98,6 +98,10 @@ typedef struct dt_job {
     size_t arena_bytes;      /* its size */
     struct dt_comm_shared *world;
     dt_board *board;         /* [nranks] */
+    char *out;               /* the ranks' result blocks (dt_rank_out): the
+                                caller's memory (thread, mpi) or the arena's
+                                (proc, copied back at the end); NULL: none */
+    size_t out_bytes;        /* one rank's block */
 } dt_job;
 
 #endif /* DT_COMM_JOB_H */

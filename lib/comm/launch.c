@@ -26,6 +26,9 @@
 #define TIMEOUT_MIN_S 1e-3
 #define TIMEOUT_MAX_S 1e6
 #define SPIN_MAX_US 1e6
+/* All the out blocks of a launch together: the mpi backend sends a block as
+ * one message, whose count MPI takes as an int. */
+#define OUT_MAX_BYTES ((size_t)1 << 30)
 #define ARENA_MB_MAX ((long)(SIZE_MAX >> 20)) /* so that MB << 20 is still a size_t */
 
 /* Prefixes the message of a failed parse with where the text came from. */
@@ -170,6 +173,10 @@ dt_result dt_opts_resolve(const dt_launch_opts *in, dt_resolved *out)
                        "(DT_FAST)", o->fast);
     if ((int)o->algo < 0 || o->algo >= DT_NUM_ALGOS)
         return dt_fail(DT_ERR_INVALID_ARG, "dt_launch: unknown algorithm %d", (int)o->algo);
+    if ((o->out == NULL) != (o->out_bytes == 0) || o->out_bytes > OUT_MAX_BYTES / (size_t)o->nranks)
+        return dt_fail(DT_ERR_INVALID_ARG, "dt_launch: out %s with out_bytes = %zu: expected "
+                       "both or neither, and %d blocks of at most %zu bytes in all",
+                       o->out ? "set" : "NULL", o->out_bytes, o->nranks, (size_t)OUT_MAX_BYTES);
     DT_TRY(read_env(o, out)); /* what came from there is checked there, by name */
     if (dt_net_link(o->net, &out->net) != DT_OK)
         return named("dt_launch: net", DT_ERR_INVALID_ARG);
@@ -201,6 +208,15 @@ dt_result dt_job_init(dt_job *job, const dt_resolved *res, void *arena, size_t a
     job->board = dt_shm_alloc(job, sizeof(dt_board) * (size_t)job->nranks);
     if (!job->board)
         return DT_ERR_NOMEM;
+    if (res->o.out) { /* proc: in the arena, copied back by dt_job_out_return */
+        size_t all = res->o.out_bytes * (size_t)job->nranks;
+        job->out = arena ? dt_shm_alloc(job, all) : res->o.out;
+        if (!job->out)
+            return dt_fail(DT_ERR_NOMEM, "dt_launch: %zu bytes of out blocks do not fit in the "
+                           "job's shared memory (DT_ARENA_MB)", all);
+        job->out_bytes = res->o.out_bytes;
+        memset(job->out, 0, all);
+    }
     int *world = malloc(sizeof(int) * (size_t)job->nranks);
     if (!world)
         return dt_fail(DT_ERR_NOMEM, "out of memory");
@@ -209,6 +225,19 @@ dt_result dt_job_init(dt_job *job, const dt_resolved *res, void *arena, size_t a
     job->world = dt_comm_shared_new(job, job->nranks, world);
     free(world);
     return job->world ? DT_OK : DT_ERR_NOMEM;
+}
+
+void dt_job_out_return(dt_job *job, const dt_resolved *res)
+{
+    if (job->out && job->out != (char *)res->o.out)
+        memcpy(res->o.out, job->out, job->out_bytes * (size_t)job->nranks);
+}
+
+void *dt_rank_out(const dt_comm *comm)
+{
+    if (!comm || atomic_load(&comm->magic) != DT_COMM_LIVE || !comm->rc->job->out)
+        return NULL;
+    return comm->rc->job->out + (size_t)comm->rc->world_rank * comm->rc->job->out_bytes;
 }
 
 void dt_rank_ctx_init(dt_rank_ctx *rc, dt_job *job, int rank, const dt_resolved *res)

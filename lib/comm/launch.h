@@ -29,6 +29,9 @@ dt_result dt_opts_resolve(const dt_launch_opts *in, dt_resolved *out);
 /* Fills a zeroed job (its board and world group in shared memory). */
 dt_result dt_job_init(dt_job *job, const dt_resolved *res, void *arena, size_t arena_bytes);
 
+/* The proc backend's out blocks, from the arena to the caller's out. */
+void dt_job_out_return(dt_job *job, const dt_resolved *res);
+
 /* Pins the calling thread to the rank's core when the job binds ranks. */
 void dt_rank_bind(const dt_job *job, int world_rank);
 

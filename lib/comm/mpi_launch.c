@@ -33,7 +33,7 @@
 #include <string.h>
 #include <time.h>
 
-enum { TAG_FAILED = 1, TAG_END = 2 };
+enum { TAG_FAILED = 1, TAG_END = 2, TAG_OUT = 3 };
 #define CREATE_TAG 0x6474 /* MPI_Comm_create_group's tag */
 
 int dt_mpi_env(int *rank, int *size)
@@ -241,28 +241,16 @@ static void notify_failure(dt_mpi_launch *l, const char *msg, MPI_Request *reqs)
             MPI_Isend(msg, DT_MPI_MSG_MAX, MPI_CHAR, p, TAG_FAILED, l->ctl, &reqs[p]);
 }
 
-/* Every process sends its end to every other; the launch's result is the
- * first failure in time. No deadline here, as the thread backend's join has
+/* Waits for reqs[0..k) and the failure notices (NULL: none sent), napping
+ * while ranks still run. No deadline here, as the thread backend's join has
  * none: a rank still running is in its own code or in a libdt call, whose
  * waits have theirs (a rank that computes forever is the grader's to stop). */
-static dt_result exchange_ends(dt_mpi_launch *l, end_rec *ends, MPI_Request *notes)
+static void wait_all(MPI_Request *reqs, int k, MPI_Request *notes, int n)
 {
-    int n = l->procs;
-    MPI_Request *reqs = malloc(sizeof *reqs * 2 * (size_t)n);
-    if (!reqs)
-        return dt_fail(DT_ERR_NOMEM, "dt_launch: out of memory for %d ends", n);
-    for (int p = 0; p < 2 * n; p++)
-        reqs[p] = MPI_REQUEST_NULL;
-    for (int p = 0; p < n; p++) {
-        if (p == l->me)
-            continue;
-        MPI_Irecv(&ends[p], sizeof *ends, MPI_BYTE, p, TAG_END, l->ctl, &reqs[p]);
-        MPI_Isend(&ends[l->me], sizeof *ends, MPI_BYTE, p, TAG_END, l->ctl, &reqs[n + p]);
-    }
     long nap_ns = 50000;
     for (;;) {
         int all = 1;
-        for (int p = 0; p < 2 * n; p++) {
+        for (int p = 0; p < k; p++) {
             int flag = 1;
             if (reqs[p] != MPI_REQUEST_NULL)
                 MPI_Test(&reqs[p], &flag, MPI_STATUS_IGNORE);
@@ -275,12 +263,41 @@ static dt_result exchange_ends(dt_mpi_launch *l, end_rec *ends, MPI_Request *not
             all = all && flag;
         }
         if (all)
-            break;
+            return;
         /* ranks still run: leave them the cores, the more the longer they run */
         struct timespec nap = {0, nap_ns};
         nanosleep(&nap, NULL);
         nap_ns = nap_ns < 2000000 ? nap_ns * 2 : nap_ns;
     }
+}
+
+/* Every process sends its end to every other, and each rank of the launch
+ * its out block (dt_rank_out) to every other process; the launch's result
+ * is the first failure in time. */
+static dt_result exchange_ends(dt_mpi_launch *l, end_rec *ends, MPI_Request *notes,
+                               const dt_resolved *res)
+{
+    int n = l->procs, ranks = res->o.nranks;
+    char *out = res->o.out;
+    size_t bytes = res->o.out_bytes;
+    MPI_Request *reqs = malloc(sizeof *reqs * 4 * (size_t)n);
+    if (!reqs)
+        return dt_fail(DT_ERR_NOMEM, "dt_launch: out of memory for %d ends", n);
+    for (int p = 0; p < 4 * n; p++)
+        reqs[p] = MPI_REQUEST_NULL;
+    for (int p = 0; p < n; p++) {
+        if (p == l->me)
+            continue;
+        MPI_Irecv(&ends[p], sizeof *ends, MPI_BYTE, p, TAG_END, l->ctl, &reqs[p]);
+        MPI_Isend(&ends[l->me], sizeof *ends, MPI_BYTE, p, TAG_END, l->ctl, &reqs[n + p]);
+        if (out && p < ranks)
+            MPI_Irecv(out + (size_t)p * bytes, (int)bytes, MPI_BYTE, p, TAG_OUT, l->ctl,
+                      &reqs[2 * n + p]);
+        if (out && l->me < ranks)
+            MPI_Isend(out + (size_t)l->me * bytes, (int)bytes, MPI_BYTE, p, TAG_OUT, l->ctl,
+                      &reqs[3 * n + p]);
+    }
+    wait_all(reqs, 4 * n, notes, n);
     free(reqs);
     return DT_OK;
 }
@@ -413,6 +430,8 @@ dt_result dt_launch_mpi(const dt_resolved *res, dt_rank_fn fn, void *arg)
         pthread_mutex_destroy(&l.lock);
         return dt_fail(DT_ERR_NOMEM, "dt_launch: out of memory for %d processes", procs);
     }
+    if (res->o.out) /* a process that runs no rank gets the others' blocks */
+        memset(res->o.out, 0, res->o.out_bytes * (size_t)n);
     end_rec *mine = &ends[me];
     int sent_notes = 0;
     if (me < n) {
@@ -436,7 +455,7 @@ dt_result dt_launch_mpi(const dt_resolved *res, dt_rank_fn fn, void *arg)
             sent_notes = 1;
         }
     }
-    r = exchange_ends(&l, ends, sent_notes ? notes : NULL);
+    r = exchange_ends(&l, ends, sent_notes ? notes : NULL, res);
     if (r == DT_OK)
         r = first_failure(ends, procs);
     free(ends);

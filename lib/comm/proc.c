@@ -336,6 +336,7 @@ static dt_result run_job(const dt_resolved *res, const proc_body *body, void *hi
     }
     wait_ranks(job, pids, n, &b, body->argv ? &fw : NULL, exit_code);
     free(pids);
+    dt_job_out_return(job, res);
     if (body->argv)
         forward_end(&fw);
     dt_result r = dt_job_result(job);
@@ -374,6 +375,9 @@ dt_result dt_launch_program(const dt_launch_opts *opts, char *const argv[], int 
     dt_resolved res;
     DT_TRY(dt_opts_resolve(opts, &res));
     res.o.backend = DT_BACKEND_PROC;
+    if (res.o.out)
+        return dt_fail(DT_ERR_INVALID_ARG, "dt_launch_program: out blocks are for dt_launch's "
+                       "rank functions; a program's ranks report through their own files");
     proc_body body = {NULL, NULL, argv, NULL};
     int code = 0;
     dt_result r = run_job(&res, &body, PROC_ADDR_HINT, &code);

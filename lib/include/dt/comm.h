@@ -153,6 +153,13 @@ typedef struct {
                               default), 0 the reference path only (the
                               same results, stats and modeled clock, slower);
                               -1: env DT_FAST */
+    void *out;             /* what the ranks hand back, on every backend:
+                              nranks blocks of out_bytes bytes, zeroed at
+                              the start; rank r writes block r through
+                              dt_rank_out(world); when dt_launch returns,
+                              out holds every block as its rank left it
+                              (after a failure too). NULL: none */
+    size_t out_bytes;      /* the size of one rank's block (with out) */
     char env_error[240];   /* set by dt_launch_opts_init when a variable of
                               the environment is bad; dt_launch returns it */
 } dt_launch_opts;
@@ -205,6 +212,15 @@ typedef dt_result (*dt_rank_fn)(dt_comm *world, void *arg);
  * return DT_ERR_INVALID_ARG without starting any rank, with a message that
  * names the option or variable and its value. */
 dt_result dt_launch(const dt_launch_opts *opts, dt_rank_fn fn, void *arg);
+
+/* This rank's block of dt_launch_opts.out (by its rank in the world: every
+ * communicator of the rank gives the same block), out_bytes long; NULL when
+ * the launch has none or comm is NULL or freed. The one way for a rank's
+ * results to reach the caller whatever the backend: a thread rank writes
+ * the caller's memory; a proc rank writes the job's shared memory, copied
+ * to out when the ranks have ended; an mpi rank writes its own process's
+ * out, and every process's blocks are sent to every other at the end. */
+void *dt_rank_out(const dt_comm *comm);
 
 /* Once per process, for a program started by tools/dtrun (or run alone):
  * joins the job named by the environment (RANK, WORLD_SIZE, LOCAL_RANK,
