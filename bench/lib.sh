@@ -51,3 +51,49 @@ bench_ratios() {
 
 # The median of a list (arguments).
 bench_med() { printf '%s\n' "$@" | grep . | bench_median; }
+
+# ---------------------------------------------------------------- allreduce runs
+
+# mpirun as the benchmarks start it: more ranks than cores allowed, and
+# root's permission flag only when running as root (a container).
+bench_mpirun() {
+    local root=()
+    [ "$(id -u)" = 0 ] && root=(--allow-run-as-root)
+    mpirun "${root[@]}" --oversubscribe "$@"
+}
+
+# bench_dtbench SIZE N BACKEND ITERS WARMUP COL [ARGS...]: column COL (4
+# time_us, 6 busbw_GBs) of `dtbench allreduce` at SIZE bytes on N ranks of
+# BACKEND (thread, proc, or mpi: then under mpirun -np N), ITERS timed calls
+# after WARMUP; ARGS go to dtbench. Status 1, saying why on stderr, when it
+# failed or an element of its result is wrong.
+bench_dtbench() {
+    local size=$1 n=$2 backend=$3 iters=$4 warmup=$5 col=$6 out launcher=()
+    shift 6
+    [ "$backend" = mpi ] && launcher=(bench_mpirun -np "$n")
+    out=$("${launcher[@]}" "$BUILD/bin/dtbench" allreduce -b "$size" -e "$size" -n "$n" \
+        --backend "$backend" --iters "$iters" --warmup "$warmup" --csv "$@") ||
+        { echo "dtbench allreduce -b $size -n $n --backend $backend failed" >&2; return 1; }
+    [ "$(echo "$out" | bench_csv 7)" = 0 ] ||
+        { echo "dtbench: wrong results at $size bytes, N=$n, $backend" >&2; return 1; }
+    echo "$out" | bench_csv "$col"
+}
+
+# bench_mpi SIZE N ITERS WARMUP COL [ARGS...]: the same of OpenMPI
+# (bench/mpi_allreduce under mpirun -np N; ARGS: --algo ring, ...).
+bench_mpi() {
+    local size=$1 n=$2 iters=$3 warmup=$4 col=$5 out
+    shift 5
+    out=$(bench_mpirun -np "$n" "$BUILD/bench/mpi_allreduce" allreduce -b "$size" -e "$size" \
+        --iters "$iters" --warmup "$warmup" "$@") ||
+        { echo "mpi_allreduce -b $size -np $n $* failed" >&2; return 1; }
+    [ "$(echo "$out" | bench_csv 7)" = 0 ] ||
+        { echo "OpenMPI: wrong results at $size bytes, N=$n $*" >&2; return 1; }
+    echo "$out" | bench_csv "$col"
+}
+
+# Per-round differences of two lists: A_i - B_i, one per line.
+bench_diffs() {
+    paste <(printf '%s\n' $1) <(printf '%s\n' $2) |
+        awk '$1 != "" && $2 != "" { printf "%.6f\n", $1 - $2 }'
+}
