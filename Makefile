@@ -356,7 +356,7 @@ $(BUILD)/bench/mpi_%: bench/mpi_%.c
 	@command -v mpicc >/dev/null || { echo "$@: needs mpicc (make deps installs OpenMPI)"; exit 1; }
 	@mkdir -p $(dir $@)
 	$(call step,MPICC,$<)
-	$(Q)mpicc -O2 -o $@ $<
+	$(Q)mpicc -O3 -o $@ $<
 bench-progs: $(BENCH_PROGS) $(BIN)/dttrain $(BIN)/dtbench $(BIN)/dtrun
 # bench/lib.sh is the scripts' shared functions, not a benchmark.
 BENCH_NAMES := $(patsubst bench/%.sh,%,$(filter-out bench/table.sh bench/lib.sh,$(wildcard bench/*.sh)))

@@ -62,15 +62,29 @@ bench_mpirun() {
     mpirun "${root[@]}" --oversubscribe "$@"
 }
 
+# bench_mpi_launch N COMMAND...: COMMAND on N MPI ranks, under bench_mpirun,
+# or under $BENCH_MPI_LAUNCH where a script sets it (bench/netns.sh: its
+# own mpirun across two network namespaces, with N ranks of its own).
+bench_mpi_launch() {
+    local n=$1
+    shift
+    if [ -n "${BENCH_MPI_LAUNCH:-}" ]; then
+        # shellcheck disable=SC2086 # a command and its options, split
+        $BENCH_MPI_LAUNCH "$@"
+    else
+        bench_mpirun -np "$n" "$@"
+    fi
+}
+
 # bench_dtbench SIZE N BACKEND ITERS WARMUP COL [ARGS...]: column COL (4
 # time_us, 6 busbw_GBs) of `dtbench allreduce` at SIZE bytes on N ranks of
-# BACKEND (thread, proc, or mpi: then under mpirun -np N), ITERS timed calls
+# BACKEND (thread, proc, or mpi: then under bench_mpi_launch), ITERS timed calls
 # after WARMUP; ARGS go to dtbench. Status 1, saying why on stderr, when it
 # failed or an element of its result is wrong.
 bench_dtbench() {
     local size=$1 n=$2 backend=$3 iters=$4 warmup=$5 col=$6 out launcher=()
     shift 6
-    [ "$backend" = mpi ] && launcher=(bench_mpirun -np "$n")
+    [ "$backend" = mpi ] && launcher=(bench_mpi_launch "$n")
     out=$("${launcher[@]}" "$BUILD/bin/dtbench" allreduce -b "$size" -e "$size" -n "$n" \
         --backend "$backend" --iters "$iters" --warmup "$warmup" --csv "$@") ||
         { echo "dtbench allreduce -b $size -n $n --backend $backend failed" >&2; return 1; }
@@ -80,11 +94,11 @@ bench_dtbench() {
 }
 
 # bench_mpi SIZE N ITERS WARMUP COL [ARGS...]: the same of OpenMPI
-# (bench/mpi_allreduce under mpirun -np N; ARGS: --algo ring, ...).
+# (bench/mpi_allreduce under bench_mpi_launch; ARGS: --algo ring, ...).
 bench_mpi() {
     local size=$1 n=$2 iters=$3 warmup=$4 col=$5 out
     shift 5
-    out=$(bench_mpirun -np "$n" "$BUILD/bench/mpi_allreduce" allreduce -b "$size" -e "$size" \
+    out=$(bench_mpi_launch "$n" "$BUILD/bench/mpi_allreduce" allreduce -b "$size" -e "$size" \
         --iters "$iters" --warmup "$warmup" "$@") ||
         { echo "mpi_allreduce -b $size -np $n $* failed" >&2; return 1; }
     [ "$(echo "$out" | bench_csv 7)" = 0 ] ||

@@ -4,8 +4,8 @@
  * untimed ones; sizes in bytes of one rank's f32 buffer, out of place),
  * printed as dtbench's --csv rows.
  *
- *   mpirun -np N mpi_allreduce [allreduce|barrier] -b MIN -e MAX -f F --iters N --warmup W
- *                              [--algo mpi|ring|tree] [--thread-multiple]
+ *   mpirun -np N mpi_allreduce [allreduce|barrier|exchange] -b MIN -e MAX -f F --iters N
+ *                              --warmup W [--algo mpi|ring|tree] [--thread-multiple]
  *
  * --algo mpi (the default) calls MPI_Allreduce: OpenMPI's own choice of
  * algorithm. ring and tree are the algorithms libdt's AUTO picks on the mpi
@@ -14,13 +14,18 @@
  * libdt's algorithm costs over MPI without libdt around it.
  * --thread-multiple starts MPI with MPI_THREAD_MULTIPLE, as libdt's mpi
  * backend must (its progress thread calls MPI too): the price of MPI's
- * own locks, apart. */
+ * own locks, apart.
+ *
+ * exchange: ranks 2k and 2k+1 swap SIZE bytes with one MPI_Sendrecv, the
+ * wire's bandwidth each way under traffic both ways, as a ring's steps on
+ * 2 ranks load it (bench/netns.sh); its busbw column is SIZE / time. */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 enum { ALGO_MPI, ALGO_RING, ALGO_TREE };
+enum { OP_ALLREDUCE, OP_BARRIER, OP_EXCHANGE };
 
 static int bad(const char *what, const char *v)
 {
@@ -91,33 +96,53 @@ static void tree(const float *s, float *r, int count, float *tmp, int rank, int 
     }
 }
 
-/* One call of the benchmarked collective (algo < 0: a barrier). */
-static void once(int algo, const float *s, float *r, int count, float *tmp, int rank, int n)
+/* The options (parse). */
+typedef struct {
+    size_t min, max;
+    double factor;
+    int iters, warmup, op, algo;
+} opts;
+
+/* One call of the benchmarked operation. */
+static void once(const opts *o, const float *s, float *r, int count, float *tmp, int rank, int n)
 {
-    if (algo < 0)
+    if (o->op == OP_BARRIER)
         MPI_Barrier(MPI_COMM_WORLD);
-    else if (algo == ALGO_RING)
+    else if (o->op == OP_EXCHANGE)
+        MPI_Sendrecv(s, count, MPI_FLOAT, rank ^ 1, 0, r, count, MPI_FLOAT, rank ^ 1, 0,
+                     MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    else if (o->algo == ALGO_RING)
         ring(s, r, count, tmp, rank, n);
-    else if (algo == ALGO_TREE)
+    else if (o->algo == ALGO_TREE)
         tree(s, r, count, tmp, rank, n);
     else
         MPI_Allreduce(s, r, count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
 }
 
-/* The options into *o; 0 (after saying why) on a bad one. */
-typedef struct {
-    size_t min, max;
-    double factor;
-    int iters, warmup, barrier, algo;
-} opts;
+/* The elements of r that differ from what the operation must leave there. */
+static int wrong(const opts *o, const float *r, int count, int rank, int n)
+{
+    int bad = 0;
+    for (int i = 0; i < count; i++) {
+        float want = 0;
+        if (o->op == OP_EXCHANGE)
+            want = (float)(((rank ^ 1) + i % 7) % 4);
+        else
+            for (int k = 0; k < n; k++)
+                want += (float)((k + i % 7) % 4);
+        bad += r[i] != want;
+    }
+    return bad;
+}
 
+/* The options into *o; 0 (after saying why) on a bad one. */
 static int parse(int argc, char **argv, opts *o)
 {
     int ok = 1;
     for (int i = 1; i < argc && ok; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : "";
-        if (!strcmp(a, "barrier") || !strcmp(a, "allreduce")) {
-            o->barrier = !strcmp(a, "barrier");
+        if (!strcmp(a, "allreduce") || !strcmp(a, "barrier") || !strcmp(a, "exchange")) {
+            o->op = a[0] == 'a' ? OP_ALLREDUCE : a[0] == 'b' ? OP_BARRIER : OP_EXCHANGE;
             continue;
         }
         if (!strcmp(a, "--thread-multiple")) /* main's business */
@@ -147,19 +172,20 @@ int main(int argc, char **argv)
     int rank, n;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &n);
-    opts o = {8, 64 << 20, 4, 20, 5, 0, ALGO_MPI};
+    opts o = {8, 64 << 20, 4, 20, 5, OP_ALLREDUCE, ALGO_MPI};
     if (!parse(argc, argv, &o)) {
         MPI_Finalize();
         return 2;
     }
-    if (o.algo == ALGO_TREE && (n & (n - 1))) {
+    if ((o.algo == ALGO_TREE && (n & (n - 1))) || (o.op == OP_EXCHANGE && n % 2)) {
         if (rank == 0)
-            fprintf(stderr, "mpi_allreduce: --algo tree needs a power of two ranks, not %d\n", n);
+            fprintf(stderr, "mpi_allreduce: %s needs %s ranks, not %d\n",
+                    o.op == OP_EXCHANGE ? "exchange" : "--algo tree",
+                    o.op == OP_EXCHANGE ? "an even number of" : "a power of two", n);
         MPI_Finalize();
         return 2;
     }
-    int algo = o.barrier ? -1 : o.algo;
-    if (o.barrier)
+    if (o.op == OP_BARRIER)
         o.min = o.max = 0;
     float *s = malloc(o.max + 64), *r = malloc(o.max + 64), *tmp = malloc(o.max + 64);
     memset(s, 0, o.max + 64);
@@ -172,25 +198,20 @@ int main(int argc, char **argv)
         for (size_t i = 0; i < (size_t)count; i++)
             s[i] = (float)((rank + (int)(i % 7)) % 4);
         for (int i = 0; i < o.warmup; i++)
-            once(algo, s, r, count, tmp, rank, n);
+            once(&o, s, r, count, tmp, rank, n);
         MPI_Barrier(MPI_COMM_WORLD);
         double t0 = MPI_Wtime();
         for (int i = 0; i < o.iters; i++)
-            once(algo, s, r, count, tmp, rank, n);
+            once(&o, s, r, count, tmp, rank, n);
         double mine = (MPI_Wtime() - t0) / o.iters, slowest;
         MPI_Allreduce(&mine, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-        int wrong = 0, all_wrong;
-        for (size_t i = 0; i < (size_t)count; i++) {
-            float want = 0;
-            for (int k = 0; k < n; k++)
-                want += (float)((k + (int)(i % 7)) % 4);
-            wrong += r[i] != want;
-        }
-        MPI_Allreduce(&wrong, &all_wrong, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+        int mine_wrong = wrong(&o, r, count, rank, n), all_wrong;
+        MPI_Allreduce(&mine_wrong, &all_wrong, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
         double algbw = (double)bytes / slowest / 1e9;
+        double busbw = o.op == OP_EXCHANGE ? algbw : algbw * 2.0 * (n - 1) / n;
         if (rank == 0)
-            printf("%zu,%d,f32,%.3f,%.4f,%.4f,%d\n", bytes, count, slowest * 1e6, algbw,
-                   algbw * 2.0 * (n - 1) / n, all_wrong);
+            printf("%zu,%d,f32,%.3f,%.4f,%.4f,%d\n", bytes, count, slowest * 1e6, algbw, busbw,
+                   all_wrong);
         if (bytes == 0 || o.factor <= 1)
             break;
     }
