@@ -6,6 +6,7 @@
  *
  *   mpirun -np N mpi_allreduce [allreduce|barrier|exchange] -b MIN -e MAX -f F --iters N
  *                              --warmup W [--algo mpi|ring|tree] [--thread-multiple]
+ *                              [--frames]
  *
  * --algo mpi (the default) calls MPI_Allreduce: OpenMPI's own choice of
  * algorithm. ring and tree are the algorithms libdt's AUTO picks on the mpi
@@ -14,7 +15,9 @@
  * libdt's algorithm costs over MPI without libdt around it.
  * --thread-multiple starts MPI with MPI_THREAD_MULTIPLE, as libdt's mpi
  * backend must (its progress thread calls MPI too): the price of MPI's
- * own locks, apart.
+ * own locks, apart. --frames sends ring's and tree's messages in libdt's
+ * frames (below): the price of the wire protocol that the mpi backend needs
+ * for its modeled clock and its match check, apart.
  *
  * exchange: ranks 2k and 2k+1 swap SIZE bytes with one MPI_Sendrecv, the
  * wire's bandwidth each way under traffic both ways, as a ring's steps on
@@ -48,6 +51,64 @@ static size_t parse_size(const char *s, int *ok)
     return (size_t)v;
 }
 
+/* The options (parse). */
+typedef struct {
+    size_t min, max;
+    double factor;
+    int iters, warmup, op, algo, frames;
+} opts;
+
+/* libdt's frames (lib/comm/mpi_port.c): every message carries a 32-byte
+ * header (the modeled departure, size, signature, count); up to 16 KiB
+ * (DT_NET_EAGER_MAX) header and data go as one message from a copy, above
+ * it the header, then the data from the user's buffer, and the receiver
+ * sends back a 32-byte ack (the time it posted). */
+#define FRAME 32
+#define EAGER_MAX 16384
+
+static void framed_sendrecv(const void *sb, int sbytes, int dest, void *rb, int rbytes, int src,
+                            int tag)
+{
+    char shdr[FRAME] = {0}, rhdr[FRAME], sack[FRAME] = {0}, rack[FRAME];
+    char *sst = NULL, *rst = NULL;
+    MPI_Request q[6];
+    int k = 0;
+    if (rbytes <= EAGER_MAX) {
+        rst = malloc(FRAME + (size_t)rbytes);
+        MPI_Irecv(rst, FRAME + rbytes, MPI_BYTE, src, tag, MPI_COMM_WORLD, &q[k++]);
+    } else {
+        MPI_Irecv(rhdr, FRAME, MPI_BYTE, src, tag, MPI_COMM_WORLD, &q[k++]);
+        MPI_Irecv(rb, rbytes, MPI_BYTE, src, tag, MPI_COMM_WORLD, &q[k++]);
+        MPI_Isend(sack, FRAME, MPI_BYTE, src, tag + 1, MPI_COMM_WORLD, &q[k++]);
+    }
+    if (sbytes <= EAGER_MAX) {
+        sst = malloc(FRAME + (size_t)sbytes);
+        memcpy(sst, shdr, FRAME);
+        memcpy(sst + FRAME, sb, (size_t)sbytes);
+        MPI_Isend(sst, FRAME + sbytes, MPI_BYTE, dest, tag, MPI_COMM_WORLD, &q[k++]);
+    } else {
+        MPI_Irecv(rack, FRAME, MPI_BYTE, dest, tag + 1, MPI_COMM_WORLD, &q[k++]);
+        MPI_Isend(shdr, FRAME, MPI_BYTE, dest, tag, MPI_COMM_WORLD, &q[k++]);
+        MPI_Isend(sb, sbytes, MPI_BYTE, dest, tag, MPI_COMM_WORLD, &q[k++]);
+    }
+    MPI_Waitall(k, q, MPI_STATUSES_IGNORE);
+    if (rst)
+        memcpy(rb, rst + FRAME, (size_t)rbytes);
+    free(rst);
+    free(sst);
+}
+
+/* One step of an algorithm: floats both ways, plain or in libdt's frames. */
+static void sendrecv(const opts *o, const float *sb, int sn, int dest, float *rb, int rn, int src,
+                     int tag)
+{
+    if (o->frames)
+        framed_sendrecv(sb, sn * 4, dest, rb, rn * 4, src, 2 * tag);
+    else
+        MPI_Sendrecv(sb, sn, MPI_FLOAT, dest, tag, rb, rn, MPI_FLOAT, src, tag, MPI_COMM_WORLD,
+                     MPI_STATUS_IGNORE);
+}
+
 /* The chunks of libdt's ring (algo_blocks.c): the first count % n one longer. */
 static int chunk_len(int count, int n, int i) { return count / n + (i < count % n); }
 static int chunk_off(int count, int n, int i)
@@ -63,45 +124,35 @@ static void add(float *dst, const float *a, const float *b, int n)
 
 /* libdt's ring: reduce-scatter (N - 1 steps, the partial from the left
  * plus this rank's part), then allgather (N - 1 steps). tmp: 2 chunks. */
-static void ring(const float *s, float *r, int count, float *tmp, int rank, int n)
+static void ring(const opts *o, const float *s, float *r, int count, float *tmp, int rank, int n)
 {
     int left = (rank - 1 + n) % n, right = (rank + 1) % n, maxc = chunk_len(count, n, 0);
     float *half[2] = {tmp, tmp + maxc};
     for (int k = 0; k < n - 1; k++) {
         int sc = (rank - k - 1 + 2 * n) % n, rc = (rank - k - 2 + 2 * n) % n;
         const float *sp = k == 0 ? s + chunk_off(count, n, sc) : half[(k - 1) & 1];
-        MPI_Sendrecv(sp, chunk_len(count, n, sc), MPI_FLOAT, right, k, half[k & 1],
-                     chunk_len(count, n, rc), MPI_FLOAT, left, k, MPI_COMM_WORLD,
-                     MPI_STATUS_IGNORE);
+        sendrecv(o, sp, chunk_len(count, n, sc), right, half[k & 1], chunk_len(count, n, rc),
+                 left, k);
         float *dst = k < n - 2 ? half[k & 1] : r + chunk_off(count, n, rc);
         add(dst, half[k & 1], s + chunk_off(count, n, rc), chunk_len(count, n, rc));
     }
     for (int k = 0; k < n - 1; k++) {
         int sc = (rank - k + n) % n, rc = (rank - k - 1 + 2 * n) % n;
-        MPI_Sendrecv(r + chunk_off(count, n, sc), chunk_len(count, n, sc), MPI_FLOAT, right,
-                     n + k, r + chunk_off(count, n, rc), chunk_len(count, n, rc), MPI_FLOAT, left,
-                     n + k, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        sendrecv(o, r + chunk_off(count, n, sc), chunk_len(count, n, sc), right,
+                 r + chunk_off(count, n, rc), chunk_len(count, n, rc), left, n + k);
     }
 }
 
 /* libdt's recursive doubling, for N a power of two (the only N benchmarked). */
-static void tree(const float *s, float *r, int count, float *tmp, int rank, int n)
+static void tree(const opts *o, const float *s, float *r, int count, float *tmp, int rank, int n)
 {
     memcpy(r, s, (size_t)count * sizeof *r);
     for (int mask = 1; mask < n; mask <<= 1) {
         int peer = rank ^ mask;
-        MPI_Sendrecv(r, count, MPI_FLOAT, peer, mask, tmp, count, MPI_FLOAT, peer, mask,
-                     MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        sendrecv(o, r, count, peer, tmp, count, peer, mask);
         add(r, peer < rank ? r : tmp, peer < rank ? tmp : r, count);
     }
 }
-
-/* The options (parse). */
-typedef struct {
-    size_t min, max;
-    double factor;
-    int iters, warmup, op, algo;
-} opts;
 
 /* One call of the benchmarked operation. */
 static void once(const opts *o, const float *s, float *r, int count, float *tmp, int rank, int n)
@@ -112,9 +163,9 @@ static void once(const opts *o, const float *s, float *r, int count, float *tmp,
         MPI_Sendrecv(s, count, MPI_FLOAT, rank ^ 1, 0, r, count, MPI_FLOAT, rank ^ 1, 0,
                      MPI_COMM_WORLD, MPI_STATUS_IGNORE);
     else if (o->algo == ALGO_RING)
-        ring(s, r, count, tmp, rank, n);
+        ring(o, s, r, count, tmp, rank, n);
     else if (o->algo == ALGO_TREE)
-        tree(s, r, count, tmp, rank, n);
+        tree(o, s, r, count, tmp, rank, n);
     else
         MPI_Allreduce(s, r, count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
 }
@@ -147,6 +198,10 @@ static int parse(int argc, char **argv, opts *o)
         }
         if (!strcmp(a, "--thread-multiple")) /* main's business */
             continue;
+        if (!strcmp(a, "--frames")) {
+            o->frames = 1;
+            continue;
+        }
         i++;
         if (!strcmp(a, "-b")) o->min = parse_size(v, &ok);
         else if (!strcmp(a, "-e")) o->max = parse_size(v, &ok);
@@ -172,7 +227,7 @@ int main(int argc, char **argv)
     int rank, n;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &n);
-    opts o = {8, 64 << 20, 4, 20, 5, OP_ALLREDUCE, ALGO_MPI};
+    opts o = {8, 64 << 20, 4, 20, 5, OP_ALLREDUCE, ALGO_MPI, 0};
     if (!parse(argc, argv, &o)) {
         MPI_Finalize();
         return 2;

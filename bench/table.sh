@@ -12,6 +12,9 @@
 #   proc backend, 64 MiB, N = 2, private buffers and dt_alloc_shared ones
 #     (dtbench --shared) - peer: OpenMPI's MPI_Allreduce (bench/mpi_allreduce.c)
 #   4-byte allreduce time, N = 2 - peer: OpenMPI
+#   the mpi backend (libdt's algorithms over MPI messages, under mpirun):
+#     4-byte time, busbw at 64 KiB, 1 MiB, 64 MiB, N = 2 - peer: OpenMPI
+#     (issue 18: within 1 us, within 5%; bench/mpi.sh has the details)
 #   MLP 784-1024-1024-10 step, batch 64, plain SGD, dttrain's default path -
 #     peer: PyTorch (bench/compute_torch.py)
 #   data parallelism, 2 ranks over 1, thread and proc backends - peer:
@@ -37,7 +40,6 @@ cd "$(dirname "$0")/.."
 . bench/lib.sh
 bench_settings 5 60
 PY=${PY:-/usr/bin/python3}
-MPIRUN="mpirun --allow-run-as-root --oversubscribe"
 
 die() { echo "bench/table.sh: $*" >&2; exit 1; }
 TMP=$(mktemp -d) || die "mktemp failed"
@@ -49,6 +51,8 @@ have_mpi=0
 if command -v mpicc >/dev/null && command -v mpirun >/dev/null; then
     make --no-print-directory -s BUILD="$BUILD" "$B/mpi_allreduce" && have_mpi=1
 fi
+have_mpi_backend=0 # libdt built with its mpi backend (mpicc found, MPI not 0, no SAN)
+[ $have_mpi = 1 ] && DT_QUIET=1 bench_dtbench 4 1 mpi 1 0 4 >/dev/null 2>&1 && have_mpi_backend=1
 have_torch=0
 $PY -c 'import torch, torch.distributed' 2>/dev/null && have_torch=1
 
@@ -68,22 +72,6 @@ t2=$((cores < 2 ? cores : 2)) t4=$((cores < 4 ? cores : 4))
 
 declare -A V # name -> one value per round, space-separated
 add() { V[$1]="${V[$1]:-} $2"; }
-
-dtbench() { # size ranks backend iters warmup column [--shared]
-    local out
-    out=$("$BUILD/bin/dtbench" allreduce -b "$1" -e "$1" -n "$2" --backend "$3" --iters "$4" \
-        --warmup "$5" --csv ${7:-}) || die "dtbench allreduce -b $1 -n $2 --backend $3 failed"
-    [ "$(echo "$out" | bench_csv 7)" = 0 ] || die "dtbench: wrong results at $1 bytes, N=$2, $3"
-    echo "$out" | bench_csv "$6"
-}
-
-mpi() { # size ranks iters warmup column
-    local out
-    out=$($MPIRUN -np "$2" "$B/mpi_allreduce" allreduce -b "$1" -e "$1" --iters "$3" \
-        --warmup "$4" 2>"$TMP/mpi.err") || die "OpenMPI failed: $(tail -n 3 "$TMP/mpi.err")"
-    [ "$(echo "$out" | bench_csv 7)" = 0 ] || die "OpenMPI: wrong results at $1 bytes, N=$2"
-    echo "$out" | bench_csv "$5"
-}
 
 json_of() { # field command...: the field of the command's JSON output
     local f=$1 out
@@ -125,16 +113,24 @@ round() {
     add peak "$peak"
     m floor_step awk -v f="$STEP_FLOP" -v p="$peak" 'BEGIN { print f / (p * 1e9) * 1e3 }'
 
-    m ar64_2 dtbench 64M 2 thread 10 3 6
-    [ $have_mpi = 1 ] && m mpi64_2 mpi 64M 2 10 3 6
-    m ar64_4 dtbench 64M 4 thread 5 2 6
-    [ $have_mpi = 1 ] && m mpi64_4 mpi 64M 4 5 2 6
-    m ar4_2 dtbench 4M 2 thread 50 10 6
-    [ $have_mpi = 1 ] && m mpi4_2 mpi 4M 2 50 10 6
-    m proc64_2 dtbench 64M 2 proc 10 3 6
-    m proc64_2s dtbench 64M 2 proc 10 3 6 --shared
-    m lat dtbench 4 2 thread 20000 1000 4
-    [ $have_mpi = 1 ] && m mpi_lat mpi 4 2 20000 1000 4
+    m ar64_2 bench_dtbench 64M 2 thread 10 3 6
+    [ $have_mpi = 1 ] && m mpi64_2 bench_mpi 64M 2 10 3 6
+    m ar64_4 bench_dtbench 64M 4 thread 5 2 6
+    [ $have_mpi = 1 ] && m mpi64_4 bench_mpi 64M 4 5 2 6
+    m ar4_2 bench_dtbench 4M 2 thread 50 10 6
+    [ $have_mpi = 1 ] && m mpi4_2 bench_mpi 4M 2 50 10 6
+    m proc64_2 bench_dtbench 64M 2 proc 10 3 6
+    m proc64_2s bench_dtbench 64M 2 proc 10 3 6 --shared
+    m lat bench_dtbench 4 2 thread 20000 1000 4
+    [ $have_mpi = 1 ] && m mpi_lat bench_mpi 4 2 20000 1000 4
+    if [ $have_mpi_backend = 1 ]; then # libdt's algorithms over MPI, each beside OpenMPI's
+        m mb_lat bench_dtbench 4 2 mpi 20000 1000 4
+        m mb64k bench_dtbench 64K 2 mpi 2000 200 6
+        m mpi64k bench_mpi 64K 2 2000 200 6
+        m mb1m bench_dtbench 1M 2 mpi 200 20 6
+        m mpi1m bench_mpi 1M 2 200 20 6
+        m mb64_2 bench_dtbench 64M 2 mpi 10 3 6
+    fi
 
     # shellcheck disable=SC2086
     m step json_of step_ms_median $STEP_DT
@@ -225,6 +221,10 @@ row "allreduce busbw GB/s, 4 MiB, N=2, thread (peer: OpenMPI)" %.2f ar4_2 mpi4_2
 row "allreduce busbw GB/s, 64 MiB, N=2, proc, private buffers (peer: OpenMPI)" %.2f proc64_2 mpi64_2 ">= 2x" floor64_2 above
 row "allreduce busbw GB/s, 64 MiB, N=2, proc, dt_alloc_shared (peer: OpenMPI)" %.2f proc64_2s mpi64_2 ">= 4x" floor64_2 above
 row "allreduce time us, 4 bytes, N=2, thread (peer: OpenMPI; lower is better)" %.3f lat mpi_lat "-" "" below
+row "allreduce time us, 4 bytes, N=2, mpi backend (peer: OpenMPI; lower is better)" %.3f mb_lat mpi_lat "<= peer + 1 us" "" below
+row "allreduce busbw GB/s, 64 KiB, N=2, mpi backend (peer: OpenMPI)" %.2f mb64k mpi64k ">= 0.95x (time within 5%)" "" above
+row "allreduce busbw GB/s, 1 MiB, N=2, mpi backend (peer: OpenMPI)" %.2f mb1m mpi1m ">= 0.95x (time within 5%)" "" above
+row "allreduce busbw GB/s, 64 MiB, N=2, mpi backend (peer: OpenMPI)" %.2f mb64_2 mpi64_2 ">= 0.95x (time within 5%)" "" above
 row "MLP step ms, dttrain defaults (peer: PyTorch; lower is better)" %.2f step pt_step "<= 0.85x" floor_step below
 row "data parallel, 2 ranks / 1, thread (peer: PyTorch DDP, gloo)" %.2fx dp_thread pt_dp ">= 1.8x (libdt)" two above
 row "data parallel, 2 ranks / 1, proc (peer: PyTorch DDP, gloo)" %.2fx dp_proc pt_dp ">= 1.8x (libdt)" two above
