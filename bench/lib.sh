@@ -19,6 +19,21 @@ bench_settings() {
     export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 DT_BLAS_THREADS=1
 }
 
+# The bytes of a size with an optional K or M suffix (powers of 2): 64K -> 65536.
+bench_bytes() { awk -v s="$1" 'BEGIN { m = s ~ /K$/ ? 1024 : s ~ /M$/ ? 1048576 : 1
+    sub(/[KM]$/, "", s); print s * m }'; }
+
+# bench_list NAME REGEX DEFAULT WHAT: the space-separated list in the variable
+# NAME (DEFAULT when unset or empty), every word matching REGEX; exits 2
+# naming the variable, the word and WHAT it should be otherwise.
+bench_list() {
+    local w list=${!1:-$3}
+    for w in $list; do
+        [[ $w =~ $2 ]] || { echo "$0: $1: '$w' is not $4" >&2; exit 2; }
+    done
+    echo "$list"
+}
+
 # The median of the numbers on stdin (the mean of the middle two for an
 # even count); "nan" for none.
 bench_median() {

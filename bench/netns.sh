@@ -21,24 +21,34 @@
 # ranks on one core of this machine; two machines have a core each.
 #
 #   make bench-netns              ROUNDS=3 rounds; needs root for the namespaces
-#   ROUNDS=5 bash bench/netns.sh  BUILD=... picks the build folder
+#   ROUNDS=5 bash bench/netns.sh  BUILD=... picks the build folder; SIZES="1M"
+#                                 other sizes
 set -u
 cd "$(dirname "$0")/.."
 . bench/lib.sh
 bench_settings 3 1
 export DT_QUIET=1
 die() { echo "bench/netns.sh: $*" >&2; exit 1; }
+SIZES=$(bench_list SIZES '^[1-9][0-9]*[KM]?$' "64K 1M 64M" "a size in bytes (K, M suffixes)") ||
+    exit 2
 command -v mpicc >/dev/null ||
     { echo "bench/netns.sh: skipped: mpicc not found (make deps installs OpenMPI)"; exit 0; }
 make --no-print-directory -s BUILD="$BUILD" "$BUILD/bin/dtbench" "$BUILD/bench/mpi_allreduce" ||
     die "the build failed"
+bench_dtbench 4 1 mpi 1 0 4 >/dev/null 2>&1 ||
+    { echo "bench/netns.sh: skipped: dtbench was built without the mpi backend (MPI=0 or SAN)"; exit 0; }
 NS=tests/mpi/netns.sh
 probe=$($NS tcp 16) || die "the namespaces' TCP probe failed: $probe"
 case "$probe" in *skipped*) echo "bench/netns.sh: ${probe#test-mpi-netns: }"; exit 0 ;; esac
 BENCH_MPI_LAUNCH="$NS run --bind-to none -x DT_BIND=0"
 
-SIZES="64K 1M 64M"
-iters() { case $1 in 64K) echo "200 20" ;; 1M) echo "50 5" ;; *) echo "5 2" ;; esac; }
+iters() { # timed calls and warm-up ones at SIZE over TCP
+    local b
+    b=$(bench_bytes "$1")
+    if [ "$b" -le 262144 ]; then echo "200 20"
+    elif [ "$b" -le 4194304 ]; then echo "50 5"
+    else echo "5 2"; fi
+}
 
 declare -A V
 add() { V[$1]="${V[$1]:-} $2"; }
@@ -76,7 +86,7 @@ ratio() {
 }
 
 echo
-echo "**Run**: $(date -u '+%Y-%m-%d %H:%M UTC'); \`ROUNDS=$ROUNDS bash bench/netns.sh\`;" \
+echo "**Run**: $(date -u '+%Y-%m-%d %H:%M UTC'); \`ROUNDS=$ROUNDS SIZES=\"$SIZES\" bash bench/netns.sh\`;" \
      "OpenMPI $(mpirun --version 2>/dev/null | head -n 1 | awk '{ print $NF }') over TCP" \
      "(\`--mca btl tcp,self\`) between two network namespaces joined by a veth pair, one rank" \
      "in each, no binding; load average $load_before before, $(cut -d' ' -f1-3 /proc/loadavg)" \
@@ -91,7 +101,7 @@ echo "| allreduce f32, 2 ranks over TCP | libdt over MPI | MPI_Allreduce | libdt
 echo "|---|---:|---:|---:|---:|---:|---:|---:|"
 for s in $SIZES; do
     printf "| busbw, %s | %.3f | %.3f | %s | %.3f | %s | %.2f | %s |\n" \
-        "$(echo "$s" | sed 's/K$/ KiB/; s/M$/ MiB/')" "$(med "$s.dt")" "$(med "$s.mpi")" \
+        "$(echo "$s" | sed 's/K$/ KiB/; s/M$/ MiB/; s/[0-9]$/& B/')" "$(med "$s.dt")" "$(med "$s.mpi")" \
         "$(ratio "$s.dt" "$s.mpi")" "$(med "$s.alg")" "$(ratio "$s.dt" "$s.alg")" \
         "$(med link)" "$(ratio "$s.dt" link)"
 done
