@@ -34,6 +34,9 @@ bench_list() {
     echo "$list"
 }
 
+# SIZES from the environment (default $1), each a size in bytes.
+bench_sizes() { bench_list SIZES '^[1-9][0-9]*[KM]?$' "$1" "a size in bytes (K, M suffixes)"; }
+
 # The median of the numbers on stdin (the mean of the middle two for an
 # even count); "nan" for none.
 bench_median() {
@@ -91,6 +94,20 @@ bench_mpi_launch() {
     fi
 }
 
+# bench_need_mpi NAME: builds dtbench and bench/mpi_allreduce, or ends the
+# script NAME: status 0 saying why it skips (no OpenMPI, or libdt built
+# without its mpi backend), status 1 when the build failed. Sets DT_QUIET
+# for every program: libdt's line about the BLAS kernels has no place here.
+bench_need_mpi() {
+    export DT_QUIET=1
+    command -v mpicc >/dev/null && command -v mpirun >/dev/null ||
+        { echo "$1: skipped: mpicc or mpirun not found (make deps installs OpenMPI)"; exit 0; }
+    make --no-print-directory -s BUILD="$BUILD" "$BUILD/bin/dtbench" "$BUILD/bench/mpi_allreduce" ||
+        { echo "$1: the build failed" >&2; exit 1; }
+    bench_dtbench 4 1 mpi 1 0 4 >/dev/null 2>&1 ||
+        { echo "$1: skipped: dtbench was built without the mpi backend (MPI=0 or SAN)"; exit 0; }
+}
+
 # bench_dtbench SIZE N BACKEND ITERS WARMUP COL [ARGS...]: column COL (4
 # time_us, 6 busbw_GBs) of `dtbench allreduce` at SIZE bytes on N ranks of
 # BACKEND (thread, proc, or mpi: then under bench_mpi_launch), ITERS timed calls
@@ -125,4 +142,44 @@ bench_mpi() {
 bench_diffs() {
     paste <(printf '%s\n' $1) <(printf '%s\n' $2) |
         awk '$1 != "" && $2 != "" { printf "%.6f\n", $1 - $2 }'
+}
+
+# ---------------------------------------------------------------- series
+
+# A script's figures: V[NAME] holds NAME's figures, one per round,
+# space-separated.
+declare -A V
+bench_add() { V[$1]="${V[$1]:-} $2"; }
+
+# bench_m NAME COMMAND...: the command's output (one figure) added to NAME's
+# series; a failure (the command said why) ends the script.
+bench_m() {
+    local name=$1 v
+    shift
+    v=$("$@") && [ -n "$v" ] || exit 1
+    bench_add "$name" "$v"
+}
+
+# Runs the script's function `round` ROUNDS times, each one's duration on
+# stderr; BENCH_LOAD: the load average before.
+bench_rounds() {
+    local r t0
+    BENCH_LOAD=$(cut -d' ' -f1-3 /proc/loadavg)
+    for r in $(seq "$ROUNDS"); do
+        t0=$EPOCHSECONDS
+        round
+        echo "round $r of $ROUNDS: $((EPOCHSECONDS - t0)) s" >&2
+    done
+}
+
+# The median of NAME's series.
+bench_smed() { bench_med ${V[$1]:-}; } # shellcheck disable=SC2086
+
+# bench_sratio A B [SUFFIX]: the median (with SUFFIX, default x) and range
+# of the per-round ratios of the series A / B; "-" when either is empty.
+bench_sratio() {
+    [ -n "${V[$1]:-}" ] && [ -n "${V[$2]:-}" ] || { printf -- "-"; return; }
+    local r
+    r=$(bench_ratios "${V[$1]}" "${V[$2]}")
+    printf "%.2f${3:-x} (%s)" "$(echo "$r" | bench_median)" "$(echo "$r" | bench_range)"
 }

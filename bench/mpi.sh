@@ -30,17 +30,9 @@ set -u
 cd "$(dirname "$0")/.."
 . bench/lib.sh
 bench_settings 5 1
-export DT_QUIET=1
-die() { echo "bench/mpi.sh: $*" >&2; exit 1; }
-command -v mpicc >/dev/null && command -v mpirun >/dev/null ||
-    { echo "bench/mpi.sh: skipped: mpicc or mpirun not found (make deps installs OpenMPI)"; exit 0; }
-make --no-print-directory -s BUILD="$BUILD" "$BUILD/bin/dtbench" "$BUILD/bench/mpi_allreduce" ||
-    die "the build failed"
-bench_dtbench 4 1 mpi 1 0 4 >/dev/null 2>&1 ||
-    { echo "bench/mpi.sh: skipped: dtbench was built without the mpi backend (MPI=0 or SAN)"; exit 0; }
-
-SIZES=$(bench_list SIZES '^[1-9][0-9]*[KM]?$' "4 64K 1M 64M" "a size in bytes (K, M suffixes)") || exit 2
+SIZES=$(bench_sizes "4 64K 1M 64M") || exit 2
 RANKS=$(bench_list RANKS '^([2-9]|1[0-6])$' "2 4" "a number of ranks from 2 to 16") || exit 2
+bench_need_mpi bench/mpi.sh
 # iters and warmup of SIZE on N ranks: about 0.1 to 0.3 s of timed calls
 iters() {
     local b
@@ -54,46 +46,25 @@ iters() {
 # the algorithm AUTO picks on the mpi backend: coll.c's AUTO_TREE_MAX, 32 KiB
 algo() { [ "$(bench_bytes "$1")" -le 32768 ] && echo tree || echo ring; }
 
-declare -A V # case.column -> one time per round, space-separated
-add() { V[$1]="${V[$1]:-} $2"; }
-m() { # NAME command...: the command's time into NAME's series, or the end
-    local name=$1 v
-    shift
-    v=$("$@") && [ -n "$v" ] || exit 1
-    add "$name" "$v"
-}
-
 round() {
     local n s it wu a
     for n in $RANKS; do
         for s in $SIZES; do
             read -r it wu <<<"$(iters "$s" "$n")"
             a=$(algo "$s")
-            m "$n.$s.dt" bench_dtbench "$s" "$n" mpi "$it" "$wu" 4
-            m "$n.$s.mpi" bench_mpi "$s" "$n" "$it" "$wu" 4
-            m "$n.$s.alg" bench_mpi "$s" "$n" "$it" "$wu" 4 --algo "$a"
-            m "$n.$s.tm" bench_mpi "$s" "$n" "$it" "$wu" 4 --algo "$a" --thread-multiple
-            m "$n.$s.fr" bench_mpi "$s" "$n" "$it" "$wu" 4 --algo "$a" --thread-multiple --frames
-            m "$n.$s.thread" bench_dtbench "$s" "$n" thread "$it" "$wu" 4
-            m "$n.$s.proc" bench_dtbench "$s" "$n" proc "$it" "$wu" 4
+            bench_m "$n.$s.dt" bench_dtbench "$s" "$n" mpi "$it" "$wu" 4
+            bench_m "$n.$s.mpi" bench_mpi "$s" "$n" "$it" "$wu" 4
+            bench_m "$n.$s.alg" bench_mpi "$s" "$n" "$it" "$wu" 4 --algo "$a"
+            bench_m "$n.$s.tm" bench_mpi "$s" "$n" "$it" "$wu" 4 --algo "$a" --thread-multiple
+            bench_m "$n.$s.fr" bench_mpi "$s" "$n" "$it" "$wu" 4 --algo "$a" --thread-multiple --frames
+            bench_m "$n.$s.thread" bench_dtbench "$s" "$n" thread "$it" "$wu" 4
+            bench_m "$n.$s.proc" bench_dtbench "$s" "$n" proc "$it" "$wu" 4
         done
     done
 }
 
-load_before=$(cut -d' ' -f1-3 /proc/loadavg)
-for r in $(seq "$ROUNDS"); do
-    t0=$EPOCHSECONDS
-    round
-    echo "round $r of $ROUNDS: $((EPOCHSECONDS - t0)) s" >&2
-done
+bench_rounds # its series in V (bench/lib.sh)
 
-med() { bench_med ${V[$1]:-}; } # shellcheck disable=SC2086
-# "median (range)" of the per-round ratios A / B
-ratio() {
-    local r
-    r=$(bench_ratios "${V[$1]}" "${V[$2]}")
-    printf "%.2fx (%s)" "$(echo "$r" | bench_median)" "$(echo "$r" | bench_range)"
-}
 # issue 18's target for case N.S, on the median of the per-round figures:
 # at 4 bytes libdt - MPI_Allreduce <= 1 us, from 64 KiB libdt / it <= 1.05;
 # other sizes have none (up to 4 KiB the difference is shown all the same).
@@ -121,35 +92,34 @@ echo
 echo "**Machine**: $cpu, $cores cores; OpenMPI $mpi_v (\`mpirun --oversubscribe\`, its" \
      "default transports and binding; libdt's ranks bound as dtbench binds them, DT_BIND=1)."
 echo
-echo "**Run**: $(date -u '+%Y-%m-%d %H:%M UTC'); \`ROUNDS=$ROUNDS SIZES=\"$SIZES\" RANKS=\"$RANKS\" bash bench/mpi.sh\`; every" \
-     "case in each round, its seven runs back to back; load average $load_before before," \
+echo "**Run**: $(date -u '+%Y-%m-%d %H:%M UTC'); \`ROUNDS=$ROUNDS SIZES=\"$SIZES\"" \
+     "RANKS=\"$RANKS\" bash bench/mpi.sh\`; every case in each round, its seven runs back to back; load average $BENCH_LOAD before," \
      "$(cut -d' ' -f1-3 /proc/loadavg) after. Times in us: the slowest rank's mean per call," \
      "medians over rounds; ratios: the median (range) of the per-round ratios. Every result" \
      "checked exact."
 echo
 label() { echo "$1" | sed 's/K$/ KiB/; s/M$/ MiB/; s/[0-9]$/& B/'; }
-echo "| allreduce f32, time us | libdt over MPI | MPI_Allreduce | libdt / MPI_Allreduce |" \
-     "target (issue 18) | thread | proc |"
-echo "|---|---:|---:|---:|---|---:|---:|"
+targets="" bounds=""
 for n in $RANKS; do
     for s in $SIZES; do
         k=$n.$s
-        printf "| %s, N=%s | %.2f | %.2f | %s | %s | %.2f | %.2f |\n" "$(label "$s")" "$n" \
-            "$(med "$k.dt")" "$(med "$k.mpi")" "$(ratio "$k.dt" "$k.mpi")" "$(verdict "$n" "$s")" \
-            "$(med "$k.thread")" "$(med "$k.proc")"
+        targets+=$(printf "| %s, N=%s | %.2f | %.2f | %s | %s | %.2f | %.2f |" "$(label "$s")" "$n" \
+            "$(bench_smed "$k.dt")" "$(bench_smed "$k.mpi")" "$(bench_sratio "$k.dt" "$k.mpi")" \
+            "$(verdict "$n" "$s")" "$(bench_smed "$k.thread")" "$(bench_smed "$k.proc")")$'\n'
+        bounds+=$(printf "| %s, N=%s | %.2f | %.2f (%s) | %.2f | %.2f | %.2f | %s |" "$(label "$s")" \
+            "$n" "$(bench_smed "$k.mpi")" "$(bench_smed "$k.alg")" "$(algo "$s")" \
+            "$(bench_smed "$k.tm")" "$(bench_smed "$k.fr")" "$(bench_smed "$k.dt")" \
+            "$(bench_sratio "$k.dt" "$k.fr")")$'\n'
     done
 done
+echo "| allreduce f32, time us | libdt over MPI | MPI_Allreduce | libdt / MPI_Allreduce |" \
+     "target (issue 18) | thread | proc |"
+echo "|---|---:|---:|---:|---|---:|---:|"
+printf "%s" "$targets"
 echo
 echo "What bounds libdt over MPI, in plain MPI (bench/mpi_allreduce), time us:"
 echo
 echo "| allreduce f32 | MPI_Allreduce | libdt's algorithm, MPI_Sendrecv | + MPI_THREAD_MULTIPLE |" \
      "+ libdt's frames | libdt over MPI | libdt / the last |"
 echo "|---|---:|---:|---:|---:|---:|---:|"
-for n in $RANKS; do
-    for s in $SIZES; do
-        k=$n.$s
-        printf "| %s, N=%s | %.2f | %.2f (%s) | %.2f | %.2f | %.2f | %s |\n" "$(label "$s")" "$n" \
-            "$(med "$k.mpi")" "$(med "$k.alg")" "$(algo "$s")" "$(med "$k.tm")" "$(med "$k.fr")" \
-            "$(med "$k.dt")" "$(ratio "$k.dt" "$k.fr")"
-    done
-done
+printf "%s" "$bounds"

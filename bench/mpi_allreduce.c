@@ -39,6 +39,19 @@ static int bad(const char *what, const char *v)
     return 0;
 }
 
+/* A whole number (or, for -f, any number) of at least min, for option opt. */
+static double parse_num(const char *opt, const char *s, double min, int *ok)
+{
+    char *end;
+    double v = strtod(s, &end);
+    if (end == s || *end || v < min || v > 1e9 || (strcmp(opt, "-f") && v != (int)v)) {
+        char what[64];
+        snprintf(what, sizeof what, "%s: a number >= %g, not", opt, min);
+        *ok = bad(what, s);
+    }
+    return v;
+}
+
 static size_t parse_size(const char *s, int *ok)
 {
     char *end;
@@ -205,9 +218,9 @@ static int parse(int argc, char **argv, opts *o)
         i++;
         if (!strcmp(a, "-b")) o->min = parse_size(v, &ok);
         else if (!strcmp(a, "-e")) o->max = parse_size(v, &ok);
-        else if (!strcmp(a, "-f")) o->factor = atof(v), ok = o->factor >= 1 || bad("-f", v);
-        else if (!strcmp(a, "--iters")) o->iters = atoi(v), ok = o->iters >= 1 || bad("--iters", v);
-        else if (!strcmp(a, "--warmup")) o->warmup = atoi(v), ok = o->warmup >= 0 || bad("--warmup", v);
+        else if (!strcmp(a, "-f")) o->factor = parse_num(a, v, 1, &ok);
+        else if (!strcmp(a, "--iters")) o->iters = (int)parse_num(a, v, 1, &ok);
+        else if (!strcmp(a, "--warmup")) o->warmup = (int)parse_num(a, v, 0, &ok);
         else if (!strcmp(a, "--algo")) {
             o->algo = !strcmp(v, "ring") ? ALGO_RING : !strcmp(v, "tree") ? ALGO_TREE : ALGO_MPI;
             ok = o->algo != ALGO_MPI || !strcmp(v, "mpi") || bad("--algo (mpi, ring or tree):", v);

@@ -27,18 +27,10 @@ set -u
 cd "$(dirname "$0")/.."
 . bench/lib.sh
 bench_settings 3 1
-export DT_QUIET=1
-die() { echo "bench/netns.sh: $*" >&2; exit 1; }
-SIZES=$(bench_list SIZES '^[1-9][0-9]*[KM]?$' "64K 1M 64M" "a size in bytes (K, M suffixes)") ||
-    exit 2
-command -v mpicc >/dev/null ||
-    { echo "bench/netns.sh: skipped: mpicc not found (make deps installs OpenMPI)"; exit 0; }
-make --no-print-directory -s BUILD="$BUILD" "$BUILD/bin/dtbench" "$BUILD/bench/mpi_allreduce" ||
-    die "the build failed"
-bench_dtbench 4 1 mpi 1 0 4 >/dev/null 2>&1 ||
-    { echo "bench/netns.sh: skipped: dtbench was built without the mpi backend (MPI=0 or SAN)"; exit 0; }
+SIZES=$(bench_sizes "64K 1M 64M") || exit 2
+bench_need_mpi bench/netns.sh
 NS=tests/mpi/netns.sh
-probe=$($NS tcp 16) || die "the namespaces' TCP probe failed: $probe"
+probe=$($NS tcp 16) || { echo "bench/netns.sh: the namespaces' TCP probe failed: $probe" >&2; exit 1; }
 case "$probe" in *skipped*) echo "bench/netns.sh: ${probe#test-mpi-netns: }"; exit 0 ;; esac
 BENCH_MPI_LAUNCH="$NS run --bind-to none -x DT_BIND=0"
 
@@ -50,50 +42,30 @@ iters() { # timed calls and warm-up ones at SIZE over TCP
     else echo "5 2"; fi
 }
 
-declare -A V
-add() { V[$1]="${V[$1]:-} $2"; }
-m() {
-    local name=$1 v
-    shift
-    v=$("$@") && [ -n "$v" ] || exit 1
-    add "$name" "$v"
-}
-
 round() {
     local s it wu
-    m link "$NS" tcp 1024
-    m xchg bench_mpi 64M 2 5 2 6 exchange
+    bench_m link "$NS" tcp 1024
+    bench_m xchg bench_mpi 64M 2 5 2 6 exchange
     for s in $SIZES; do
         read -r it wu <<<"$(iters "$s")"
-        m "$s.dt" bench_dtbench "$s" 2 mpi "$it" "$wu" 6
-        m "$s.mpi" bench_mpi "$s" 2 "$it" "$wu" 6
-        m "$s.alg" bench_mpi "$s" 2 "$it" "$wu" 6 --algo ring
+        bench_m "$s.dt" bench_dtbench "$s" 2 mpi "$it" "$wu" 6
+        bench_m "$s.mpi" bench_mpi "$s" 2 "$it" "$wu" 6
+        bench_m "$s.alg" bench_mpi "$s" 2 "$it" "$wu" 6 --algo ring
     done
 }
 
-load_before=$(cut -d' ' -f1-3 /proc/loadavg)
-for r in $(seq "$ROUNDS"); do
-    t0=$EPOCHSECONDS
-    round
-    echo "round $r of $ROUNDS: $((EPOCHSECONDS - t0)) s" >&2
-done
+bench_rounds # its series in V (bench/lib.sh)
 
-med() { bench_med ${V[$1]:-}; } # shellcheck disable=SC2086
-ratio() {
-    local r
-    r=$(bench_ratios "${V[$1]}" "${V[$2]}")
-    printf "%.2fx (%s)" "$(echo "$r" | bench_median)" "$(echo "$r" | bench_range)"
+spread() { # NAME: "median (range over rounds)" of a series
+    printf "%.2f (%s)" "$(bench_smed "$1")" "$(echo "${V[$1]}" | tr ' ' '\n' | grep . | bench_range)"
 }
-
 echo
 echo "**Run**: $(date -u '+%Y-%m-%d %H:%M UTC'); \`ROUNDS=$ROUNDS SIZES=\"$SIZES\" bash bench/netns.sh\`;" \
      "OpenMPI $(mpirun --version 2>/dev/null | head -n 1 | awk '{ print $NF }') over TCP" \
      "(\`--mca btl tcp,self\`) between two network namespaces joined by a veth pair, one rank" \
-     "in each, no binding; load average $load_before before, $(cut -d' ' -f1-3 /proc/loadavg)" \
-     "after. The link: one TCP stream one way $(printf %.2f "$(med link)") GB/s (median; $(echo "${V[link]}" |
-     tr ' ' '\n' | grep . | bench_range) over rounds); MPI_Sendrecv of 64 MiB both ways at" \
-     "once $(printf %.2f "$(med xchg)") GB/s each way ($(echo "${V[xchg]}" | tr ' ' '\n' | grep . | bench_range))." \
-     "busbw in GB/s, medians over rounds;" \
+     "in each, no binding; load average $BENCH_LOAD before, $(cut -d' ' -f1-3 /proc/loadavg)" \
+     "after. The link: one TCP stream one way $(spread link) GB/s; MPI_Sendrecv of 64 MiB" \
+     "both ways at once $(spread xchg) GB/s each way. busbw in GB/s, medians over rounds;" \
      "every result checked exact."
 echo
 echo "| allreduce f32, 2 ranks over TCP | libdt over MPI | MPI_Allreduce | libdt / MPI_Allreduce |" \
@@ -101,7 +73,7 @@ echo "| allreduce f32, 2 ranks over TCP | libdt over MPI | MPI_Allreduce | libdt
 echo "|---|---:|---:|---:|---:|---:|---:|---:|"
 for s in $SIZES; do
     printf "| busbw, %s | %.3f | %.3f | %s | %.3f | %s | %.2f | %s |\n" \
-        "$(echo "$s" | sed 's/K$/ KiB/; s/M$/ MiB/; s/[0-9]$/& B/')" "$(med "$s.dt")" "$(med "$s.mpi")" \
-        "$(ratio "$s.dt" "$s.mpi")" "$(med "$s.alg")" "$(ratio "$s.dt" "$s.alg")" \
-        "$(med link)" "$(ratio "$s.dt" link)"
+        "$(echo "$s" | sed 's/K$/ KiB/; s/M$/ MiB/; s/[0-9]$/& B/')" "$(bench_smed "$s.dt")" \
+        "$(bench_smed "$s.mpi")" "$(bench_sratio "$s.dt" "$s.mpi")" "$(bench_smed "$s.alg")" \
+        "$(bench_sratio "$s.dt" "$s.alg")" "$(bench_smed link)" "$(bench_sratio "$s.dt" link)"
 done

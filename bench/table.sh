@@ -70,9 +70,6 @@ t2=$((cores < 2 ? cores : 2)) t4=$((cores < 4 ? cores : 4))
 
 # ---------------------------------------------------------------- measurements
 
-declare -A V # name -> one value per round, space-separated
-add() { V[$1]="${V[$1]:-} $2"; }
-
 json_of() { # field command...: the field of the command's JSON output
     local f=$1 out
     shift
@@ -90,66 +87,58 @@ DP_PT="$PY bench/ddp_torch.py --batch 64 --steps $STEPS --lr 0.01 --momentum 0.9
 STEP_FLOP=$(awk 'BEGIN { n = split("784 1024 1024 10", w, " "); b = 64
     for (i = 1; i < n; i++) f += 2 * b * w[i] * w[i + 1] * (i == 1 ? 2 : 3); print f }')
 
-# m NAME command...: runs the command (a function above, or awk) and adds
-# its output to NAME's series; a failure ends the run (the function said why).
-m() {
-    local name=$1 v
-    shift
-    v=$("$@") && [ -n "$v" ] || exit 1
-    add "$name" "$v"
-}
 ratio_of() { awk -v a="$1" -v b="$2" 'BEGIN { print b / a }'; } # b / a
 
 round() {
     local bw2 bw4 peak
     bw2=$("$B/membw" --threads "$t2" --csv | bench_csv 3) || exit 1
-    add bw2 "$bw2"
+    bench_add bw2 "$bw2"
     bw4=$bw2
     [ "$t4" != "$t2" ] && { bw4=$("$B/membw" --threads "$t4" --csv | bench_csv 3) || exit 1; }
-    add bw4 "$bw4"
-    m floor64_2 awk -v b="$bw2" 'BEGIN { print b / 4 }'
-    m floor64_4 awk -v b="$bw4" 'BEGIN { print b * 3 / 16 }'
+    bench_add bw4 "$bw4"
+    bench_m floor64_2 awk -v b="$bw2" 'BEGIN { print b / 4 }'
+    bench_m floor64_4 awk -v b="$bw4" 'BEGIN { print b * 3 / 16 }'
     peak=$("$B/compute_sgemm" --sizes 1024 --csv | bench_csv 3) || exit 1
-    add peak "$peak"
-    m floor_step awk -v f="$STEP_FLOP" -v p="$peak" 'BEGIN { print f / (p * 1e9) * 1e3 }'
+    bench_add peak "$peak"
+    bench_m floor_step awk -v f="$STEP_FLOP" -v p="$peak" 'BEGIN { print f / (p * 1e9) * 1e3 }'
 
-    m ar64_2 bench_dtbench 64M 2 thread 10 3 6
-    [ $have_mpi = 1 ] && m mpi64_2 bench_mpi 64M 2 10 3 6
-    m ar64_4 bench_dtbench 64M 4 thread 5 2 6
-    [ $have_mpi = 1 ] && m mpi64_4 bench_mpi 64M 4 5 2 6
-    m ar4_2 bench_dtbench 4M 2 thread 50 10 6
-    [ $have_mpi = 1 ] && m mpi4_2 bench_mpi 4M 2 50 10 6
-    m proc64_2 bench_dtbench 64M 2 proc 10 3 6
-    m proc64_2s bench_dtbench 64M 2 proc 10 3 6 --shared
-    m lat bench_dtbench 4 2 thread 20000 1000 4
-    [ $have_mpi = 1 ] && m mpi_lat bench_mpi 4 2 20000 1000 4
+    bench_m ar64_2 bench_dtbench 64M 2 thread 10 3 6
+    [ $have_mpi = 1 ] && bench_m mpi64_2 bench_mpi 64M 2 10 3 6
+    bench_m ar64_4 bench_dtbench 64M 4 thread 5 2 6
+    [ $have_mpi = 1 ] && bench_m mpi64_4 bench_mpi 64M 4 5 2 6
+    bench_m ar4_2 bench_dtbench 4M 2 thread 50 10 6
+    [ $have_mpi = 1 ] && bench_m mpi4_2 bench_mpi 4M 2 50 10 6
+    bench_m proc64_2 bench_dtbench 64M 2 proc 10 3 6
+    bench_m proc64_2s bench_dtbench 64M 2 proc 10 3 6 --shared
+    bench_m lat bench_dtbench 4 2 thread 20000 1000 4
+    [ $have_mpi = 1 ] && bench_m mpi_lat bench_mpi 4 2 20000 1000 4
     if [ $have_mpi_backend = 1 ]; then # libdt's algorithms over MPI, each beside OpenMPI's
-        m mb_lat bench_dtbench 4 2 mpi 20000 1000 4
-        m mb64k bench_dtbench 64K 2 mpi 2000 200 6
-        m mpi64k bench_mpi 64K 2 2000 200 6
-        m mb1m bench_dtbench 1M 2 mpi 200 20 6
-        m mpi1m bench_mpi 1M 2 200 20 6
-        m mb64_2 bench_dtbench 64M 2 mpi 10 3 6
+        bench_m mb_lat bench_dtbench 4 2 mpi 20000 1000 4
+        bench_m mb64k bench_dtbench 64K 2 mpi 2000 200 6
+        bench_m mpi64k bench_mpi 64K 2 2000 200 6
+        bench_m mb1m bench_dtbench 1M 2 mpi 200 20 6
+        bench_m mpi1m bench_mpi 1M 2 200 20 6
+        bench_m mb64_2 bench_dtbench 64M 2 mpi 10 3 6
     fi
 
     # shellcheck disable=SC2086
-    m step json_of step_ms_median $STEP_DT
+    bench_m step json_of step_ms_median $STEP_DT
     # shellcheck disable=SC2086
-    [ $have_torch = 1 ] && m pt_step json_of step_ms_median $STEP_PT
+    [ $have_torch = 1 ] && bench_m pt_step json_of step_ms_median $STEP_PT
     local b s1 s2
     for b in thread proc; do
         # shellcheck disable=SC2086
         s1=$(json_of samples_per_s $DP_DT --ranks 1 --backend $b) || exit 1
         # shellcheck disable=SC2086
         s2=$(json_of samples_per_s $DP_DT --ranks 2 --backend $b) || exit 1
-        m dp_$b ratio_of "$s1" "$s2"
+        bench_m dp_$b ratio_of "$s1" "$s2"
     done
     if [ $have_torch = 1 ]; then
         # shellcheck disable=SC2086
         s1=$(json_of samples_per_s $DP_PT --ranks 1) || exit 1
         # shellcheck disable=SC2086
         s2=$(json_of samples_per_s $DP_PT --ranks 2) || exit 1
-        m pt_dp ratio_of "$s1" "$s2"
+        bench_m pt_dp ratio_of "$s1" "$s2"
     fi
 }
 
@@ -160,25 +149,11 @@ if [ $have_torch = 1 ]; then # the same loss and gradients, before any timing
     verify=$($PY bench/compute_verify.py "$TMP/step.bin" | tail -n 1) ||
         die "libdt's gradients differ from PyTorch's: $verify"
 fi
-load_before=$(cut -d' ' -f1-3 /proc/loadavg)
-for r in $(seq "$ROUNDS"); do
-    t0=$EPOCHSECONDS
-    round
-    echo "round $r of $ROUNDS: $((EPOCHSECONDS - t0)) s" >&2
-done
+bench_rounds # its series in V (bench/lib.sh)
 
 # ---------------------------------------------------------------- the table
 
-med() { bench_med ${V[$1]:-}; } # shellcheck disable=SC2086
-fmt() { [ -n "${V[$2]:-}" ] && printf "$1" "$(med "$2")" || printf -- "-"; }
-# The median and range of the per-round ratios of two series A / B, or
-# "-"; with a third argument, without the "x" (a fraction).
-ratio() {
-    [ -n "${V[$1]:-}" ] && [ -n "${V[$2]:-}" ] || { printf -- "-"; return; }
-    local r
-    r=$(bench_ratios "${V[$1]}" "${V[$2]}")
-    printf "%.2f${3:-x} (%s)" "$(echo "$r" | bench_median)" "$(echo "$r" | bench_range)"
-}
+fmt() { [ -n "${V[$2]:-}" ] && printf "$1" "$(bench_smed "$2")" || printf -- "-"; }
 
 # row LABEL UNIT-FORMAT LIBDT PEER TARGET FLOOR FRACTION-OF
 #   FRACTION-OF is "above" when a higher figure is better (fraction =
@@ -187,11 +162,11 @@ row() {
     local frac="-" floor="-"
     if [ -n "$6" ] && [ -n "${V[$6]:-}" ]; then
         floor=$(fmt "$2" "$6")
-        if [ "$7" = above ]; then frac=$(ratio "$3" "$6" ""); else frac=$(ratio "$6" "$3" ""); fi
+        if [ "$7" = above ]; then frac=$(bench_sratio "$3" "$6" ""); else frac=$(bench_sratio "$6" "$3" ""); fi
     elif [ -n "$6" ]; then
         floor=$6
     fi
-    echo "| $1 | $(fmt "$2" "$3") | $(fmt "$2" "$4") | $(ratio "$3" "$4") | $5 | $floor | $frac |"
+    echo "| $1 | $(fmt "$2" "$3") | $(fmt "$2" "$4") | $(bench_sratio "$3" "$4") | $5 | $floor | $frac |"
 }
 V[two]=$(printf ' 2%.0s' $(seq "$ROUNDS")) # the linear speedup, each round
 
@@ -207,7 +182,7 @@ echo "**Machine**: $(key cpu) (vendor $(key cpu_vendor), family $(key cpu_family
 [ -s "$TMP/machine.err" ] && echo "libdt said at start-up: $(cat "$TMP/machine.err")"
 echo
 echo "**Run**: $(date -u '+%Y-%m-%d %H:%M UTC'); rounds: $ROUNDS, every row in each;" \
-     "$STEPS steps per training run, one thread per rank; load average $load_before before," \
+     "$STEPS steps per training run, one thread per rank; load average $BENCH_LOAD before," \
      "$(cut -d' ' -f1-3 /proc/loadavg) after. Floors from this run's medians: memory copy" \
      "$(fmt %.1f bw2) GB/s ($t2 threads)$([ "$t4" != "$t2" ] && echo ", $(fmt %.1f bw4) GB/s ($t4)")," \
      "sgemm $(fmt %.1f peak) GFLOP/s (n = 1024, one thread). Checks: every allreduce" \
