@@ -12,9 +12,12 @@
 # MPI_Allreduce, and of libdt's ring written with MPI_Sendrecv
 # (bench/mpi_allreduce --algo ring). A ring allreduce on 2 ranks sends S
 # bytes each way over the link (S/2 in each of its two phases), so its
-# busbw (= S / t for N = 2) is at most the link's one-way bandwidth: the
-# last column is busbw over the link. Medians over rounds; ratios are the
-# medians (ranges) of the per-round ratios.
+# busbw (= S / t for N = 2) is bounded by what the link carries each way
+# while both ways are busy: the last column is busbw over the one-stream
+# figure, a reference rather than a bound (one stream may be limited by
+# its one receiving process; here both "machines" share the same cores).
+# Medians over rounds; ratios are the medians (ranges) of the per-round
+# ratios.
 #
 # No rank is bound to a core (--bind-to none, DT_BIND=0): in each
 # namespace mpirun's default would bind its one rank to core 0, both
