@@ -1,9 +1,8 @@
 /* common.c - lab 04's given code: the data, the worker's model and
- * gradient, the records the tests read, and the launchers. Nothing to
- * write here. */
+ * gradient, the records the tests read, and the server's set-up and
+ * teardown (the launchers are in launch.c). Nothing to write here. */
 #include "async.h"
 
-#include <stdlib.h>
 #include <string.h>
 
 static const size_t lab_widths[3] = {LAB_IN, LAB_HIDDEN, LAB_CLASSES};
@@ -190,74 +189,7 @@ dt_result lab_ps_reply(lab_server *s, int w, int stop)
     return dt_send(s->params, s->count, DT_F32, rank, s->comm);
 }
 
-/* ---------------------------------------------------------------- launchers */
-
-void lab_ps_result_free(lab_ps_result *res)
-{
-    if (!res)
-        return;
-    free(res->params);
-    free(res->staleness);
-    free(res->trace_version);
-    free(res->trace_clock);
-    free(res->trace_params);
-    res->params = NULL, res->staleness = NULL, res->trace_version = NULL;
-    res->trace_clock = NULL, res->trace_params = NULL;
-}
-
-typedef struct {
-    const lab_ps_config *cfg;
-    lab_ps_result *res;
-} ps_job;
-
-static dt_result ps_rank(dt_comm *world, void *arg)
-{
-    ps_job *job = arg;
-    int rank = dt_comm_rank(world);
-    dt_result r = rank < job->cfg->servers ? lab_ps_server(world, job->cfg, job->res)
-                                           : lab_ps_worker(world, job->cfg, job->res);
-    job->res->clock[rank] = dt_clock(world);
-    return r;
-}
-
-dt_result lab_ps_launch(const dt_launch_opts *opts, const lab_ps_config *cfg,
-                        lab_ps_result *res)
-{
-    if (!opts || !cfg || !res || !cfg->train)
-        return dt_fail(DT_ERR_INVALID_ARG, "lab_ps_launch: NULL argument");
-    if (opts->backend != DT_BACKEND_THREAD)
-        return dt_fail(DT_ERR_UNSUPPORTED, "lab_ps_launch: the results are gathered "
-                       "through memory the ranks share: thread backend only");
-    int S = cfg->servers, K = opts->nranks - cfg->servers;
-    if (S < 1 || S > LAB_MAX_SERVERS || K < 1 || K > LAB_MAX_WORKERS)
-        return dt_fail(DT_ERR_INVALID_ARG, "lab_ps_launch: %d ranks, %d servers (1..%d "
-                       "servers and 1..%d workers)", opts->nranks, S, LAB_MAX_SERVERS,
-                       LAB_MAX_WORKERS);
-    if (cfg->updates < 1 || (cfg->sync && cfg->updates < K) || cfg->batch < 1 ||
-        cfg->bound < -1 || (cfg->sync && cfg->bound >= 0))
-        return dt_fail(DT_ERR_INVALID_ARG, "lab_ps_launch: updates %d, batch %d, bound %d, "
-                       "sync %d", cfg->updates, cfg->batch, cfg->bound, cfg->sync);
-    int trace_every = res->trace_every;
-    memset(res, 0, sizeof *res);
-    res->servers = S, res->workers = K, res->num_params = lab_num_params();
-    res->trace_every = trace_every > 0 && S == 1 ? trace_every : 0;
-    res->params = calloc(res->num_params, sizeof *res->params);
-    res->staleness = calloc((size_t)S * (size_t)cfg->updates, sizeof *res->staleness);
-    if (res->trace_every) {
-        size_t cap = (size_t)(cfg->updates / res->trace_every + 2);
-        res->trace_version = calloc(cap, sizeof *res->trace_version);
-        res->trace_clock = calloc(cap, sizeof *res->trace_clock);
-        res->trace_params = calloc(cap * res->num_params, sizeof *res->trace_params);
-    }
-    if (!res->params || !res->staleness ||
-        (res->trace_every && (!res->trace_version || !res->trace_clock ||
-                              !res->trace_params))) {
-        lab_ps_result_free(res);
-        return dt_fail(DT_ERR_NOMEM, "lab_ps_launch: result arrays");
-    }
-    ps_job job = {cfg, res};
-    return dt_launch(opts, ps_rank, &job);
-}
+/* ---------------------------------------------------------------- the server's given parts */
 
 /* The given part of lab_ps_server: the shard and the state, before the loop. */
 dt_result lab_server_setup(lab_server *s, dt_comm *comm, const lab_ps_config *cfg,
@@ -295,57 +227,4 @@ void lab_server_teardown(lab_server *s, dt_result loop_result)
     dt_mem_free(s->grad);
     dt_mem_free(s->sum);
     s->params = s->grad = s->sum = NULL;
-}
-
-/* ---------------------------------------------------------------- Hogwild! launcher */
-
-void lab_hogwild_result_free(lab_hogwild_result *res)
-{
-    if (!res)
-        return;
-    free(res->params);
-    res->params = NULL;
-}
-
-typedef struct {
-    const lab_hogwild_config *cfg;
-    lab_hogwild_result *res;
-} hogwild_job;
-
-static dt_result hogwild_rank(dt_comm *world, void *arg)
-{
-    hogwild_job *job = arg;
-    int rank = dt_comm_rank(world);
-    dt_result r = lab_hogwild_worker(world, job->cfg, job->res);
-    dt_stats st;
-    if (dt_comm_stats(world, &st) == DT_OK) {
-        uint64_t calls = 0;
-        for (int k = 0; k < DT_NUM_COLLS; k++)
-            if (k != DT_COLL_BARRIER)
-                calls += st.calls[k];
-        job->res->messages[rank] = calls;
-    }
-    job->res->clock[rank] = dt_clock(world);
-    return r;
-}
-
-dt_result lab_hogwild_launch(const dt_launch_opts *opts, const lab_hogwild_config *cfg,
-                             lab_hogwild_result *res)
-{
-    if (!opts || !cfg || !res || !cfg->train)
-        return dt_fail(DT_ERR_INVALID_ARG, "lab_hogwild_launch: NULL argument");
-    if (opts->nranks < 1 || opts->nranks > LAB_MAX_RANKS || cfg->updates < 0 || cfg->batch < 1)
-        return dt_fail(DT_ERR_INVALID_ARG, "lab_hogwild_launch: %d ranks (1..%d), updates %d, "
-                       "batch %d", opts->nranks, LAB_MAX_RANKS, cfg->updates, cfg->batch);
-    if (opts->backend != DT_BACKEND_THREAD)
-        return dt_fail(DT_ERR_UNSUPPORTED, "lab_hogwild_launch: the results are gathered "
-                       "through memory the ranks share: thread backend only");
-    memset(res, 0, sizeof *res);
-    res->workers = opts->nranks;
-    res->num_params = lab_num_params();
-    res->params = calloc(res->num_params, sizeof *res->params);
-    if (!res->params)
-        return dt_fail(DT_ERR_NOMEM, "lab_hogwild_launch: result arrays");
-    hogwild_job job = {cfg, res};
-    return dt_launch(opts, hogwild_rank, &job);
 }

@@ -1,10 +1,10 @@
 /* hogwild.c - lab 04, task 5: Hogwild! (chapter 04, section 7).
  *
- * The shared parameters are words that several threads read and write at
- * the same time without a lock. In C11 that is only defined behaviour when
- * the words are atomic objects: a plain float written by one thread while
- * another reads it is a data race (undefined behaviour, and ThreadSanitizer
- * reports it). Relaxed atomic loads and stores cost the same as plain ones
+ * The shared parameters are words that several threads (or processes
+ * sharing the window) read and write at the same time without a lock. In
+ * C11 that is only defined behaviour when the words are atomic objects: a
+ * plain float written by one thread while another reads it is a data race
+ * (undefined behaviour, and ThreadSanitizer reports it). Relaxed atomic loads and stores cost the same as plain ones
  * on x86 and ARM (an ordinary mov / ldr / str), order nothing, and still
  * let updates be lost between a load and the store that follows it: the
  * algorithm is exactly Hogwild!'s, with its races made explicit. */

@@ -103,16 +103,15 @@ dt_result lab_work_allreduce(dt_comm *comm, const lab_workload *w, int step)
 typedef struct {
     const lab_workload *w;
     int steps;
-    lab_job_time *out; /* written by rank 0 (the thread backend shares it) */
 } sweep_arg;
 
+/* Every rank hands back the job's figures in its block of the launch's
+ * out (dt_rank_out: the way back on every backend); the sweep reads rank
+ * 0's. */
 static dt_result sweep_rank(dt_comm *world, void *varg)
 {
-    sweep_arg *a = varg;
-    lab_job_time job;
-    DT_CHECK(lab_measure_job(world, a->w, a->steps, &job));
-    if (dt_comm_rank(world) == 0) *a->out = job;
-    return DT_OK;
+    const sweep_arg *a = varg;
+    return lab_measure_job(world, a->w, a->steps, dt_rank_out(world));
 }
 
 dt_result lab_sweep(const lab_workload *w, const char *net, const int *ns, size_t count,
@@ -120,16 +119,22 @@ dt_result lab_sweep(const lab_workload *w, const char *net, const int *ns, size_
 {
     if (!w || !ns || !out) return dt_fail(DT_ERR_INVALID_ARG, "sweep: NULL argument");
     if (steps < 1) return dt_fail(DT_ERR_INVALID_ARG, "sweep: steps %d < 1", steps);
-    for (size_t i = 0; i < count; i++) {
+    for (size_t i = 0; i < count; i++)
         if (ns[i] < 1 || ns[i] > DT_MAX_RANKS)
             return dt_fail(DT_ERR_INVALID_ARG, "sweep: ns[%zu] = %d ranks", i, ns[i]);
+    for (size_t i = 0; i < count; i++) {
+        lab_job_time *jobs = calloc((size_t)ns[i], sizeof *jobs);
+        if (!jobs) return dt_fail(DT_ERR_NOMEM, "sweep: %d ranks' figures", ns[i]);
         dt_launch_opts o;
-        dt_launch_opts_init(&o);
+        dt_result r = dt_launch_opts_init(&o); /* DT_BACKEND: thread, proc or mpi */
         o.nranks = ns[i];
-        o.backend = DT_BACKEND_THREAD;
         o.net = net ? net : "none";
-        sweep_arg a = {w, steps, &out[i]};
-        dt_result r = dt_launch(&o, sweep_rank, &a);
+        o.out = jobs;
+        o.out_bytes = sizeof *jobs;
+        sweep_arg a = {w, steps};
+        if (r == DT_OK) r = dt_launch(&o, sweep_rank, &a);
+        if (r == DT_OK) out[i] = jobs[0];
+        free(jobs);
         if (r != DT_OK) return r;
     }
     return DT_OK;

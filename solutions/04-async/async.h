@@ -10,8 +10,9 @@
  *    or, as the baseline, waits for one gradient from every worker and
  *    applies their mean (synchronous SGD). It may bound the staleness of
  *    what it applies.
- *  - HOGWILD!: every rank of the thread backend is a worker, and all of
- *    them update one shared parameter vector without any lock.
+ *  - HOGWILD!: every rank is a worker, and all of them update one shared
+ *    parameter vector without any lock (a window of one machine's shared
+ *    memory: threads, processes or MPI ranks of one machine).
  *
  * The tasks, in order (each one a section of the chapter):
  *   1. lab_shard_range                    which part of the vector a server owns
@@ -22,9 +23,9 @@
  *                                         (synchronous rounds, bounded staleness)
  *   5. lab_hogwild_read, lab_hogwild_apply, lab_hogwild_worker
  *
- * The code outside the fences (common.c and the parts of ps.c and
- * hogwild.c around them) is given: data, model, gradients, launching, and
- * the records the tests read. */
+ * The code outside the fences (common.c, launch.c and the parts of ps.c
+ * and hogwild.c around them) is given: data, model, gradients, launching,
+ * and the records the tests read. */
 #ifndef LAB_ASYNC_H
 #define LAB_ASYNC_H
 
@@ -90,8 +91,11 @@ typedef struct {
  * bound, batch 16, lr 0.1, no modeled compute, no straggler, seed 1. */
 lab_ps_config lab_ps_defaults(const dt_dataset *train);
 
-/* What a run leaves behind (the thread backend: every rank writes its own
- * fields). lab_ps_launch allocates the arrays; lab_ps_result_free frees them. */
+/* What a run leaves behind. Inside the run each rank writes its own fields
+ * of a result of its own (the res that lab_ps_server and lab_ps_worker
+ * get); lab_ps_launch gathers them into the caller's, whatever the backend
+ * (launch.c). lab_ps_launch allocates the arrays; lab_ps_result_free frees
+ * them. */
 typedef struct {
     int servers, workers;
     size_t num_params;
@@ -114,8 +118,10 @@ typedef struct {
 
 void lab_ps_result_free(lab_ps_result *res);
 
-/* Starts opts->nranks ranks (thread backend): ranks < cfg->servers run
- * lab_ps_server, the others lab_ps_worker. Fills res. */
+/* Starts opts->nranks ranks on opts->backend (thread, proc or mpi; its
+ * out and out_bytes are the launcher's own): ranks < cfg->servers run
+ * lab_ps_server, the others lab_ps_worker. Fills res, also when a rank
+ * failed (with what the ranks had recorded). */
 dt_result lab_ps_launch(const dt_launch_opts *opts, const lab_ps_config *cfg,
                         lab_ps_result *res);
 
@@ -281,7 +287,10 @@ typedef struct {
 
 void lab_hogwild_result_free(lab_hogwild_result *res);
 
-/* Starts opts->nranks ranks, each running lab_hogwild_worker. */
+/* Starts opts->nranks ranks on opts->backend, each running
+ * lab_hogwild_worker on a result of its own; gathers them into res as
+ * lab_ps_launch does. The ranks must share one machine's memory (the
+ * window): the thread and proc backends, or mpi on one machine. */
 dt_result lab_hogwild_launch(const dt_launch_opts *opts, const lab_hogwild_config *cfg,
                              lab_hogwild_result *res);
 

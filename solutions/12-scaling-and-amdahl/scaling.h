@@ -114,9 +114,10 @@ typedef struct {
  * The load imbalance is that of task (a), lab_load_imbalance. steps >= 1. */
 dt_result lab_measure_job(dt_comm *comm, const lab_workload *w, int steps, lab_job_time *out);
 
-/* Given: runs lab_measure_job on ns[i] ranks for each i < count (thread
- * backend, network `net`: a preset name or "alpha=..,bw=..", NULL for none),
- * out[i] = the job's figures. */
+/* Given: runs lab_measure_job on ns[i] ranks for each i < count (the
+ * backend DT_BACKEND names, else threads; network `net`: a preset name or
+ * "alpha=..,bw=..", NULL for none), out[i] = the job's figures (rank 0's,
+ * handed back through dt_rank_out). */
 dt_result lab_sweep(const lab_workload *w, const char *net, const int *ns, size_t count,
                     int steps, lab_job_time *out);
 

@@ -2,6 +2,7 @@
  * lab 03 tests (see ddp_test.h). The reference is plain single-rank SGD on
  * the global batch: it shares no code with the lab. */
 #include "ddp_test.h"
+#include "grader.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -125,13 +126,16 @@ out:
 
 dt_result ddp_check_rank(dt_comm *world, void *arg)
 {
-    const ddp_run *run = arg;
+    const ddp_job *job = arg;
+    const ddp_run *run = &job->run;
     int rank = dt_comm_rank(world), K = dt_comm_size(world);
     dt_model m = {0}, ref = {0};
     dt_stats st;
     long expected = 0;
     float *root = NULL;
-    dt_result r = train(world, run, &m, &expected);
+    dt_result r = dt_test_on_backend(rank, job->backend);
+    if (r == DT_OK)
+        r = train(world, run, &m, &expected);
     if (r == DT_OK)
         r = dt_comm_stats(world, &st);
     if (r == DT_OK && st.calls[DT_COLL_BROADCAST] != 1)
@@ -164,13 +168,19 @@ dt_result ddp_check_rank(dt_comm *world, void *arg)
     return r;
 }
 
-dt_result ddp_launch(int K, dt_backend b, const ddp_run *run)
+static dt_result launch(int K, const dt_backend *b, const ddp_run *run)
 {
     dt_launch_opts o;
     dt_launch_opts_init(&o);
     o.nranks = K;
-    o.backend = b;
+    if (b)
+        o.backend = *b;
     o.net = "none";
     o.timeout_s = 8;
-    return dt_launch(&o, ddp_check_rank, (void *)run);
+    ddp_job job = {*run, b ? *b : dt_test_backend()};
+    return dt_launch(&o, ddp_check_rank, &job);
 }
+
+dt_result ddp_launch(int K, const ddp_run *run) { return launch(K, NULL, run); }
+
+dt_result ddp_launch_on(int K, dt_backend b, const ddp_run *run) { return launch(K, &b, run); }

@@ -10,8 +10,8 @@
 #define DDP_DATA_SEED 11    /* of the samples and of the sampler's order */
 #define DDP_MODEL_SEED 100  /* rank r creates its model from seed 100 + r */
 
-/* One data-parallel run, checked inside the ranks (so that it works with
- * the proc backend too, where nothing a rank writes comes back). */
+/* One data-parallel run, checked inside the ranks (on every backend: a
+ * rank's verdict is its function's result). */
 typedef struct {
     const char *spec;       /* the model, e.g. "mlp:12,16,8,4" */
     lab_ddp_mode mode;
@@ -33,15 +33,25 @@ dt_result ddp_reference(dt_model *m, const char *spec, size_t G, int steps);
 /* The optimizer every run uses: SGD, lr 0.1, momentum 0.9. */
 dt_optim_config ddp_test_optim(void);
 
-/* The rank function: trains with the lab as run says, then checks
+/* The rank function (arg: a ddp_job): trains with the lab as job->run
+ * says, then checks
+ *  - that the rank runs on job->backend (dt_test_on_backend);
  *  - that the lab made one broadcast and the expected number of allreduces
  *    (1 per step in FLAT mode, one per bucket per step otherwise);
  *  - on rank 0, the parameters against ddp_reference within run->tol;
  *  - that every rank holds rank 0's parameters bit for bit.
  * Fails with a message naming what differs. */
+typedef struct {
+    ddp_run run;
+    dt_backend backend; /* where the ranks must run: DT_BACKEND's, or the one
+                           a test asks for on purpose */
+} ddp_job;
+
 dt_result ddp_check_rank(dt_comm *world, void *arg);
 
-/* dt_launch of ddp_check_rank on K ranks of backend b. */
-dt_result ddp_launch(int K, dt_backend b, const ddp_run *run);
+/* dt_launch of ddp_check_rank on K ranks of the backend the environment
+ * names (DT_BACKEND: `make check BACKEND=proc|mpi`), and of backend b. */
+dt_result ddp_launch(int K, const ddp_run *run);
+dt_result ddp_launch_on(int K, dt_backend b, const ddp_run *run);
 
 #endif /* DDP_TEST_H */

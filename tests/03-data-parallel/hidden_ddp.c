@@ -88,17 +88,17 @@ TEST_HIDDEN(local_batch_epochs_and_uneven_split, 2)
 TEST_HIDDEN_T(buckets_accumulation_three_ranks, 2, 20)
 {
     ddp_run run = {"mlp:12,16,8,4", LAB_DDP_BUCKETS, 600, 2, 3, 3, 1e-5};
-    EXPECT_OK(ddp_launch(3, DT_BACKEND_THREAD, &run));
+    EXPECT_OK(ddp_launch(3, &run));
     run.mode = LAB_DDP_OVERLAP;
     run.spec = "deep:12,16,3,4";
     run.bucket_bytes = 300;
-    EXPECT_OK(ddp_launch(4, DT_BACKEND_THREAD, &run));
+    EXPECT_OK(ddp_launch(4, &run));
 }
 
 TEST_HIDDEN_T(one_rank_is_plain_sgd, 1, 10)
 {
     ddp_run run = {"deep:12,16,3,4", LAB_DDP_OVERLAP, 1, 8, 2, 4, 1e-6};
-    EXPECT_OK(ddp_launch(1, DT_BACKEND_THREAD, &run));
+    EXPECT_OK(ddp_launch(1, &run));
 }
 
 /* Overlap when the backward is longer than the communication: the step
@@ -113,9 +113,11 @@ static dt_result hov_rank(dt_comm *world, void *arg)
     static const double bwd[6] = {400e-6, 400e-6, 400e-6, 400e-6, 400e-6, 400e-6};
     lab_ddp_cost cost = {200e-6, bwd};
     dt_optim_config cfg = ddp_test_optim();
-    hov_result *res = (hov_result *)arg + dt_comm_rank(world);
+    hov_result *res = dt_rank_out(world);
     int rank = dt_comm_rank(world), K = dt_comm_size(world);
     dt_dataset data = {0};
+    (void)arg;
+    DT_CHECK(dt_test_on_backend(rank, dt_test_backend()));
     size_t idx[4];
     float x[4 * 12];
     int32_t y[4];
@@ -154,10 +156,11 @@ TEST_HIDDEN_T(overlap_hides_short_communication, 2, 20)
     dt_launch_opts o;
     dt_launch_opts_init(&o);
     o.nranks = 3;
-    o.backend = DT_BACKEND_THREAD;
     o.net = "eth10";
     o.timeout_s = 8;
-    EXPECT_OK(dt_launch(&o, hov_rank, res));
+    o.out = res;
+    o.out_bytes = sizeof res[0];
+    EXPECT_OK(dt_launch(&o, hov_rank, NULL));
     double comp = 200e-6 + 6 * 400e-6, comm = res[0].t[0] - comp;
     double lo = comm < 6 * 400e-6 ? comm : 6 * 400e-6;
     EXPECT(comm > 0, "no modeled communication on eth10 (step %.1f us)", res[0].t[0] * 1e6);

@@ -1,7 +1,10 @@
 /* test_ddp.c - lab 03: data parallelism. Each multi-rank test trains with
  * the lab inside dt_launch and checks, inside the ranks, the parameters
  * against one rank trained on the global batch (ddp_test.c), that all ranks
- * agree bit for bit, and the calls the lab made (dt_comm_stats). */
+ * agree bit for bit, and the calls the lab made (dt_comm_stats). The
+ * launches run on the backend DT_BACKEND names (`make check BACKEND=proc`),
+ * and each rank checks that it runs there (dt_test_on_backend); figures
+ * the test compares across ranks come back through dt_rank_out. */
 #include "ddp_test.h"
 #include "grader.h"
 
@@ -16,7 +19,9 @@ static dt_result bcast_rank(dt_comm *world, void *arg)
     int rank = dt_comm_rank(world);
     dt_model m = {0}, want = {0};
     dt_stats st;
-    dt_result r = dt_model_create_spec(&m, "mlp:12,16,8,4", DDP_MODEL_SEED + (uint64_t)rank);
+    dt_result r = dt_test_on_backend(rank, dt_test_backend());
+    if (r == DT_OK)
+        r = dt_model_create_spec(&m, "mlp:12,16,8,4", DDP_MODEL_SEED + (uint64_t)rank);
     if (r == DT_OK)
         r = dt_model_create_spec(&want, "mlp:12,16,8,4", DDP_MODEL_SEED);
     if (r == DT_OK)
@@ -41,7 +46,6 @@ TEST(broadcast_initial_params, 2)
         dt_launch_opts o;
         dt_launch_opts_init(&o);
         o.nranks = K;
-        o.backend = DT_BACKEND_THREAD;
         o.timeout_s = 5;
         EXPECT_OK(dt_launch(&o, bcast_rank, NULL));
     }
@@ -86,7 +90,7 @@ TEST_T(flat_allreduce_equals_large_batch, 4, 20)
 {
     ddp_run run = {"mlp:12,16,8,4", LAB_DDP_FLAT, LAB_DDP_BUCKET_BYTES, 6, 1, 3, 1e-5};
     for (int K = 1; K <= 4; K++)
-        EXPECT_OK(ddp_launch(K, DT_BACKEND_THREAD, &run));
+        EXPECT_OK(ddp_launch(K, &run));
 }
 
 /* ------------------------------------------------------------ task 3 */
@@ -145,9 +149,9 @@ TEST_T(buckets_equal_large_batch, 3, 20)
     /* mlp:12,16,8,4 with 600-byte buckets: 2 buckets, 2 allreduces a step */
     ddp_run run = {"mlp:12,16,8,4", LAB_DDP_BUCKETS, 600, 5, 1, 3, 1e-5};
     for (int K = 2; K <= 3; K++)
-        EXPECT_OK(ddp_launch(K, DT_BACKEND_THREAD, &run));
+        EXPECT_OK(ddp_launch(K, &run));
     run.bucket_bytes = 1; /* one bucket per layer */
-    EXPECT_OK(ddp_launch(4, DT_BACKEND_THREAD, &run));
+    EXPECT_OK(ddp_launch(4, &run));
 }
 
 /* ------------------------------------------------------------ task 4 */
@@ -156,9 +160,9 @@ TEST_T(overlap_equals_large_batch, 3, 20)
 {
     ddp_run run = {"mlp:12,16,8,4", LAB_DDP_OVERLAP, 600, 5, 1, 3, 1e-5};
     for (int K = 2; K <= 4; K += 2)
-        EXPECT_OK(ddp_launch(K, DT_BACKEND_THREAD, &run));
+        EXPECT_OK(ddp_launch(K, &run));
     run.bucket_bytes = 1;
-    EXPECT_OK(ddp_launch(3, DT_BACKEND_THREAD, &run));
+    EXPECT_OK(ddp_launch(3, &run));
 }
 
 /* ------------------------------------------------------------ task 5 */
@@ -168,11 +172,11 @@ TEST_T(accumulation_equals_large_batch, 3, 20)
     /* 4 micro-batches of 3 on 2 ranks = one rank with batch 24; one
      * allreduce per step (FLAT), one per bucket per step (OVERLAP) */
     ddp_run run = {"mlp:12,16,8,4", LAB_DDP_FLAT, LAB_DDP_BUCKET_BYTES, 3, 4, 3, 1e-5};
-    EXPECT_OK(ddp_launch(2, DT_BACKEND_THREAD, &run));
+    EXPECT_OK(ddp_launch(2, &run));
     run.mode = LAB_DDP_OVERLAP;
     run.bucket_bytes = 1;
     run.micro_steps = 2;
-    EXPECT_OK(ddp_launch(3, DT_BACKEND_THREAD, &run));
+    EXPECT_OK(ddp_launch(3, &run));
 }
 
 /* ------------------------------------------------------------ task 4: overlap */
@@ -238,11 +242,14 @@ out:
     return r;
 }
 
+/* Each rank's figures come back in its block of the launch's out. */
 static dt_result ov_rank(dt_comm *world, void *arg)
 {
-    ov_result *res = (ov_result *)arg + dt_comm_rank(world); /* this rank's slot */
+    (void)arg;
+    ov_result *res = dt_rank_out(world);
     int b0;
     long n0;
+    DT_CHECK(dt_test_on_backend(dt_comm_rank(world), dt_test_backend()));
     DT_CHECK(ov_steps(world, LAB_DDP_BUCKETS, &res->step_s[0], &b0, &n0));
     return ov_steps(world, LAB_DDP_OVERLAP, &res->step_s[1], &res->buckets, &res->allreduces);
 }
@@ -255,10 +262,11 @@ TEST_T(overlap_hides_communication, 4, 20)
         dt_launch_opts o;
         dt_launch_opts_init(&o);
         o.nranks = K;
-        o.backend = DT_BACKEND_THREAD;
         o.net = "eth10";
         o.timeout_s = 8;
-        EXPECT_OK(dt_launch(&o, ov_rank, res));
+        o.out = res;
+        o.out_bytes = sizeof res[0];
+        EXPECT_OK(dt_launch(&o, ov_rank, NULL));
         EXPECT(res[0].buckets == 7, "%s with %d-byte buckets: %d buckets, expected 7", OV_SPEC,
                OV_BUCKET, res[0].buckets);
         for (int r = 0; r < K; r++)
@@ -280,15 +288,15 @@ TEST_T(overlap_hides_communication, 4, 20)
 
 /* ------------------------------------------------------------ the proc backend */
 
-/* Ranks as processes: each checks itself (ddp_check_rank), since what a
- * forked rank writes does not come back. A library built without the proc
- * backend runs the same checks on threads. */
+/* Ranks as processes whatever DT_BACKEND says: each checks itself
+ * (ddp_check_rank). A library built without the proc backend runs the same
+ * checks on threads. */
 static dt_result launch_proc(int K, const ddp_run *run)
 {
-    dt_result r = ddp_launch(K, DT_BACKEND_PROC, run);
+    dt_result r = ddp_launch_on(K, DT_BACKEND_PROC, run);
     if (r == DT_ERR_UNSUPPORTED) {
         dt_log("the proc backend is not available (%s): threads instead", dt_last_error());
-        r = ddp_launch(K, DT_BACKEND_THREAD, run);
+        r = ddp_launch_on(K, DT_BACKEND_THREAD, run);
     }
     return r;
 }

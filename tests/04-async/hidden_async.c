@@ -64,6 +64,7 @@ static dt_result race_rank(dt_comm *world, void *arg)
     (void)arg;
     void *base = NULL;
     dt_win *win = NULL;
+    DT_CHECK(dt_test_on_backend(dt_comm_rank(world), dt_test_backend()));
     DT_CHECK(dt_win_allocate(world, 256 * sizeof(float), &base, &win));
     float ones[256];
     for (int i = 0; i < 256; i++)

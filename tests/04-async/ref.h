@@ -18,15 +18,26 @@ static inline void ref_data(void)
         EXPECT_OK(lab_load_digits(&ref_train, &ref_test));
 }
 
+static inline dt_result ref_where_rank(dt_comm *world, void *arg)
+{
+    (void)arg;
+    return dt_test_on_backend(dt_comm_rank(world), dt_test_backend());
+}
+
+/* The options of the tests' launches: nranks ranks on the backend that
+ * DT_BACKEND names (`make check BACKEND=proc|mpi`), whose results come
+ * back through the given launchers' out blocks. The launchers run given
+ * code in their ranks, so the options are first shown to start ranks
+ * where DT_BACKEND says, by a launch of ref_where_rank with them. */
 static inline dt_launch_opts ref_opts(int nranks)
 {
     dt_launch_opts o;
     dt_launch_opts_init(&o);
     o.nranks = nranks;
-    o.backend = DT_BACKEND_THREAD;
     o.net = "none";
     o.fault = "";
     o.timeout_s = 10; /* a wrong protocol fails in 10 s, before the test's deadline */
+    EXPECT_OK(dt_launch(&o, ref_where_rank, NULL));
     return o;
 }
 

@@ -1,4 +1,5 @@
-/* test_hogwild.c - lab 04, task 5: Hogwild! on the thread backend. */
+/* test_hogwild.c - lab 04, task 5: Hogwild! on the backend DT_BACKEND
+ * names (its window is one machine's shared memory on every backend). */
 #include "ref.h"
 
 TEST(hogwild_read_apply_exact, 2)

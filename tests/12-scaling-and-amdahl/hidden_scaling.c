@@ -63,13 +63,14 @@ TEST_HIDDEN_T(weak_sweep_efficiency, 2, 20)
 
 typedef struct {
     lab_workload w;
-    lab_job_time job[3];
+    lab_job_time job[3]; /* the launch's out: each rank's figures */
 } job_arg;
 
 static dt_result job_rank(dt_comm *comm, void *arg)
 {
-    job_arg *a = arg;
-    return lab_measure_job(comm, &a->w, 2, &a->job[dt_comm_rank(comm)]);
+    const job_arg *a = arg;
+    DT_CHECK(dt_test_on_backend(dt_comm_rank(comm), dt_test_backend()));
+    return lab_measure_job(comm, &a->w, 2, dt_rank_out(comm));
 }
 
 /* 8 samples of 10 ms on 3 ranks: shares 3, 3, 2; parallel 30, 30, 20 ms,
@@ -82,7 +83,8 @@ TEST_HIDDEN(measure_job_uneven_batch, 1)
     a.w.samples = 8, a.w.sample_s = 0.01, a.w.serial_s = 0.005;
     dt_launch_opts o;
     dt_launch_opts_init(&o);
-    o.nranks = 3, o.backend = DT_BACKEND_THREAD, o.net = "none", o.timeout_s = 5;
+    o.nranks = 3, o.net = "none", o.timeout_s = 5;
+    o.out = a.job, o.out_bytes = sizeof a.job[0];
     EXPECT_OK(dt_launch(&o, job_rank, &a));
     EXPECT(CLOSE(a.job[0].step, 0.035), "T_3 = %.9g s, expected 0.035", a.job[0].step);
     EXPECT(CLOSE(a.job[0].imbalance, 0.375), "imbalance %.9g, expected 0.375", a.job[0].imbalance);

@@ -1,7 +1,10 @@
 /* test_measure.c - lab 12, task (b): instrumenting the step, combining the
  * ranks, and the end-to-end measurement of a known parallel fraction.
  * The workload runs in modeled time, so each part's time is known exactly:
- * the expected values below are worked out from the workload's settings. */
+ * the expected values below are worked out from the workload's settings.
+ * The launches run on the backend DT_BACKEND names (`make check
+ * BACKEND=proc|mpi`); each rank checks that it runs there, and the ranks'
+ * figures come back through dt_rank_out. */
 #include "grader.h"
 #include "scaling.h"
 
@@ -15,7 +18,6 @@ static dt_launch_opts opts(int nranks, const char *net)
     dt_launch_opts o;
     dt_launch_opts_init(&o);
     o.nranks = nranks;
-    o.backend = DT_BACKEND_THREAD;
     o.net = net;
     o.timeout_s = 5;
     return o;
@@ -31,6 +33,7 @@ static dt_result step_parts_rank(dt_comm *comm, void *arg)
     double par = (rank == 0 ? 3 : 2) * 0.01;
     lab_step_time st;
     dt_stats stats;
+    DT_CHECK(dt_test_on_backend(rank, dt_test_backend()));
     /* step 0 carries the warm-up: 200 ms more serial work */
     EXPECT_OK(lab_measure_step(comm, w, 0, &st));
     EXPECT(CLOSE(st.serial, 0.25), "step 0: serial %.9g s, expected 0.25 (with the warm-up)", st.serial);
@@ -68,6 +71,7 @@ static dt_result step_network_rank(dt_comm *comm, void *arg)
     const lab_workload *w = arg;
     lab_step_time st;
     dt_stats stats;
+    DT_CHECK(dt_test_on_backend(dt_comm_rank(comm), dt_test_backend()));
     EXPECT_OK(dt_comm_stats_reset(comm));
     EXPECT_OK(lab_measure_step(comm, w, 1, &st));
     EXPECT_OK(dt_comm_stats(comm, &stats));
@@ -93,13 +97,22 @@ TEST(measure_step_comm_is_the_network, 2)
 typedef struct {
     lab_workload w;
     int steps;
-    lab_job_time job[8];
+    lab_job_time job[8]; /* the launch's out: each rank's figures */
 } job_arg;
 
 static dt_result job_rank(dt_comm *comm, void *arg)
 {
-    job_arg *a = arg;
-    return lab_measure_job(comm, &a->w, a->steps, &a->job[dt_comm_rank(comm)]);
+    const job_arg *a = arg;
+    DT_CHECK(dt_test_on_backend(dt_comm_rank(comm), dt_test_backend()));
+    return lab_measure_job(comm, &a->w, a->steps, dt_rank_out(comm));
+}
+
+static dt_launch_opts job_opts(job_arg *a, int nranks)
+{
+    dt_launch_opts o = opts(nranks, "none");
+    o.out = a->job;
+    o.out_bytes = sizeof a->job[0];
+    return o;
 }
 
 static void expect_same_on_every_rank(const job_arg *a, int n)
@@ -119,7 +132,7 @@ TEST(measure_job_balanced, 2)
     job_arg a = {.steps = 3};
     lab_workload_init(&a.w);
     a.w.samples = 8, a.w.sample_s = 0.01, a.w.serial_s = 0.02, a.w.warmup_s = 1.0;
-    dt_launch_opts o = opts(4, "none");
+    dt_launch_opts o = job_opts(&a, 4);
     EXPECT_OK(dt_launch(&o, job_rank, &a));
     expect_same_on_every_rank(&a, 4);
     const lab_job_time *j = &a.job[0];
@@ -141,7 +154,7 @@ TEST(measure_job_straggler, 3)
     lab_workload_init(&a.w);
     a.w.samples = 8, a.w.sample_s = 0.01, a.w.serial_s = 0.02, a.w.warmup_s = 0.5;
     a.w.slow_rank = 3, a.w.slow_factor = 2;
-    dt_launch_opts o = opts(4, "none");
+    dt_launch_opts o = job_opts(&a, 4);
     EXPECT_OK(dt_launch(&o, job_rank, &a));
     expect_same_on_every_rank(&a, 4);
     const lab_job_time *j = &a.job[0];

@@ -39,6 +39,7 @@
 #ifndef DT_GRADER_H
 #define DT_GRADER_H
 
+#include "dt/comm.h"
 #include "dt/core.h"
 
 typedef struct dt_test {
@@ -66,6 +67,27 @@ void dt_test_fail(const char *file, int line, const char *fmt, ...)
  * here on ends with " (see chapter 02, section 5)". Call it first in the
  * test, before any rank starts; where is a string literal. */
 void dt_test_see(const char *where);
+
+/* The backend the environment named when the test started (DT_BACKEND, as
+ * `make check BACKEND=...` sets it; thread when unset or not a backend's
+ * name, which dt_launch_opts_init reports). Read once, before the test,
+ * whatever a launch does to the environment afterwards. */
+dt_backend dt_test_backend(void);
+
+/* Inside a rank: DT_OK when the rank of world rank world_rank runs where
+ * `backend` puts ranks; else DT_ERR_MISMATCH with a message saying where it
+ * runs. A rank of a launch that should take its backend from the
+ * environment calls dt_test_on_backend(rank, dt_test_backend()): `make
+ * check BACKEND=...` then shows that the ranks ran there, not only that the
+ * test passed, and a launch that pins another backend fails. What it
+ * checks:
+ *   thread  the rank runs in the test's own process;
+ *   proc    the rank is a process of its own, not the test's;
+ *   mpi     the rank runs in the test's process, started by mpirun as the MPI
+ *           process of the same rank (OMPI_COMM_WORLD_RANK or PMI_RANK).
+ * A launch pinned to threads under mpirun fails it in every process but
+ * one (the others are not MPI rank 0 and still run a rank 0). */
+dt_result dt_test_on_backend(int world_rank, dt_backend backend);
 
 /* The options (...) are designated initializers of dt_test's fields. */
 #define DT_TEST_DEFINE(name_, points_, hidden_, ...)                         \

@@ -45,6 +45,10 @@ static const char *see_where;
 /* The channel: set once, before main, by the main thread; read-only after
  * (forked ranks inherit copies, which is what they need to report). */
 static int chan_fd = -1;
+/* The process that runs the test function (set before it starts; forked
+ * ranks inherit the value, which is then their parent's pid). */
+static pid_t test_pid;
+static dt_backend test_backend; /* DT_BACKEND when the test started */
 static char chan_token[48];
 static pid_t main_pid;
 static volatile int finished;
@@ -210,6 +214,62 @@ static void watch_address_space(void)
     sigaction(SIGBUS, &sa, NULL);
 }
 
+/* ------------------------------------------------ where a rank runs */
+
+/* This process's rank in an MPI job from mpirun's variables (Open MPI's,
+ * then Hydra's, as lib/comm's mpi backend reads them); -1 outside one. */
+static int mpi_process_rank(void)
+{
+    const char *names[] = {"OMPI_COMM_WORLD_RANK", "PMI_RANK"};
+    for (int i = 0; i < 2; i++) {
+        const char *v = getenv(names[i]);
+        if (v && v[0])
+            return atoi(v);
+    }
+    return -1;
+}
+
+dt_backend dt_test_backend(void) { return test_backend; }
+
+/* Before each test: who runs it, and the backend its launches should take. */
+static void test_starts(void)
+{
+    test_pid = getpid();
+    const char *b = getenv("DT_BACKEND");
+    if (!b || !b[0] || dt_backend_parse(b, &test_backend) != DT_OK)
+        test_backend = DT_BACKEND_THREAD;
+}
+
+dt_result dt_test_on_backend(int world_rank, dt_backend backend)
+{
+    long me = (long)getpid(), test = (long)test_pid;
+    int mpi = mpi_process_rank();
+    const char *name = dt_backend_name(backend);
+    switch (backend) {
+    case DT_BACKEND_THREAD:
+        if (me == test)
+            return DT_OK;
+        return dt_fail(DT_ERR_MISMATCH, "backend %s: rank %d runs in process %ld, not in the "
+                       "test's process %ld", name, world_rank, me, test);
+    case DT_BACKEND_PROC:
+        if (me != test)
+            return DT_OK;
+        return dt_fail(DT_ERR_MISMATCH, "backend %s: rank %d runs in the test's own process "
+                       "%ld, not in a process of its own", name, world_rank, me);
+    case DT_BACKEND_MPI:
+        if (me == test && mpi == world_rank)
+            return DT_OK;
+        if (mpi < 0)
+            return dt_fail(DT_ERR_MISMATCH, "backend %s: rank %d runs outside an MPI job "
+                           "(no OMPI_COMM_WORLD_RANK or PMI_RANK)", name, world_rank);
+        return dt_fail(DT_ERR_MISMATCH, "backend %s: rank %d runs in MPI process %d%s", name,
+                       world_rank, mpi, me == test ? "" : ", in a process the test forked");
+    default:
+        return dt_fail(DT_ERR_MISMATCH, "backend %s: rank %d cannot tell whether it runs "
+                       "there", name, world_rank);
+    }
+}
+
 /* ------------------------------------------------ the mpi backend */
 
 /* `make check BACKEND=mpi` sets DT_MPI_NP: a test then runs under `mpirun
@@ -280,6 +340,7 @@ int main(int argc, char **argv)
             return mpi;
         for (dt_test *t = first; t; t = t->next) {
             if (strcmp(t->name, argv[2]) == 0) {
+                test_starts();
                 t->fn();
                 finish();
                 return 0;
@@ -293,6 +354,7 @@ int main(int argc, char **argv)
         for (dt_test *t = first; t; t = t->next, n++) {
             fprintf(stderr, "-- %s\n", t->name);
             see_where = NULL;
+            test_starts();
             t->fn();
         }
         fprintf(stderr, "%d passed, 0 failed\n", n);

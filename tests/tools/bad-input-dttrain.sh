@@ -17,7 +17,7 @@ while IFS='|' read -r want text args; do
     # shellcheck disable=SC2086
     out=$(timeout 20 $DT $args 2>&1 </dev/null)
     got=$?
-    if [ "$got" = "$want" ] && printf '%s' "$out" | grep -qF -- "$text"; then
+    if [ "$got" = "$want" ] && grep -qF -- "$text" <<<"$out"; then
         pass=$((pass + 1))
     else
         echo "FAIL: dttrain$args: exit $got (expected $want), output: $out (expected to contain: $text)"

@@ -40,7 +40,7 @@ if [ -n "$want" ]; then
     [ $rc -eq 0 ] && [ "$(field blas_kernels)" = "$want" ] && [ "$(field blas_kernels_by)" = libdt ] &&
         [ "$(field blas_own_choice)" = Prescott ] && ok ||
         bad "after a fallback to Prescott: status $rc, $out"
-    [ "$lines" -eq 1 ] && printf '%s' "$err" | grep -q "OPENBLAS_CORETYPE=$want" && ok ||
+    [ "$lines" -eq 1 ] && grep -q "OPENBLAS_CORETYPE=$want" <<<"$err" && ok ||
         bad "expected one line naming OPENBLAS_CORETYPE=$want, got: $err"
 else
     [ "$(field blas_kernels)" = Prescott ] && [ "$lines" -eq 0 ] && ok ||
@@ -49,10 +49,10 @@ fi
 
 run OPENBLAS_CORETYPE=Prescott DT_BLAS_TEST_FALLBACK=1 DT_BLAS_KERNELS=off
 [ $rc -eq 0 ] && [ "$(field blas_kernels)" = Prescott ] && [ "$(field blas_kernels_by)" = openblas ] &&
-    ! printf '%s' "$err" | grep -q '^dtlab:' && ok || bad "DT_BLAS_KERNELS=off: status $rc, $out $err"
+    ! grep -q '^dtlab:' <<<"$err" && ok || bad "DT_BLAS_KERNELS=off: status $rc, $out $err"
 
 run DT_BLAS_KERNELS=fast
-[ $rc -eq 2 ] && printf '%s' "$err" | grep -q "^dttrain: DT_BLAS_KERNELS='fast'" && ok ||
+[ $rc -eq 2 ] && grep -q "^dttrain: DT_BLAS_KERNELS='fast'" <<<"$err" && ok ||
     bad "DT_BLAS_KERNELS=fast: status $rc (expected 2), stderr: $err"
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

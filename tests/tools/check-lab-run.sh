@@ -25,7 +25,7 @@ while IFS='|' read -r want text cmd; do
     text=$(echo "$text" | sed 's/^ *//; s/ *$//')
     out=$(timeout 60 bash -c "$cmd" 2>&1 </dev/null)
     got=$?
-    if [ "$got" = "$want" ] && printf '%s' "$out" | grep -qF -- "$text"; then
+    if [ "$got" = "$want" ] && grep -qF -- "$text" <<<"$out"; then
         pass=$((pass + 1))
     else
         echo "FAIL: check-lab-run:$cmd: exit $got (expected $want), output: $(echo "$out" | head -n 2) (expected to contain: $text)"
