@@ -25,7 +25,7 @@ out=$(ROUNDS=1 STEPS=5 BUILD="$BUILD" bash bench/table.sh 2>&1)
 rc=$?
 [ $rc -eq 0 ] && ok || bad "bench/table.sh exited with status $rc: $(echo "$out" | tail -n 5)"
 for want in '^\*\*Machine\*\*: .* cores, .* kernels for libdt' '^\*\*Run\*\*: .*rounds: 1'; do
-    echo "$out" | grep -qE "$want" && ok || bad "no line matching '$want' in: $(echo "$out" | head -n 5)"
+    grep -qE "$want" <<<"$out" && ok || bad "no line matching '$want' in: $(echo "$out" | head -n 5)"
 done
 # 9 rows, and 4 of the mpi backend where libdt has it (it runs under mpirun)
 want_rows=9
@@ -62,7 +62,7 @@ numbers() { # REGEX FIELDS...: how many rows match REGEX with a number in every 
 out=$(ROUNDS=1 SIZES="4 64K" RANKS=2 BUILD="$BUILD" bash bench/mpi.sh 2>&1)
 rc=$?
 if [ $want_rows = 9 ]; then
-    [ $rc -eq 0 ] && echo "$out" | grep -q "skipped" && ok || bad "bench/mpi.sh without the mpi backend: $out"
+    [ $rc -eq 0 ] && grep -q "skipped" <<<"$out" && ok || bad "bench/mpi.sh without the mpi backend: $out"
 else
     [ $rc -eq 0 ] && ok || bad "bench/mpi.sh exited with status $rc: $(echo "$out" | tail -n 5)"
     [ "$(numbers '^\| (4 B|64 KiB), N=2 ' 3 4 5)" = 4 ] && ok ||
@@ -70,7 +70,7 @@ else
 fi
 out=$(ROUNDS=1 SIZES=64K BUILD="$BUILD" bash bench/netns.sh 2>&1)
 rc=$?
-if [ $rc -eq 0 ] && echo "$out" | grep -q "^bench/netns.sh: skipped: "; then
+if [ $rc -eq 0 ] && grep -q "^bench/netns.sh: skipped: " <<<"$out"; then
     ok
 else
     [ $rc -eq 0 ] && [ "$(numbers '^\| busbw, 64 KiB ' 3 4 5 6 7 8 9)" = 1 ] && ok ||
@@ -78,6 +78,6 @@ else
 fi
 
 out=$(ROUNDS=0 BUILD="$BUILD" bash bench/table.sh 2>&1)
-[ $? -ne 0 ] && echo "$out" | grep -q "ROUNDS='0'" && ok || bad "ROUNDS=0 accepted or not named: $out"
+[ $? -ne 0 ] && grep -q "ROUNDS='0'" <<<"$out" && ok || bad "ROUNDS=0 accepted or not named: $out"
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
