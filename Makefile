@@ -356,16 +356,20 @@ $(BUILD)/bench/mpi_%: bench/mpi_%.c
 	@command -v mpicc >/dev/null || { echo "$@: needs mpicc (make deps installs OpenMPI)"; exit 1; }
 	@mkdir -p $(dir $@)
 	$(call step,MPICC,$<)
-	$(Q)mpicc -O2 -o $@ $<
+	$(Q)mpicc -O3 -o $@ $<
 bench-progs: $(BENCH_PROGS) $(BIN)/dttrain $(BIN)/dtbench $(BIN)/dtrun
 # bench/lib.sh is the scripts' shared functions, not a benchmark.
 BENCH_NAMES := $(patsubst bench/%.sh,%,$(filter-out bench/table.sh bench/lib.sh,$(wildcard bench/*.sh)))
 
-# The table of every figure beside its peer (bench/table.sh; ROUNDS=N).
+# The table of every figure beside its peer (bench/table.sh; ROUNDS=N),
+# then the mpi backend across two network namespaces over TCP beside the
+# link's own bandwidth (bench/netns.sh: root only; it says why it skips).
 bench: bench-progs
 	@BUILD=$(BUILD) bash bench/table.sh
+	@BUILD=$(BUILD) bash bench/netns.sh
 
-# One detailed benchmark: make bench-comm, bench-compute, bench-ddp, bench-kernels.
+# One detailed benchmark: make bench-comm, bench-compute, bench-ddp, bench-kernels,
+# bench-mpi, bench-netns.
 bench-%: bench-progs
 	@test -n "$(filter $*,$(BENCH_NAMES))" || { echo "bench-$*: no such benchmark (bench/NAME.sh: $(BENCH_NAMES))"; exit 2; }
 	@BUILD=$(BUILD) bash bench/$*.sh

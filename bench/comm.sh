@@ -9,13 +9,11 @@
 # median of each as a Markdown table (paste it into BENCHMARKS.md):
 #   - allreduce f32 busbw at 64 MiB (N = 2, 4; thread and proc backends),
 #     at 4 MiB (N = 2), latency at 4 bytes (N = 2)
-#   - libdt over MPI (the mpi backend: libdt's algorithms over MPI messages,
-#     under the same mpirun) against MPI_Allreduce at 64 MiB, 64 KiB and
-#     4 bytes (N = 2)
 #   - barrier time, N = 2 and N = 8
 #   - start-up: dt_launch of 8 thread ranks, dtrun -n 8 and mpirun -np 8 of
 #     a trivial program (/bin/true)
 # Every dtbench and mpi_allreduce run also checks its results (#wrong = 0).
+# libdt's mpi backend against OpenMPI: bench/mpi.sh (make bench-mpi).
 set -eu
 
 REPS=${1:-5}
@@ -23,9 +21,7 @@ BUILD=${BUILD:-build/bench}
 MPIRUN="mpirun --allow-run-as-root --oversubscribe"
 command -v mpicc >/dev/null || { echo "bench/comm.sh: skipped: mpicc not found (make deps installs OpenMPI)"; exit 0; }
 
-make -s BUILD="$BUILD" "$BUILD/bin/dtbench" "$BUILD/bin/dtrun" >/dev/null
-mkdir -p "$BUILD/bench"
-mpicc -O2 -o "$BUILD/bench/mpi_allreduce" bench/mpi_allreduce.c
+make -s BUILD="$BUILD" "$BUILD/bin/dtbench" "$BUILD/bin/dtrun" "$BUILD/bench/mpi_allreduce" >/dev/null
 DTBENCH="$BUILD/bin/dtbench"
 MPIB="$BUILD/bench/mpi_allreduce"
 TMP=$(mktemp -d)
@@ -44,10 +40,8 @@ run_case() {
     coll=allreduce
     [ "$size" = 0 ] && coll=barrier
     : >"$TMP/dt" ; : >"$TMP/mpi"
-    launcher=()
-    [ "$backend" = mpi ] && launcher=($MPIRUN -np "$n")
     for i in $(seq "$REPS"); do
-        "${launcher[@]}" "$DTBENCH" $coll -b "$size" -e "$size" -n "$n" --backend "$backend" --iters "$iters" \
+        "$DTBENCH" $coll -b "$size" -e "$size" -n "$n" --backend "$backend" --iters "$iters" \
             --warmup "$warmup" --csv >"$TMP/out"
         wrong <"$TMP/out" || { echo "dtbench: wrong results in $name" >&2; exit 1; }
         field "$col" <"$TMP/out" >>"$TMP/dt"
@@ -86,9 +80,6 @@ run_case "allreduce busbw GB/s, 64 MiB, N=2, proc" 64M 2 10 3 6 proc
 run_case "allreduce busbw GB/s, 64 MiB, N=4, thread" 64M 4 5 2 6 thread
 run_case "allreduce busbw GB/s, 4 MiB, N=2, thread" 4M 2 50 10 6 thread
 run_case "allreduce time us, 4 bytes, N=2, thread" 4 2 20000 1000 4 thread
-run_case "allreduce busbw GB/s, 64 MiB, N=2, mpi" 64M 2 10 3 6 mpi
-run_case "allreduce busbw GB/s, 64 KiB, N=2, mpi" 64K 2 2000 200 6 mpi
-run_case "allreduce time us, 4 bytes, N=2, mpi" 4 2 20000 1000 4 mpi
 run_case "barrier time us, N=2, thread" 0 2 20000 1000 4 thread
 run_case "barrier time us, N=8, thread" 0 8 5000 500 4 thread
 

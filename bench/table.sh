@@ -12,6 +12,9 @@
 #   proc backend, 64 MiB, N = 2, private buffers and dt_alloc_shared ones
 #     (dtbench --shared) - peer: OpenMPI's MPI_Allreduce (bench/mpi_allreduce.c)
 #   4-byte allreduce time, N = 2 - peer: OpenMPI
+#   the mpi backend (libdt's algorithms over MPI messages, under mpirun):
+#     4-byte time, busbw at 64 KiB, 1 MiB, 64 MiB, N = 2 - peer: OpenMPI
+#     (issue 18: within 1 us, within 5%; bench/mpi.sh has the details)
 #   MLP 784-1024-1024-10 step, batch 64, plain SGD, dttrain's default path -
 #     peer: PyTorch (bench/compute_torch.py)
 #   data parallelism, 2 ranks over 1, thread and proc backends - peer:
@@ -37,7 +40,6 @@ cd "$(dirname "$0")/.."
 . bench/lib.sh
 bench_settings 5 60
 PY=${PY:-/usr/bin/python3}
-MPIRUN="mpirun --allow-run-as-root --oversubscribe"
 
 die() { echo "bench/table.sh: $*" >&2; exit 1; }
 TMP=$(mktemp -d) || die "mktemp failed"
@@ -49,6 +51,8 @@ have_mpi=0
 if command -v mpicc >/dev/null && command -v mpirun >/dev/null; then
     make --no-print-directory -s BUILD="$BUILD" "$B/mpi_allreduce" && have_mpi=1
 fi
+have_mpi_backend=0 # libdt built with its mpi backend (mpicc found, MPI not 0, no SAN)
+[ $have_mpi = 1 ] && DT_QUIET=1 bench_dtbench 4 1 mpi 1 0 4 >/dev/null 2>&1 && have_mpi_backend=1
 have_torch=0
 $PY -c 'import torch, torch.distributed' 2>/dev/null && have_torch=1
 
@@ -65,25 +69,6 @@ cores=$(key cores)
 t2=$((cores < 2 ? cores : 2)) t4=$((cores < 4 ? cores : 4))
 
 # ---------------------------------------------------------------- measurements
-
-declare -A V # name -> one value per round, space-separated
-add() { V[$1]="${V[$1]:-} $2"; }
-
-dtbench() { # size ranks backend iters warmup column [--shared]
-    local out
-    out=$("$BUILD/bin/dtbench" allreduce -b "$1" -e "$1" -n "$2" --backend "$3" --iters "$4" \
-        --warmup "$5" --csv ${7:-}) || die "dtbench allreduce -b $1 -n $2 --backend $3 failed"
-    [ "$(echo "$out" | bench_csv 7)" = 0 ] || die "dtbench: wrong results at $1 bytes, N=$2, $3"
-    echo "$out" | bench_csv "$6"
-}
-
-mpi() { # size ranks iters warmup column
-    local out
-    out=$($MPIRUN -np "$2" "$B/mpi_allreduce" allreduce -b "$1" -e "$1" --iters "$3" \
-        --warmup "$4" 2>"$TMP/mpi.err") || die "OpenMPI failed: $(tail -n 3 "$TMP/mpi.err")"
-    [ "$(echo "$out" | bench_csv 7)" = 0 ] || die "OpenMPI: wrong results at $1 bytes, N=$2"
-    echo "$out" | bench_csv "$5"
-}
 
 json_of() { # field command...: the field of the command's JSON output
     local f=$1 out
@@ -102,58 +87,58 @@ DP_PT="$PY bench/ddp_torch.py --batch 64 --steps $STEPS --lr 0.01 --momentum 0.9
 STEP_FLOP=$(awk 'BEGIN { n = split("784 1024 1024 10", w, " "); b = 64
     for (i = 1; i < n; i++) f += 2 * b * w[i] * w[i + 1] * (i == 1 ? 2 : 3); print f }')
 
-# m NAME command...: runs the command (a function above, or awk) and adds
-# its output to NAME's series; a failure ends the run (the function said why).
-m() {
-    local name=$1 v
-    shift
-    v=$("$@") && [ -n "$v" ] || exit 1
-    add "$name" "$v"
-}
 ratio_of() { awk -v a="$1" -v b="$2" 'BEGIN { print b / a }'; } # b / a
 
 round() {
     local bw2 bw4 peak
     bw2=$("$B/membw" --threads "$t2" --csv | bench_csv 3) || exit 1
-    add bw2 "$bw2"
+    bench_add bw2 "$bw2"
     bw4=$bw2
     [ "$t4" != "$t2" ] && { bw4=$("$B/membw" --threads "$t4" --csv | bench_csv 3) || exit 1; }
-    add bw4 "$bw4"
-    m floor64_2 awk -v b="$bw2" 'BEGIN { print b / 4 }'
-    m floor64_4 awk -v b="$bw4" 'BEGIN { print b * 3 / 16 }'
+    bench_add bw4 "$bw4"
+    bench_m floor64_2 awk -v b="$bw2" 'BEGIN { print b / 4 }'
+    bench_m floor64_4 awk -v b="$bw4" 'BEGIN { print b * 3 / 16 }'
     peak=$("$B/compute_sgemm" --sizes 1024 --csv | bench_csv 3) || exit 1
-    add peak "$peak"
-    m floor_step awk -v f="$STEP_FLOP" -v p="$peak" 'BEGIN { print f / (p * 1e9) * 1e3 }'
+    bench_add peak "$peak"
+    bench_m floor_step awk -v f="$STEP_FLOP" -v p="$peak" 'BEGIN { print f / (p * 1e9) * 1e3 }'
 
-    m ar64_2 dtbench 64M 2 thread 10 3 6
-    [ $have_mpi = 1 ] && m mpi64_2 mpi 64M 2 10 3 6
-    m ar64_4 dtbench 64M 4 thread 5 2 6
-    [ $have_mpi = 1 ] && m mpi64_4 mpi 64M 4 5 2 6
-    m ar4_2 dtbench 4M 2 thread 50 10 6
-    [ $have_mpi = 1 ] && m mpi4_2 mpi 4M 2 50 10 6
-    m proc64_2 dtbench 64M 2 proc 10 3 6
-    m proc64_2s dtbench 64M 2 proc 10 3 6 --shared
-    m lat dtbench 4 2 thread 20000 1000 4
-    [ $have_mpi = 1 ] && m mpi_lat mpi 4 2 20000 1000 4
+    bench_m ar64_2 bench_dtbench 64M 2 thread 10 3 6
+    [ $have_mpi = 1 ] && bench_m mpi64_2 bench_mpi 64M 2 10 3 6
+    bench_m ar64_4 bench_dtbench 64M 4 thread 5 2 6
+    [ $have_mpi = 1 ] && bench_m mpi64_4 bench_mpi 64M 4 5 2 6
+    bench_m ar4_2 bench_dtbench 4M 2 thread 50 10 6
+    [ $have_mpi = 1 ] && bench_m mpi4_2 bench_mpi 4M 2 50 10 6
+    bench_m proc64_2 bench_dtbench 64M 2 proc 10 3 6
+    bench_m proc64_2s bench_dtbench 64M 2 proc 10 3 6 --shared
+    bench_m lat bench_dtbench 4 2 thread 20000 1000 4
+    [ $have_mpi = 1 ] && bench_m mpi_lat bench_mpi 4 2 20000 1000 4
+    if [ $have_mpi_backend = 1 ]; then # libdt's algorithms over MPI, each beside OpenMPI's
+        bench_m mb_lat bench_dtbench 4 2 mpi 20000 1000 4
+        bench_m mb64k bench_dtbench 64K 2 mpi 2000 200 6
+        bench_m mpi64k bench_mpi 64K 2 2000 200 6
+        bench_m mb1m bench_dtbench 1M 2 mpi 200 20 6
+        bench_m mpi1m bench_mpi 1M 2 200 20 6
+        bench_m mb64_2 bench_dtbench 64M 2 mpi 10 3 6
+    fi
 
     # shellcheck disable=SC2086
-    m step json_of step_ms_median $STEP_DT
+    bench_m step json_of step_ms_median $STEP_DT
     # shellcheck disable=SC2086
-    [ $have_torch = 1 ] && m pt_step json_of step_ms_median $STEP_PT
+    [ $have_torch = 1 ] && bench_m pt_step json_of step_ms_median $STEP_PT
     local b s1 s2
     for b in thread proc; do
         # shellcheck disable=SC2086
         s1=$(json_of samples_per_s $DP_DT --ranks 1 --backend $b) || exit 1
         # shellcheck disable=SC2086
         s2=$(json_of samples_per_s $DP_DT --ranks 2 --backend $b) || exit 1
-        m dp_$b ratio_of "$s1" "$s2"
+        bench_m dp_$b ratio_of "$s1" "$s2"
     done
     if [ $have_torch = 1 ]; then
         # shellcheck disable=SC2086
         s1=$(json_of samples_per_s $DP_PT --ranks 1) || exit 1
         # shellcheck disable=SC2086
         s2=$(json_of samples_per_s $DP_PT --ranks 2) || exit 1
-        m pt_dp ratio_of "$s1" "$s2"
+        bench_m pt_dp ratio_of "$s1" "$s2"
     fi
 }
 
@@ -164,25 +149,11 @@ if [ $have_torch = 1 ]; then # the same loss and gradients, before any timing
     verify=$($PY bench/compute_verify.py "$TMP/step.bin" | tail -n 1) ||
         die "libdt's gradients differ from PyTorch's: $verify"
 fi
-load_before=$(cut -d' ' -f1-3 /proc/loadavg)
-for r in $(seq "$ROUNDS"); do
-    t0=$EPOCHSECONDS
-    round
-    echo "round $r of $ROUNDS: $((EPOCHSECONDS - t0)) s" >&2
-done
+bench_rounds # its series in V (bench/lib.sh)
 
 # ---------------------------------------------------------------- the table
 
-med() { bench_med ${V[$1]:-}; } # shellcheck disable=SC2086
-fmt() { [ -n "${V[$2]:-}" ] && printf "$1" "$(med "$2")" || printf -- "-"; }
-# The median and range of the per-round ratios of two series A / B, or
-# "-"; with a third argument, without the "x" (a fraction).
-ratio() {
-    [ -n "${V[$1]:-}" ] && [ -n "${V[$2]:-}" ] || { printf -- "-"; return; }
-    local r
-    r=$(bench_ratios "${V[$1]}" "${V[$2]}")
-    printf "%.2f${3:-x} (%s)" "$(echo "$r" | bench_median)" "$(echo "$r" | bench_range)"
-}
+fmt() { [ -n "${V[$2]:-}" ] && printf "$1" "$(bench_smed "$2")" || printf -- "-"; }
 
 # row LABEL UNIT-FORMAT LIBDT PEER TARGET FLOOR FRACTION-OF
 #   FRACTION-OF is "above" when a higher figure is better (fraction =
@@ -191,11 +162,11 @@ row() {
     local frac="-" floor="-"
     if [ -n "$6" ] && [ -n "${V[$6]:-}" ]; then
         floor=$(fmt "$2" "$6")
-        if [ "$7" = above ]; then frac=$(ratio "$3" "$6" ""); else frac=$(ratio "$6" "$3" ""); fi
+        if [ "$7" = above ]; then frac=$(bench_sratio "$3" "$6" ""); else frac=$(bench_sratio "$6" "$3" ""); fi
     elif [ -n "$6" ]; then
         floor=$6
     fi
-    echo "| $1 | $(fmt "$2" "$3") | $(fmt "$2" "$4") | $(ratio "$3" "$4") | $5 | $floor | $frac |"
+    echo "| $1 | $(fmt "$2" "$3") | $(fmt "$2" "$4") | $(bench_sratio "$3" "$4") | $5 | $floor | $frac |"
 }
 V[two]=$(printf ' 2%.0s' $(seq "$ROUNDS")) # the linear speedup, each round
 
@@ -211,7 +182,7 @@ echo "**Machine**: $(key cpu) (vendor $(key cpu_vendor), family $(key cpu_family
 [ -s "$TMP/machine.err" ] && echo "libdt said at start-up: $(cat "$TMP/machine.err")"
 echo
 echo "**Run**: $(date -u '+%Y-%m-%d %H:%M UTC'); rounds: $ROUNDS, every row in each;" \
-     "$STEPS steps per training run, one thread per rank; load average $load_before before," \
+     "$STEPS steps per training run, one thread per rank; load average $BENCH_LOAD before," \
      "$(cut -d' ' -f1-3 /proc/loadavg) after. Floors from this run's medians: memory copy" \
      "$(fmt %.1f bw2) GB/s ($t2 threads)$([ "$t4" != "$t2" ] && echo ", $(fmt %.1f bw4) GB/s ($t4)")," \
      "sgemm $(fmt %.1f peak) GFLOP/s (n = 1024, one thread). Checks: every allreduce" \
@@ -225,6 +196,14 @@ row "allreduce busbw GB/s, 4 MiB, N=2, thread (peer: OpenMPI)" %.2f ar4_2 mpi4_2
 row "allreduce busbw GB/s, 64 MiB, N=2, proc, private buffers (peer: OpenMPI)" %.2f proc64_2 mpi64_2 ">= 2x" floor64_2 above
 row "allreduce busbw GB/s, 64 MiB, N=2, proc, dt_alloc_shared (peer: OpenMPI)" %.2f proc64_2s mpi64_2 ">= 4x" floor64_2 above
 row "allreduce time us, 4 bytes, N=2, thread (peer: OpenMPI; lower is better)" %.3f lat mpi_lat "-" "" below
+if [ $have_mpi_backend = 1 ]; then
+    row "allreduce time us, 4 bytes, N=2, mpi backend (peer: OpenMPI; lower is better)" %.3f mb_lat mpi_lat "<= peer + 1 us" "" below
+    for k in "64 KiB:mb64k:mpi64k" "1 MiB:mb1m:mpi1m" "64 MiB:mb64_2:mpi64_2"; do
+        IFS=: read -r size dt peer <<<"$k"
+        row "allreduce busbw GB/s, $size, N=2, mpi backend (peer: OpenMPI)" %.2f "$dt" "$peer" \
+            ">= 0.95x (time within 5%)" "" above
+    done
+fi
 row "MLP step ms, dttrain defaults (peer: PyTorch; lower is better)" %.2f step pt_step "<= 0.85x" floor_step below
 row "data parallel, 2 ranks / 1, thread (peer: PyTorch DDP, gloo)" %.2fx dp_thread pt_dp ">= 1.8x (libdt)" two above
 row "data parallel, 2 ranks / 1, proc (peer: PyTorch DDP, gloo)" %.2fx dp_proc pt_dp ">= 1.8x (libdt)" two above

@@ -53,7 +53,7 @@ typedef struct {
     wire_hdr hdr;       /* send: what it sent; receive: what came */
     wire_hdr ack;       /* send: what came back; receive: what it sent back */
     int rendezvous;
-    char *stage;        /* eager: header and data in one buffer */
+    char *stage;        /* eager: header and data in one buffer, after the struct */
 } mpi_msg;
 
 static dt_mpi_group *group_of(const dt_call *call) { return call->comm->sh->mpi; }
@@ -168,9 +168,12 @@ dt_result dt_mpi_poll(dt_call *call, dt_mpi_launch *l, MPI_Request *reqs, int n,
 static mpi_msg *msg_new(dt_call *call, dt_msg_dir dir, int peer, const void *buf, size_t bytes,
                         uint64_t tag)
 {
-    mpi_msg *x = calloc(1, sizeof *x);
+    /* one allocation: an eager message's stage (header, then data) follows it */
+    int rendezvous = bytes > DT_EAGER_MAX;
+    mpi_msg *x = malloc(sizeof *x + (rendezvous ? 0 : sizeof(wire_hdr) + bytes));
     if (!x)
         return NULL;
+    memset(x, 0, sizeof *x);
     for (int i = 0; i < 3; i++)
         x->req[i] = MPI_REQUEST_NULL;
     x->m.dir = dir;
@@ -181,14 +184,8 @@ static mpi_msg *msg_new(dt_call *call, dt_msg_dir dir, int peer, const void *buf
     x->m.buf = (void *)buf;
     x->m.sig = call->sig;
     x->m.count = call->count;
-    x->rendezvous = bytes > DT_EAGER_MAX;
-    if (!x->rendezvous) { /* an eager message's buffer: the header, then the data */
-        x->stage = malloc(sizeof(wire_hdr) + bytes);
-        if (!x->stage) {
-            free(x);
-            return NULL;
-        }
-    }
+    x->rendezvous = rendezvous;
+    x->stage = rendezvous ? NULL : (char *)(x + 1);
     return x;
 }
 
@@ -285,10 +282,8 @@ static void release(mpi_msg *x)
             leak = 1;
         }
     }
-    if (leak)
-        return;
-    free(x->stage);
-    free(x);
+    if (!leak)
+        free(x);
 }
 
 /* Whether the other side's header (or ack) describes the same message. */
