@@ -341,7 +341,7 @@ test-mpi-netns: $(MPI_GRADE)
 # The project's own suite: see tests/grader/suite.sh.
 test:
 	@env -u MAKEFLAGS -u MAKELEVEL -u MFLAGS BUILD=$(BUILD) SAN=$(SAN) WERROR="$(WERROR)" \
-	  CC="$(CC)" MAKE="$(MAKE)" tests/grader/suite.sh
+	  CC="$(CC)" MAKE="$(MAKE)" MPI_BUILT="$(if $(MPICC_OK),yes)" tests/grader/suite.sh
 
 # ------------------------------------------------------------ benchmarks
 

@@ -17,6 +17,10 @@
 #              points (a line per mutant as it is done)
 #   student    the student tree (make dist-student) and the Gradescope
 #              autograder on three submissions (tests/grader/check-dist.sh)
+#   backends   (without SAN) the communicator's unit tests and labs 01-04
+#              and 12 (solutions) again on the proc backend and, where libdt
+#              has it (MPI_BUILT, set by the Makefile), on the mpi backend,
+#              each test under mpirun -np 8: full marks
 #   small-shm  (without SAN) the unit tests and the solutions again, in a
 #              private 64 MB /dev/shm (Docker's default size), where one
 #              unit test also fills it; skipped, and not counted, where no
@@ -63,7 +67,7 @@ check() { # impl dtgrade-flags...
     local impl=$1
     shift
     env MAKE="$MAKE" BUILD="$BUILD" SAN="$SAN" CC="$CC" WERROR="${CHECK_WERROR-$WERROR}" \
-        IMPL="$impl" OFFICIAL=labs LABS="${LABS:-$labs}" RACE=1 GRADE_JOBS="$JOBS" \
+        IMPL="$impl" OFFICIAL=labs LABS="${LABS:-$labs}" RACE="${RACE:-1}" GRADE_JOBS="$JOBS" \
         DTGRADE_FLAGS="$*" tests/grader/check.sh
 }
 
@@ -249,6 +253,35 @@ do_student() {
     return "${PIPESTATUS[0]}"
 }
 
+# The labs whose every test runs on any backend (issue of the mpi backend:
+# the communicator and labs 01-04 and 12 on thread, proc and mpi).
+backend_labs=$(for d in tests/0[1-4]-*/ tests/12-*/; do [ -d "$d" ] && basename "$d"; done)
+
+do_backends() {
+    local b rc=0 only=()
+    : >"$out/backends.log"
+    for b in proc mpi; do
+        if [ $b = mpi ] && [ -z "${MPI_BUILT:-}" ]; then
+            echo "backends: mpi skipped: libdt was built without MPI (no mpicc, or MPI=0)"
+            continue
+        fi
+        [ $b = mpi ] && only=(--only comm_) # the others launch nothing, or threads by name
+        echo "backends: the communicator's unit tests on $b"
+        DT_BACKEND=$b DT_MPI_NP=$([ $b = mpi ] && echo 8) "$dtgrade" -q -j "$JOBS" --min-score-full \
+            --tests-root tests "${only[@]}" --results "$out/backends-unit-$b.json" \
+            "lib=$BUILD/tests/lib/grade" >>"$out/backends.log" 2>&1 || rc=1
+        echo "backends: labs $(echo $backend_labs | tr ' ' ,) (solutions) on $b"
+        # mpi: no ThreadSanitizer rerun (MPI's own threads are not built with it)
+        DT_BACKEND=$b DT_MPI_NP=$([ $b = mpi ] && echo 8) LABS="$backend_labs" \
+            RACE=$([ $b = mpi ] && echo 0 || echo 1) check solutions -q --min-score-full \
+            --results "$out/backends-labs-$b.json" >>"$out/backends.log" 2>&1 || rc=1
+    done
+    grep -E '^[0-9]+ passed, [0-9]+ failed|FAIL|CRASH|TIMEOUT|SANITIZER|EXIT|LIMIT' "$out/backends.log"
+    awk '/^[0-9]+ passed, [0-9]+ failed/ { p += $1; f += $3 } END { printf "%d passed, %d failed\n", p, f }' \
+        "$out/backends.log" | tee "$out/backends.txt"
+    return $rc
+}
+
 # Runs "$@" with a private 64 MB tmpfs on /dev/shm (a mount namespace of its
 # own: nothing outside sees it). Status 125 when no such mount can be made.
 with_small_shm() {
@@ -294,6 +327,7 @@ step tools do_tools
 step solutions do_solutions
 step skeleton do_skeleton
 step mutants do_mutants
+[ -n "$SAN" ] || step backends do_backends
 [ -n "$SAN" ] || step small-shm do_small_shm
 [ -n "$SAN" ] || step student do_student
 
@@ -326,7 +360,7 @@ if [ "$failed" -ne 0 ]; then
     # What failed, again, where the last lines of a long log show it.
     {
         grep -hE '^  [a-z_0-9]+ +[0-9]+/[0-9]+ +(FAIL|CRASH|TIMEOUT|SANITIZER|BUILD)' \
-            "$out/unit.txt" "$out/solutions.txt" "$out/small-shm.log" 2>/dev/null
+            "$out/unit.txt" "$out/solutions.txt" "$out/small-shm.log" "$out/backends.log" 2>/dev/null
         cat "$out"/mutants/*.txt 2>/dev/null | grep -E 'FAILED:'
         grep -h '^FAIL' "$out/student.txt" 2>/dev/null
         grep -h '^FAIL' "$out/tools.log" 2>/dev/null

@@ -42,7 +42,7 @@ printf '%s\n' "$B" >"$work/ns.10.77.0.2"
 printf '10.77.0.1 slots=1\n10.77.0.2 slots=1\n' >"$work/hosts"
 export DTLAB_NETNS_DIR=$work
 
-flags=(--hostfile "$work/hosts" -np 2 --map-by node --oversubscribe
+flags=(--hostfile "$work/hosts" -np 2 --map-by node --oversubscribe --bind-to none
        --mca plm_rsh_agent "$here/netns-agent.sh" --mca btl tcp,self
        --mca btl_tcp_if_include 10.77.0.0/24 --mca oob_tcp_if_include 10.77.0.0/24
        -x DT_QUIET=1 -x DTLAB_NETNS_DIR)
