@@ -323,9 +323,16 @@ stress:
 
 # The unit tests of libdt, each in a process of its own as the suite runs
 # them (some read a variable once per process); `$(UNIT_GRADE)` alone runs
-# them all in one process, for a debugger.
+# them all in one process, for a debugger. BACKEND=proc runs every launch
+# that takes its backend from DT_BACKEND on processes. BACKEND=mpi runs the
+# communicator's tests (comm_*), each under `mpirun -np MPI_NP`: they are
+# the ones whose subject is the backend; the others test the layers below
+# it (tensors, kernels, nn) or above it (the trainers, the scheduler),
+# which the labs' `make check BACKEND=mpi` runs over MPI.
+UNIT_ONLY := $(if $(filter mpi,$(BACKEND)),--only comm_)
 unit: $(UNIT_GRADE) $(DTGRADE)
-	$(DTGRADE) --tests-root tests "lib=$(UNIT_GRADE)"
+	@test "$(BACKEND)" != mpi -o -n "$(MPICC_OK)" || { echo "unit: BACKEND=mpi needs libdt built with MPI (mpicc found, MPI not 0, no SAN)"; exit 2; }
+	$(CHECK_ENV) $(DTGRADE) --tests-root tests $(UNIT_ONLY) "lib=$(UNIT_GRADE)"
 
 # The communicator's tests on the mpi backend, under mpirun -np 2 and 4
 # (skipped, saying why, where MPI is not there or libdt was built without it).

@@ -1,5 +1,5 @@
 /* test_comm_groups.c - split communicators, async collectives, barriers,
- * shared windows, point-to-point messages (thread backend). */
+ * shared windows, point-to-point messages, on the backend of DT_BACKEND. */
 #include "test_comm_util.h"
 
 #include <sched.h>
@@ -120,32 +120,39 @@ TEST_T(comm_async_overlaps_compute, 3, 30)
 
 /* ---------------------------------------------------------------- barriers */
 
-typedef struct {
-    _Atomic long arrived;
-    int iters;
-} barrier_arg;
-
+/* The ranks count their arrivals in a shared window (the memory every
+ * backend shares between the ranks: on mpi, MPI's shared memory of one
+ * machine); each hands back the count it saw after the last barrier. */
 static dt_result barrier_rank(dt_comm *c, void *argp)
 {
-    barrier_arg *a = argp;
+    int iters = *(const int *)argp;
     long n = dt_comm_size(c);
-    for (int i = 0; i < a->iters; i++) {
-        atomic_fetch_add(&a->arrived, 1);
+    void *base;
+    dt_win *w;
+    EXPECT_OK(dt_win_allocate(c, 64, &base, &w));
+    _Atomic long *arrived = base;
+    for (int i = 0; i < iters; i++) {
+        atomic_fetch_add(arrived, 1);
         EXPECT_OK(dt_barrier(c));
-        long seen = atomic_load(&a->arrived);
+        long seen = atomic_load(arrived);
         EXPECT(seen >= n * (i + 1), "barrier %d passed with %ld arrivals", i, seen);
         EXPECT_OK(dt_barrier(c)); /* nobody starts i+1 before all checked i */
     }
-    return DT_OK;
+    *(long *)tc_mine(c) = atomic_load(arrived);
+    return dt_win_free(w);
 }
 
 TEST_T(comm_10000_barriers, 3, 60)
 {
-    barrier_arg a = {0, 5000}; /* two barriers per iteration */
+    int iters = 5000; /* two barriers per iteration */
+    long seen[8];
     dt_launch_opts o = tc_opts(8, DT_ALGO_AUTO);
     o.debug = 0;
-    EXPECT_OK(dt_launch(&o, barrier_rank, &a));
-    EXPECT(atomic_load(&a.arrived) == 8 * 5000, "arrivals %ld", atomic_load(&a.arrived));
+    tc_out(&o, seen, sizeof seen[0]);
+    EXPECT_OK(dt_launch(&o, barrier_rank, &iters));
+    for (int r = 0; r < 8; r++)
+        EXPECT(seen[r] == 8L * iters, "rank %d saw %ld arrivals at the end, expected %ld", r,
+               seen[r], 8L * iters);
 }
 
 /* ---------------------------------------------------------------- window */
