@@ -182,9 +182,12 @@ static dt_result window_rank(dt_comm *c, void *arg)
     for (int i = 0; i < 4096; i++)
         EXPECT(bytes[i] == 0, "window byte %d = %d, not zeroed", i, bytes[i]);
     EXPECT(((uintptr_t)base & 63) == 0, "window aligned to 64 bytes");
+    /* threads and proc's forked ranks see the window at one address; mpi's
+     * processes map the machine's shared memory each where it likes: the
+     * same region (the atomics below), not the same address */
     uint64_t mine = (uint64_t)(uintptr_t)base, all[8];
     EXPECT_OK(dt_allgather(&mine, all, 2, DT_I32, c)); /* 8 bytes as 2 x i32 */
-    for (int i = 0; i < n; i++)
+    for (int i = 0; tc_backend() != DT_BACKEND_MPI && i < n; i++)
         EXPECT(all[i] == mine, "rank %d sees the window at another address", i);
     EXPECT_OK(dt_barrier(c));
     _Atomic int *count = base, *sense = count + 1;
