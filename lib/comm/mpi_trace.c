@@ -12,7 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-
 /* Rank 0 takes the others' events, in rank order, and writes the file. */
 static dt_result write_all(dt_mpi_launch *l, int n, const char *path, dt_trace_ev *mine,
                            size_t nmine)
