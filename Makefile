@@ -325,10 +325,11 @@ stress:
 # them (some read a variable once per process); `$(UNIT_GRADE)` alone runs
 # them all in one process, for a debugger. BACKEND=proc runs every launch
 # that takes its backend from DT_BACKEND on processes. BACKEND=mpi runs the
-# communicator's tests (comm_*), each under `mpirun -np MPI_NP`: they are
-# the ones whose subject is the backend; the others test the layers below
-# it (tensors, kernels, nn) or above it (the trainers, the scheduler),
-# which the labs' `make check BACKEND=mpi` runs over MPI.
+# communicator's tests (names with comm_), each under `mpirun -np MPI_NP`:
+# they are the ones whose launches take the backend from DT_BACKEND; the
+# others test what lies below the communicator (tensors, kernels, nn), or
+# launch on threads by name (the trainers', the trace reader's), and under
+# mpirun would only run the same thing in every process.
 UNIT_ONLY := $(if $(filter mpi,$(BACKEND)),--only comm_)
 unit: $(UNIT_GRADE) $(DTGRADE)
 	@test "$(BACKEND)" != mpi -o -n "$(MPICC_OK)" || { echo "unit: BACKEND=mpi needs libdt built with MPI (mpicc found, MPI not 0, no SAN)"; exit 2; }
@@ -439,6 +440,7 @@ ifneq ($(STAFF_TREE),)
 	@echo
 	@echo "  staff (this tree has solutions/):"
 	@echo "  make test            the project's suite, what CI runs (also with SAN=...)"
+	@echo "  make unit            libdt's unit tests (BACKEND=proc|mpi: on that backend)"
 	@echo "  make stress          the flake hunt: every solution graded ROUNDS=N times, cores busy"
 	@echo "  make check IMPL=solutions   grade the reference solutions"
 	@echo "  make dist-student    the student tree, in $(BUILD)/dist/"
