@@ -117,19 +117,28 @@ static uint32_t sent_to(dt_mpi_launch *l, int comm_id, int dest)
     return s && dest >= 0 && dest < l->procs ? s->to[dest] : 0;
 }
 
+/* The next message with tag that came on the control communicator, into
+ * buf (bytes long, as every such message is): 1 and *src its sender, or 0. */
+static int next_msg(dt_mpi_launch *l, int tag, void *buf, int bytes, int *src)
+{
+    int flag = 0;
+    MPI_Message m;
+    MPI_Status st;
+    MPI_Improbe(MPI_ANY_SOURCE, tag, l->ctl, &flag, &m, &st);
+    if (!flag)
+        return 0;
+    MPI_Mrecv(buf, bytes, MPI_BYTE, &m, MPI_STATUS_IGNORE);
+    *src = st.MPI_SOURCE;
+    return 1;
+}
+
 /* ---------------------------------------------------------------- answering */
 
 void dt_mpi_serve(dt_mpi_launch *l)
 {
-    for (;;) {
-        int flag = 0;
-        MPI_Message m;
-        MPI_Status st;
-        MPI_Improbe(MPI_ANY_SOURCE, DT_MPI_TAG_ASK, l->ctl, &flag, &m, &st);
-        if (!flag)
-            return;
-        ask_msg q;
-        MPI_Mrecv(&q, sizeof q, MPI_BYTE, &m, MPI_STATUS_IGNORE);
+    ask_msg q;
+    int src;
+    while (next_msg(l, DT_MPI_TAG_ASK, &q, sizeof q, &src)) {
         if (q.epoch != l->epoch)
             continue;
         tell_msg t = {l->epoch, 0, {DT_RANK_DONE, INFINITY, {{0}}, q.comm_id, 0, q.seq}};
@@ -141,8 +150,8 @@ void dt_mpi_serve(dt_mpi_launch *l)
             for (int lane = 0; lane < DT_LANES; lane++)
                 dt_doing_read(&b->doing[lane], &t.a.doing[lane]);
         }
-        t.a.sent = sent_to(l, q.comm_id, st.MPI_SOURCE); /* read last: it counts them all */
-        post(l, st.MPI_SOURCE, DT_MPI_TAG_TELL, &t, sizeof t);
+        t.a.sent = sent_to(l, q.comm_id, src); /* read last: it counts them all */
+        post(l, src, DT_MPI_TAG_TELL, &t, sizeof t);
         pthread_mutex_unlock(&l->lock);
     }
 }
@@ -151,17 +160,11 @@ void dt_mpi_serve(dt_mpi_launch *l)
 
 void dt_mpi_take_answers(dt_mpi_launch *l)
 {
-    for (;;) {
-        int flag = 0;
-        MPI_Message m;
-        MPI_Status st;
-        MPI_Improbe(MPI_ANY_SOURCE, DT_MPI_TAG_TELL, l->ctl, &flag, &m, &st);
-        if (!flag)
-            return;
-        tell_msg t;
-        MPI_Mrecv(&t, sizeof t, MPI_BYTE, &m, MPI_STATUS_IGNORE);
+    tell_msg t;
+    int src;
+    while (next_msg(l, DT_MPI_TAG_TELL, &t, sizeof t, &src)) {
         pthread_mutex_lock(&l->lock);
-        struct dt_mpi_peer *p = &l->peer[st.MPI_SOURCE];
+        struct dt_mpi_peer *p = &l->peer[src];
         if (t.epoch == l->epoch && p->waiting) {
             p->waiting = 0;
             l->unanswered--;

@@ -5,9 +5,7 @@
  * leaves with dt_finalize; a second dt_init then joins a new job. */
 #include "mpi_test.h"
 
-#include <stdio.h>
 #include <stdlib.h>
-#include <unistd.h>
 
 /* Rank r > 0 sends at modeled time (P - r) ms, after sleeping r x 10 ms of
  * wall time: rank 0 takes them by modeled time, highest rank first. */
@@ -55,7 +53,7 @@ TEST_T(mpi_init_joins_the_job, 2, 60)
 {
     int p = mt_job_size(), me = mt_job_rank();
     char trace[96];
-    snprintf(trace, sizeof trace, "/tmp/dtlab-mpi-init-trace-%d.json", (int)getppid());
+    mt_trace_path(trace, sizeof trace, "init-trace");
     setenv("DT_TRACE", trace, 1);
     dt_comm *world = NULL, *again = NULL;
     EXPECT_OK(dt_init(&world));
@@ -69,20 +67,8 @@ TEST_T(mpi_init_joins_the_job, 2, 60)
     EXPECT_ERR(dt_finalize(NULL), DT_ERR_INVALID_ARG);
     EXPECT_OK(dt_finalize(world));
     EXPECT(dt_log_rank() == -1, "the log rank after dt_finalize is %d", dt_log_rank());
-    if (me == 0) { /* written before rank 0's dt_finalize returned */
-        FILE *f = fopen(trace, "r");
-        EXPECT(f != NULL, "no trace at %s", trace);
-        char buf[1 << 16];
-        size_t len = fread(buf, 1, sizeof buf - 1, f);
-        buf[len] = 0;
-        fclose(f);
-        remove(trace);
-        for (int r = 0; r < p; r++) {
-            char ev[64];
-            snprintf(ev, sizeof ev, "\"tid\":%d,\"ts\"", 2 * r);
-            EXPECT(strstr(buf, ev) != NULL, "the trace has no event of rank %d", r);
-        }
-    }
+    if (me == 0) /* written before rank 0's dt_finalize returned */
+        mt_check_trace(trace, p);
     /* a new job in the same processes */
     EXPECT_OK(dt_init(&world));
     calls(world);
