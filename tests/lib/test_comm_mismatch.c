@@ -12,6 +12,8 @@
  * too; the launch returns the first, the mismatch. */
 #include "test_comm_util.h"
 
+#include <stdio.h>
+
 #define GUARD 256
 #define N 3
 
@@ -48,6 +50,7 @@ static const mm_case cases[] = {
 typedef struct {
     dt_result result;
     int guard_ok;
+    char msg[240]; /* the result's message */
 } mm_out;
 
 static dt_result call_it(const mm_case *k, int r, void *in, void *out, dt_comm *c)
@@ -72,7 +75,10 @@ static dt_result mm_rank(dt_comm *c, void *argp)
     memset(out, 0, out_bytes);
     memset(out + out_bytes, 0xab, GUARD);
     dt_result res = call_it(k, r, in, out, c);
+    snprintf(a->msg, sizeof a->msg, "%s", res != DT_OK ? dt_last_error() : "");
     dt_result next = dt_barrier(c); /* a rank that returned OK learns it here */
+    if (res == DT_OK)
+        snprintf(a->msg, sizeof a->msg, "%s", next != DT_OK ? dt_last_error() : "");
     a->result = res != DT_OK ? res : next;
     a->guard_ok = 1;
     for (size_t i = 0; i < GUARD; i++)
@@ -109,8 +115,8 @@ static void run_cases(dt_backend backend)
                     dt_result ri = a[i].result;
                     EXPECT(ri == DT_ERR_MISMATCH ||
                                (backend == DT_BACKEND_MPI && ri == DT_ERR_PEER_DIED),
-                           "%s, %s, algo %s, debug %d: rank %d returned %s", k->name, how,
-                           dt_algo_name(algos[ai]), debug, i, dt_strerror(ri));
+                           "%s, %s, algo %s, debug %d: rank %d returned %s: %s", k->name, how,
+                           dt_algo_name(algos[ai]), debug, i, dt_strerror(ri), a[i].msg);
                     EXPECT(a[i].guard_ok, "%s, %s, algo %s, debug %d: rank %d's output was "
                            "overrun", k->name, how, dt_algo_name(algos[ai]), debug, i);
                 }
