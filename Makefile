@@ -323,9 +323,17 @@ stress:
 
 # The unit tests of libdt, each in a process of its own as the suite runs
 # them (some read a variable once per process); `$(UNIT_GRADE)` alone runs
-# them all in one process, for a debugger.
+# them all in one process, for a debugger. BACKEND=proc runs every launch
+# that takes its backend from DT_BACKEND on processes. BACKEND=mpi runs the
+# communicator's tests (names with comm_), each under `mpirun -np MPI_NP`:
+# they are the ones whose launches take the backend from DT_BACKEND; the
+# others test what lies below the communicator (tensors, kernels, nn), or
+# launch on threads by name (the trainers', the trace reader's), and under
+# mpirun would only run the same thing in every process.
+UNIT_ONLY := $(if $(filter mpi,$(BACKEND)),--only comm_)
 unit: $(UNIT_GRADE) $(DTGRADE)
-	$(DTGRADE) --tests-root tests "lib=$(UNIT_GRADE)"
+	@test "$(BACKEND)" != mpi -o -n "$(MPICC_OK)" || { echo "unit: BACKEND=mpi needs libdt built with MPI (mpicc found, MPI not 0, no SAN)"; exit 2; }
+	$(CHECK_ENV) $(DTGRADE) --tests-root tests $(UNIT_ONLY) "lib=$(UNIT_GRADE)"
 
 # The communicator's tests on the mpi backend, under mpirun -np 2 and 4
 # (skipped, saying why, where MPI is not there or libdt was built without it).
@@ -436,6 +444,7 @@ ifneq ($(STAFF_TREE),)
 	@echo
 	@echo "  staff (this tree has solutions/):"
 	@echo "  make test            the project's suite, what CI runs (also with SAN=...)"
+	@echo "  make unit            libdt's unit tests (BACKEND=proc|mpi: on that backend)"
 	@echo "  make stress          the flake hunt: every solution graded ROUNDS=N times, cores busy"
 	@echo "  make check IMPL=solutions   grade the reference solutions"
 	@echo "  make dist-student    the student tree, in $(BUILD)/dist/"

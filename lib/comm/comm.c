@@ -185,7 +185,7 @@ dt_result dt_comm_split(dt_comm *comm, int color, int key, dt_comm **newcomm)
     dt_call call;
     dt_call_init(&call, comm, 0, DT_NUM_COLLS, seq, 0);
     dt_doing_set(comm, 0, DT_NUM_COLLS, seq, 0, -1, 0);
-    dt_rec mine = {.u.split = {color, key}};
+    dt_rec mine = {.u.split = {color, key, atomic_load(&comm->rc->job->next_comm_id)}};
     const dt_rec *all;
     dt_result r = dt_sync_exchange(&call, &mine, &all);
     member *mem = NULL;
@@ -203,12 +203,19 @@ dt_result dt_comm_split(dt_comm *comm, int color, int key, dt_comm **newcomm)
             if (mem[i].rank == comm->rank)
                 me = i;
     }
-    if (dt_mpi_job(comm->rc->job)) { /* each process makes its own, with MPI */
+    if (dt_mpi_job(comm->rc->job)) {
+        /* each process makes its own, with MPI, and the members agree on its
+         * id: the highest any of them would give (dt_recv_any names groups
+         * by id across processes, mpi_any.c) */
         int *ranks = me >= 0 ? malloc(sizeof(int) * (size_t)n) : NULL;
-        for (int i = 0; ranks && i < n; i++)
+        int64_t id = 0;
+        for (int i = 0; ranks && i < n; i++) {
             ranks[i] = mem[i].rank;
+            if (all[ranks[i]].u.split.next_id > id)
+                id = all[ranks[i]].u.split.next_id;
+        }
         if (r == DT_OK && me >= 0)
-            r = ranks ? dt_mpi_split(comm, ranks, n, me, newcomm)
+            r = ranks ? dt_mpi_split(comm, ranks, n, me, (int)id, newcomm)
                       : dt_fail(DT_ERR_NOMEM, "dt_comm_split: out of memory");
         free(ranks);
         free(mem);

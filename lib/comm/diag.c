@@ -94,30 +94,40 @@ double dt_clock_published(const dt_board *b)
     return t;
 }
 
-/* "rank R waits in KIND #SEQ (count C, root X)" for each active lane. */
-static int describe_lanes(const dt_board *b, int r, char *one, size_t n)
+void dt_describe_view(int r, int lane, const dt_doing_view *d, char *out, size_t n)
 {
-    int len = 0;
-    one[0] = '\0';
-    for (int lane = 0; lane < DT_LANES; lane++) {
-        const dt_doing *d = &b->doing[lane];
-        if (!atomic_load_explicit(&d->active, memory_order_relaxed))
-            continue;
-        int kind = atomic_load_explicit(&d->kind, memory_order_relaxed);
-        int root = atomic_load_explicit(&d->root, memory_order_relaxed);
-        const char *what = kind < DT_NUM_COLLS ? dt_coll_name(kind) : "comm setup";
-        int p2p = kind == DT_COLL_SEND || kind == DT_COLL_RECV || kind == DT_COLL_SENDRECV;
-        char extra[40] = "";
-        if (root >= 0)
-            snprintf(extra, sizeof extra, ", %s %d", p2p ? "peer" : "root", root);
-        len += snprintf(one + len, n - (size_t)len, "%srank %d %sin %s #%ld (count %ld%s)",
-                        len ? "; " : "", r, lane ? "(async) " : "waits ", what,
-                        atomic_load_explicit(&d->seq, memory_order_relaxed),
-                        atomic_load_explicit(&d->count, memory_order_relaxed), extra);
-        if (len >= (int)n)
-            break;
+    out[0] = '\0';
+    if (!d->active)
+        return;
+    const char *what = d->kind < DT_NUM_COLLS ? dt_coll_name(d->kind) : "comm setup";
+    int p2p = d->kind == DT_COLL_SEND || d->kind == DT_COLL_RECV || d->kind == DT_COLL_SENDRECV;
+    char extra[40] = "";
+    if (d->root >= 0)
+        snprintf(extra, sizeof extra, ", %s %d", p2p ? "peer" : "root", d->root);
+    snprintf(out, n, "rank %d %sin %s #%ld (count %ld%s)", r, lane ? "(async) " : "waits ", what,
+             d->seq, d->count, extra);
+}
+
+void dt_describe_rank(int r, int state, const dt_doing_view *lanes, char *out, size_t n)
+{
+    if (state == DT_RANK_DONE) {
+        snprintf(out, n, "rank %d has returned", r);
+        return;
     }
-    return len;
+    if (state == DT_RANK_FAILED || state == DT_RANK_DIED) {
+        snprintf(out, n, "rank %d %s", r, state == DT_RANK_DIED ? "died" : "failed");
+        return;
+    }
+    int len = 0;
+    out[0] = '\0';
+    for (int lane = 0; lane < DT_LANES && len < (int)n; lane++) {
+        char one[120];
+        dt_describe_view(r, lane, &lanes[lane], one, sizeof one);
+        if (one[0])
+            len += snprintf(out + len, n - (size_t)len, "%s%s", len ? "; " : "", one);
+    }
+    if (len == 0)
+        snprintf(out, n, "rank %d is in no communication call", r);
 }
 
 void dt_describe_job(dt_job *job, char *out, size_t n)
@@ -126,14 +136,12 @@ void dt_describe_job(dt_job *job, char *out, size_t n)
     out[0] = '\0';
     for (int r = 0; r < job->nranks && used + 1 < n; r++) {
         dt_board *b = &job->board[r];
-        int st = atomic_load_explicit(&b->state, memory_order_acquire);
-        char one[160];
-        if (st == DT_RANK_DONE)
-            snprintf(one, sizeof one, "rank %d has returned", r);
-        else if (st == DT_RANK_FAILED || st == DT_RANK_DIED)
-            snprintf(one, sizeof one, "rank %d %s", r, st == DT_RANK_DIED ? "died" : "failed");
-        else if (describe_lanes(b, r, one, sizeof one) == 0)
-            snprintf(one, sizeof one, "rank %d is in no communication call", r);
+        dt_doing_view lanes[DT_LANES];
+        for (int lane = 0; lane < DT_LANES; lane++)
+            dt_doing_read(&b->doing[lane], &lanes[lane]);
+        char one[240];
+        dt_describe_rank(r, atomic_load_explicit(&b->state, memory_order_acquire), lanes, one,
+                         sizeof one);
         int w = snprintf(out + used, n - used, "%s%s", used ? "; " : "", one);
         if (w < 0)
             break;
@@ -180,16 +188,19 @@ dt_result dt_comm_poisoned(const dt_comm *comm)
     return dt_fail(DT_ERR_MISMATCH, "%s", comm->sh->poison_why);
 }
 
-/* Member i's entry on either lane for the same collective as the call. */
-static int same_collective(const dt_call *call, const dt_board *b, dt_doing_view *v)
+dt_result dt_diag_compare(dt_call *call, int i, const dt_doing_view *v)
 {
-    for (int lane = 0; lane < DT_LANES; lane++) {
-        dt_doing_read(&b->doing[lane], v);
-        if (v->active && v->comm_id == call->comm->sh->id && v->seq == call->seq &&
-            v->kind < DT_COLL_SEND && v->sig != 0)
-            return 1;
-    }
-    return 0;
+    if (!v->active || v->comm_id != call->comm->sh->id || v->seq != call->seq ||
+        v->kind >= DT_COLL_SEND || v->sig == 0)
+        return DT_OK; /* not in the same collective */
+    if (v->sig == call->sig && (uint64_t)v->count == call->count)
+        return DT_OK;
+    char mine[160], theirs[160];
+    dt_coll_describe(mine, sizeof mine, call->sig, call->count);
+    dt_coll_describe(theirs, sizeof theirs, v->sig, (uint64_t)v->count);
+    dt_fail(DT_ERR_MISMATCH, "collective #%ld mismatch: rank %d called %s but rank %d "
+            "called %s", call->seq, i, theirs, call->comm->rank, mine);
+    return dt_comm_poison(call->comm, DT_ERR_MISMATCH);
 }
 
 dt_result dt_diag_check(dt_call *call)
@@ -200,17 +211,13 @@ dt_result dt_diag_check(dt_call *call)
         return DT_OK;
     const dt_job *job = c->rc->job;
     for (int i = 0; i < c->size; i++) {
-        dt_doing_view v;
-        if (i == c->rank || !same_collective(call, &job->board[c->sh->world[i]], &v))
+        if (i == c->rank)
             continue;
-        if (v.sig == call->sig && (uint64_t)v.count == call->count)
-            continue;
-        char mine[160], theirs[160];
-        dt_coll_describe(mine, sizeof mine, call->sig, call->count);
-        dt_coll_describe(theirs, sizeof theirs, v.sig, (uint64_t)v.count);
-        dt_fail(DT_ERR_MISMATCH, "collective #%ld mismatch: rank %d called %s but rank %d "
-                "called %s", call->seq, i, theirs, c->rank, mine);
-        return dt_comm_poison(c, DT_ERR_MISMATCH);
+        for (int lane = 0; lane < DT_LANES; lane++) {
+            dt_doing_view v;
+            dt_doing_read(&job->board[c->sh->world[i]].doing[lane], &v);
+            DT_TRY(dt_diag_compare(call, i, &v));
+        }
     }
     return DT_OK;
 }

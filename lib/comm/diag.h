@@ -39,9 +39,23 @@ dt_result dt_comm_poisoned(const dt_comm *comm);
  * else DT_ERR_MISMATCH naming both (and the communicator is poisoned). */
 dt_result dt_diag_check(dt_call *call);
 
+/* dt_diag_check's comparison with member i's lane doing v: DT_ERR_MISMATCH
+ * (the communicator poisoned) when v is the call's collective (the same
+ * communicator and number) with another signature or count. */
+dt_result dt_diag_compare(dt_call *call, int i, const dt_doing_view *v);
+
 /* Publishes the rank's lane-0 clock on its board (dt_recv_any reads it). */
 void dt_clock_publish(dt_rank_ctx *rc);
 double dt_clock_published(const dt_board *b);
+
+/* "rank R waits in KIND #SEQ (count C, root X)" ("(async) in" on lane 1)
+ * for rank r's lane doing d; "" when the lane is in no call. */
+void dt_describe_view(int r, int lane, const dt_doing_view *d, char *out, size_t n);
+
+/* What rank r does, for a timeout's report: "rank R has returned",
+ * "... failed", "... died", its lanes' calls, or "rank R is in no
+ * communication call". state: dt_rank_state; lanes[DT_LANES]. */
+void dt_describe_rank(int r, int state, const dt_doing_view *lanes, char *out, size_t n);
 
 /* The timeout report: what every rank of the job does, e.g. "rank 0 waits
  * in allreduce #3 (count 1000); rank 2 waits in broadcast #3 (count 1000,

@@ -1,6 +1,7 @@
 /* join.c - dt_init and dt_finalize: a program started by tools/dtrun joins
  * its job by mapping the job's segment (named by DT_SHM) at the address
- * the launcher recorded in its header; run alone, it is a job of one rank.
+ * the launcher recorded in its header; one started by mpirun joins the MPI
+ * job (mpi_init.c); run alone, it is a job of one rank.
  *
  * The segment is checked before anything in it is read: its name must be
  * a segment's (segment.c), it must belong to this user with mode 0600, and
@@ -10,6 +11,7 @@
  */
 #include "launch.h"
 
+#include "mpi.h"
 #include "shm.h"
 
 #include <errno.h>
@@ -101,10 +103,12 @@ dt_result dt_init(dt_comm **world)
     if (!world)
         return dt_fail(DT_ERR_INVALID_ARG, "dt_init: world is NULL");
     *world = NULL;
-    if (joined)
+    if (joined || dt_mpi_joined(NULL))
         return dt_fail(DT_ERR_STATE, "dt_init: already initialized");
     const char *name = dt_env_str("DT_SHM", NULL);
     int rank, size;
+    if (!name && dt_mpi_env(&rank, &size)) /* started by mpirun, not by dtrun */
+        return dt_mpi_join(world);
     DT_TRY(read_rank(&rank, &size));
     if (!name && size > 1)
         return dt_fail(DT_ERR_UNSUPPORTED, "dt_init: WORLD_SIZE is %d but DT_SHM is not set: "
@@ -150,6 +154,8 @@ dt_result dt_init(dt_comm **world)
 dt_result dt_finalize(dt_comm *world)
 {
     DT_TRY(dt_comm_check(world, "dt_finalize"));
+    if (dt_mpi_joined(world))
+        return dt_mpi_leave(world);
     joined_job *j = joined;
     if (!j || j->world != world)
         return dt_fail(DT_ERR_INVALID_ARG, "dt_finalize: not the communicator of dt_init");

@@ -1,6 +1,15 @@
-/* mpi.h - the mpi backend (mpi_launch.c, mpi_port.c): ranks are the
- * processes of an MPI job started by mpirun; the emulation's algorithms run
- * unchanged over MPI point-to-point messages. Not a public header.
+/* mpi.h - the mpi backend: ranks are the processes of an MPI job started by
+ * mpirun; the emulation's algorithms run unchanged over MPI point-to-point
+ * messages. Not a public header.
+ *
+ *   mpi_launch.c  dt_launch inside an MPI job, and its end
+ *   mpi_init.c    dt_init and dt_finalize inside an MPI job
+ *   mpi_group.c   communicator groups and windows
+ *   mpi_port.c    messages and the barrier-exchange
+ *   mpi_wait.c    waits: deadlines, failure notices, the others' state
+ *   mpi_board.c   the other ranks' boards, asked across processes
+ *   mpi_any.c     dt_recv_any: the first message in modeled time
+ *   mpi_trace.c   DT_TRACE
  *
  * The seam: port.c's dt_msg_* (every algorithm's messages), sync.c's
  * barrier-exchange, dt_comm_split and dt_launch hand their work to the
@@ -10,54 +19,159 @@
 #define DT_COMM_MPI_H
 
 #include "coll.h"
+#include "diag.h"
+#include "launch.h"
 #include "sync.h"
 
 static inline int dt_mpi_job(const dt_job *job) { return job->backend == DT_BACKEND_MPI; }
+
+/* 1 when this process was started by mpirun (Open MPI's OMPI_COMM_WORLD_RANK
+ * and _SIZE, else Hydra's PMI_RANK and PMI_SIZE), with its rank and the
+ * job's size (mpi_init.c; also without MPI built in, to say so). */
+int dt_mpi_env(int *rank, int *size);
 
 #ifdef DT_HAVE_MPI
 
 #include <mpi.h>
 
-/* What one launch shares among this process's calls: the control
- * communicator over every process of the MPI job (the side channel of
- * failure notices and of the ranks' ends) and the first failure it heard. */
+/* The tags of the control communicator. */
+enum {
+    DT_MPI_TAG_FAILED = 1, /* a rank's failure notice */
+    DT_MPI_TAG_END,        /* a process's end record */
+    DT_MPI_TAG_OUT,        /* a rank's out block (dt_rank_out) */
+    DT_MPI_TAG_TRACE,      /* a rank's trace events */
+    DT_MPI_TAG_ASK,        /* dt_recv_any: "what are you doing?" */
+    DT_MPI_TAG_TELL,       /* ... and the answer */
+};
+
+/* What crosses the wire before a message's data: the sender's departure d
+ * (THE RULE of dt/net.h, step 1), its size, and the signature and count of
+ * the collective it belongs to (0 for a user message). An ack carries the
+ * time the receive was posted in depart. */
+typedef struct {
+    double depart;
+    uint64_t bytes, count;
+    uint32_t sig, pad;
+} dt_wire_hdr;
+
+/* The most a message's first part holds: a header and an eager message's
+ * data (or a rendezvous message's header alone). Every first part is
+ * received into a buffer this big, so that MPI never truncates one. */
+#define DT_MPI_FIRST_MAX (sizeof(dt_wire_hdr) + DT_EAGER_MAX)
+
+/* The MPI tag of user messages' first parts (channel 0, mpi_port.c). */
+#define DT_MPI_USER_TAG 0
+
+struct dt_mpi_peer;
+struct dt_mpi_sent;
+struct dt_mpi_outbox;
+
+/* What one launch (or a dt_init job) shares among this process's calls:
+ * the control communicator over every process of the MPI job (the side
+ * channel of failure notices, the ends, dt_recv_any's questions) and the
+ * first failure it heard. */
 typedef struct {
     MPI_Comm ctl;
     int procs, me;          /* its size and this process's rank in it */
+    uint32_t epoch;         /* which launch of this process: the same in all */
+    double timeout_s;       /* the job's deadline of each wait */
     _Atomic int failed;     /* 1 + the rank whose failure notice came, else 0 */
     char failed_msg[400];
-    pthread_mutex_t lock;   /* guards failed_msg */
+    pthread_mutex_t lock;   /* guards failed_msg and what follows */
+    /* communicators given up (dt_mpi_group_free), freed at the end unless
+     * the launch failed: messages of a failure may still be on their way,
+     * and a freed communicator's context id, reused by a later launch,
+     * would deliver them there */
+    MPI_Comm *retired;
+    int nretired, cap_retired;
+    /* dt_recv_any (mpi_any.c) */
+    dt_board *board;        /* this process's rank's board while it runs */
+    struct dt_mpi_sent *sent;     /* user messages sent, per communicator */
+    struct dt_mpi_peer *peer;     /* [procs]: each process's last answer */
+    struct dt_mpi_outbox *outbox; /* questions and answers in flight */
+    uint32_t asked;         /* questions sent so far */
+    int unanswered;         /* ... not answered yet */
 } dt_mpi_launch;
+
+/* A message taken out of MPI before its receive was posted (dt_recv_any
+ * looks at the first pending message of each rank): its first part. */
+typedef struct {
+    char *buf; /* NULL: none */
+    int bytes;
+} dt_mpi_early;
 
 /* A communicator group's MPI side (dt_comm_shared.mpi): an MPI
  * communicator of exactly its members, ranked as they are. */
 typedef struct {
     MPI_Comm comm;
     dt_mpi_launch *launch;
+    dt_mpi_early *early;  /* [size]: the first pending user message of each */
+    uint32_t *claimed;    /* [size]: user messages from each that receives
+                             were posted for, or that were taken early */
 } dt_mpi_group;
 
 /* The failure notice's payload, and the record of a rank's end. */
 #define DT_MPI_MSG_MAX 400
 
+/* ---------------------------------------------------------------- launch, groups */
+
 /* Maps an MPI error code to a dt_result with MPI's message. */
 dt_result dt_mpi_fail(int code, const char *what);
+
+/* MPI_Init_thread (MPI_THREAD_MULTIPLE) once per process; MPI_Finalize at
+ * its exit. */
+dt_result dt_mpi_init_once(void);
+
+/* Starts a launch: the control communicator (every process of the MPI job
+ * must come, within timeout_s) and the launch's state. */
+dt_result dt_mpi_launch_open(dt_mpi_launch *l, double timeout_s);
+
+/* A process's end record. */
+typedef struct {
+    int32_t result;
+    int32_t ran;     /* 1: this process ran a rank */
+    double when;     /* CLOCK_REALTIME of the failure */
+    char msg[DT_MPI_MSG_MAX];
+} dt_mpi_end;
+
+/* This process's rank failed: tells every other process at once (the side
+ * channel their waits look at); notes[procs] hold the sends. */
+void dt_mpi_notify_failure(dt_mpi_launch *l, const char *msg, MPI_Request *notes);
+
+/* The end of a launch, in every process: answers dt_recv_any's questions
+ * until its own are answered, sends its end record mine (and the out block
+ * of the rank it ran, of out/out_bytes/nranks) to every other process,
+ * takes theirs, and closes the launch (its communicators freed, or kept
+ * after a failure). notes: the failure notices this process sent (NULL:
+ * none). Returns the launch's result, the first failure in time, as
+ * "rank R: message". */
+dt_result dt_mpi_launch_close(dt_mpi_launch *l, const dt_mpi_end *mine, MPI_Request *notes,
+                              char *out, size_t out_bytes, int nranks);
+
+/* The group of n ranks ranks[0..n) of parent (MPI_Comm_create_group; every
+ * member calls it). */
+dt_result dt_mpi_create_group(MPI_Comm parent, const int *ranks, int n, MPI_Comm *out);
+
+/* A group state of this process's own over comm (which it then owns), of
+ * n ranks with world ranks world[0..n): one reference. */
+dt_comm_shared *dt_mpi_shared_new(dt_job *job, int n, const int *world, MPI_Comm comm,
+                                  dt_mpi_launch *l);
 
 /* DT_ERR_PEER_DIED once a rank of the launch sent its failure notice. */
 dt_result dt_mpi_check_failed(dt_mpi_launch *l);
 
 /* Polls reqs[0..n) (MPI_REQUEST_NULL done) until all completed, within the
  * job's deadline: DT_ERR_TIMEOUT naming what the call waits for (what, peer),
- * or DT_ERR_PEER_DIED on a failure notice. statuses may be NULL. */
+ * or DT_ERR_PEER_DIED on a failure notice. Answers dt_recv_any's questions
+ * meanwhile. */
 dt_result dt_mpi_poll(dt_call *call, dt_mpi_launch *l, MPI_Request *reqs, int n,
                       const char *what, int peer);
 
 extern const dt_backend_ops dt_mpi_ops;
 
-/* 1 when this process was started by mpirun (Open MPI's OMPI_COMM_WORLD_SIZE,
- * or Hydra's PMI_SIZE), with its rank and the job's size. */
-int dt_mpi_env(int *rank, int *size);
+/* ---------------------------------------------------------------- messages */
 
-/* Messages (mpi_port.c): as dt_msg_isend ... of port.h. */
+/* As dt_msg_isend ... of port.h. */
 dt_result dt_mpi_isend(dt_call *call, int peer, const void *buf, size_t bytes, uint64_t tag,
                        dt_xfer *out);
 dt_result dt_mpi_irecv(dt_call *call, int peer, void *buf, size_t bytes, uint64_t tag,
@@ -70,25 +184,84 @@ void dt_mpi_cancel(dt_call *call, dt_xfer *x);
 dt_result dt_mpi_exchange(dt_call *call, const dt_rec *mine, const dt_rec **all);
 
 /* dt_comm_split's new group for this process: its members are the parent's
- * ranks ranks[0..n) in their new order, this process at position me; made
- * by every member from the parent's MPI communicator (MPI_Comm_create_group). */
-dt_result dt_mpi_split(dt_comm *parent, const int *ranks, int n, int me, dt_comm **out);
+ * ranks ranks[0..n) in their new order, this process at position me, with
+ * the id id (the same in every member); made by every member from the
+ * parent's MPI communicator (MPI_Comm_create_group). */
+dt_result dt_mpi_split(dt_comm *parent, const int *ranks, int n, int me, int id,
+                       dt_comm **out);
 
-/* Frees a group's MPI state (dt_comm_shared's backend part). */
+/* Frees a group's MPI state (dt_comm_shared's backend part); its MPI
+ * communicator is retired to the launch (see dt_mpi_launch). */
 void dt_mpi_group_free(dt_comm_shared *sh);
 
 /* dt_win_allocate's region on the mpi backend, once every rank has come
  * (and asked for the same size): MPI_Win_allocate_shared over the comm's
- * processes, which must share one machine's memory; zeroed. *handle:
- * for dt_mpi_win_free (collective, after the window's last barrier). */
+ * processes, which must share one machine's memory; zeroed, 64-byte
+ * aligned. *handle: for dt_mpi_win_free (collective, after the window's
+ * last barrier). */
 dt_result dt_mpi_win_allocate(dt_comm *comm, size_t bytes, void **base, void **handle);
 void dt_mpi_win_free(void *handle);
+
+/* ---------------------------------------------------------------- the boards */
+
+/* A rank's answer (mpi_board.c): its board as it was when it answered. */
+typedef struct {
+    int32_t state;                 /* dt_rank_state */
+    double clock;                  /* its published clock */
+    dt_doing_view doing[DT_LANES]; /* what its lanes were doing */
+    int32_t comm_id;               /* the communicator the question named ... */
+    uint32_t sent;                 /* ... and its user messages to the asker there */
+    uint32_t seq;                  /* the question it answers (they count up) */
+} dt_mpi_answer;
+
+/* The boards' state of a new launch; 0 when out of memory. */
+int dt_mpi_board_open(dt_mpi_launch *l);
+
+/* Answers the questions that came (any thread, any time). */
+void dt_mpi_serve(dt_mpi_launch *l);
+
+/* Asks process world (a rank) what it does, naming the communicator
+ * comm_id, unless a question to it is out. */
+void dt_mpi_ask(dt_mpi_launch *l, int world, int comm_id);
+
+/* Takes the answers that came. */
+void dt_mpi_take_answers(dt_mpi_launch *l);
+
+/* 1 and world's last answer in *out, or 0 when none came yet. */
+int dt_mpi_answer_of(dt_mpi_launch *l, int world, dt_mpi_answer *out);
+
+/* How many questions this process has asked in the launch. */
+uint32_t dt_mpi_asked(dt_mpi_launch *l);
+
+/* A user message to peer of comm is about to be posted: counted (before
+ * it is, so that an answer never counts fewer than were posted). */
+void dt_mpi_count_send(dt_mpi_launch *l, const dt_comm *comm, int peer);
+
+/* The end of a launch's questions: waits (answering the others) until this
+ * process's are answered, within timeout_s; 0 when some were not. */
+int dt_mpi_board_finish(dt_mpi_launch *l, double timeout_s);
+void dt_mpi_board_free(dt_mpi_launch *l);
+
+/* ---------------------------------------------------------------- dt_recv_any */
+
+/* The rank to take dt_recv_any's message from (mpi_any.c). */
+dt_result dt_mpi_choose_any(dt_call *call, size_t bytes, int *src);
+
+/* The first part of the first pending user message from peer, when
+ * dt_recv_any took it early (the caller frees *buf), else 0; a receive
+ * posted for the next message from peer is counted either way. */
+int dt_mpi_take_early(dt_mpi_group *g, int peer, char **buf, int *bytes);
 
 /* DT_TRACE (mpi_trace.c): this rank's events ev[0..nev) (wall times from
  * the launch's start wall0) go to rank 0's process, which writes path with
  * the n ranks' events; every rank of the launch calls it. */
 dt_result dt_mpi_trace(dt_mpi_launch *l, int n, const char *path, dt_trace_ev *ev, size_t nev,
                        double wall0);
+
+/* dt_init and dt_finalize inside an MPI job (mpi_init.c). */
+dt_result dt_mpi_join(dt_comm **world);
+dt_result dt_mpi_leave(dt_comm *world);
+int dt_mpi_joined(const dt_comm *world);
 
 #else
 
@@ -119,9 +292,10 @@ static inline dt_result dt_mpi_exchange(dt_call *c, const dt_rec *m, const dt_re
     (void)c, (void)m, (void)a;
     return dt_mpi_off();
 }
-static inline dt_result dt_mpi_split(dt_comm *p, const int *w, int n, int me, dt_comm **o)
+static inline dt_result dt_mpi_split(dt_comm *p, const int *w, int n, int me, int id,
+                                     dt_comm **o)
 {
-    (void)p, (void)w, (void)n, (void)me, (void)o;
+    (void)p, (void)w, (void)n, (void)me, (void)id, (void)o;
     return dt_mpi_off();
 }
 static inline void dt_mpi_group_free(dt_comm_shared *sh) { (void)sh; }
@@ -131,6 +305,17 @@ static inline dt_result dt_mpi_win_allocate(dt_comm *c, size_t n, void **b, void
     return dt_mpi_off();
 }
 static inline void dt_mpi_win_free(void *h) { (void)h; }
+static inline dt_result dt_mpi_join(dt_comm **w)
+{
+    (void)w;
+    return dt_mpi_off();
+}
+static inline dt_result dt_mpi_leave(dt_comm *w)
+{
+    (void)w;
+    return dt_mpi_off();
+}
+static inline int dt_mpi_joined(const dt_comm *w) { return (void)w, 0; }
 
 #endif /* DT_HAVE_MPI */
 #endif /* DT_COMM_MPI_H */

@@ -7,18 +7,24 @@
  * A launch of N ranks runs the function on the processes of MPI ranks 0 ..
  * N-1; the others take no part but its end, and every process returns the
  * same result, the first failure in time as "rank R: message", as the
- * thread and proc backends do. What a rank writes into the launcher's
- * memory stays in its process (as with the proc backend).
+ * thread and proc backends do. Each rank's out block (dt_rank_out) is sent
+ * to every process at the end.
  *
  * Each launch makes its own MPI communicators: a control communicator over
  * every process (MPI_Comm_idup of MPI_COMM_WORLD, waited for within the
  * timeout), which carries the failure notices (a rank whose function
  * failed tells every other process at once: their waits return
- * DT_ERR_PEER_DIED, as on the other backends) and the records of the
- * ranks' ends; and the world group's communicator of exactly the N ranks.
- * Every wait polls (mpi_port.c) with the job's deadline: no call blocks in
- * MPI, except MPI_Comm_create_group for a world smaller than the job and
- * for dt_comm_split, both taken only by ranks that have all just met. */
+ * DT_ERR_PEER_DIED, as on the other backends), dt_recv_any's questions and
+ * the records of the ranks' ends; and the world group's communicator of
+ * exactly the N ranks. Every wait polls (mpi_wait.c) with the job's
+ * deadline: no call blocks in MPI, except MPI_Comm_create_group for a world
+ * smaller than the job and for dt_comm_split, both taken only by ranks
+ * that have all just met.
+ *
+ * The communicators of a launch that failed are kept, never freed: a
+ * failure leaves messages on their way (notices, a collective's steps), and
+ * MPI would hand a freed communicator's context id to a later launch's,
+ * where they would arrive. */
 #include "launch.h"
 #include "mpi.h"
 
@@ -33,23 +39,9 @@
 #include <string.h>
 #include <time.h>
 
-enum { TAG_FAILED = 1, TAG_END = 2, TAG_OUT = 3 };
-#define CREATE_TAG 0x6474 /* MPI_Comm_create_group's tag */
-
-int dt_mpi_env(int *rank, int *size)
-{
-    const char *pairs[][2] = {{"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"},
-                              {"PMI_RANK", "PMI_SIZE"}};
-    for (int i = 0; i < 2; i++) {
-        const char *r = getenv(pairs[i][0]), *s = getenv(pairs[i][1]);
-        if (r && s) {
-            *rank = atoi(r);
-            *size = atoi(s);
-            return *size > 0;
-        }
-    }
-    return 0;
-}
+/* Every process of the job takes part in every launch, in the same order:
+ * this count names a launch alike in all of them (dt_mpi_launch.epoch). */
+static _Atomic uint32_t launches;
 
 static void finalize(void)
 {
@@ -59,9 +51,8 @@ static void finalize(void)
         MPI_Finalize();
 }
 
-/* MPI_Init_thread once per process (the async lane's progress thread
- * calls MPI too: MPI_THREAD_MULTIPLE); MPI_Finalize at exit. */
-static dt_result init_mpi(void)
+/* MPI_THREAD_MULTIPLE: the async lane's progress thread calls MPI too. */
+dt_result dt_mpi_init_once(void)
 {
     int inited = 0, provided = 0;
     MPI_Initialized(&inited);
@@ -84,168 +75,67 @@ static dt_result init_mpi(void)
     return DT_OK;
 }
 
-/* ---------------------------------------------------------------- groups */
+/* ---------------------------------------------------------------- open and close */
 
-static dt_mpi_group *group_new(MPI_Comm comm, dt_mpi_launch *l)
+dt_result dt_mpi_launch_open(dt_mpi_launch *l, double timeout_s)
 {
-    dt_mpi_group *g = calloc(1, sizeof *g);
-    if (!g)
-        return NULL;
-    MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
-    g->comm = comm;
-    g->launch = l;
-    return g;
-}
-
-void dt_mpi_group_free(dt_comm_shared *sh)
-{
-    dt_mpi_group *g = sh->mpi;
-    if (g->comm != MPI_COMM_NULL)
-        MPI_Comm_free(&g->comm);
-    free(g);
-    sh->mpi = NULL;
-}
-
-/* A group of this process's own (every member makes its copy): one
- * reference, the handle that this process holds. */
-static dt_comm_shared *shared_new(dt_job *job, int n, const int *world, MPI_Comm comm,
-                                  dt_mpi_launch *l)
-{
-    dt_comm_shared *sh = dt_comm_shared_new(job, n, world);
-    dt_mpi_group *g = sh ? group_new(comm, l) : NULL;
-    if (!g) {
-        if (sh) {
-            atomic_store(&sh->refs, 1);
-            dt_comm_shared_unref(job, sh);
-        }
-        return NULL;
+    memset(l, 0, sizeof *l);
+    int me = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &me);
+    MPI_Request req;
+    int rc = MPI_Comm_idup(MPI_COMM_WORLD, &l->ctl, &req);
+    if (rc != MPI_SUCCESS)
+        return dt_mpi_fail(rc, "MPI_Comm_idup");
+    double deadline = dt_now() + timeout_s;
+    for (;;) {
+        int flag = 0;
+        MPI_Test(&req, &flag, MPI_STATUS_IGNORE);
+        if (flag)
+            break;
+        if (dt_now() >= deadline) /* the others never came: keep what it made */
+            return dt_fail(DT_ERR_TIMEOUT, "dt_launch (mpi): rank %d waited %g s for every "
+                           "process of the MPI job to come to this launch", me, timeout_s);
+        sched_yield();
     }
-    atomic_store(&sh->refs, 1);
-    sh->mpi = g;
-    return sh;
-}
-
-/* The communicator of the members ranks[0..n) of parent, in that order. */
-static dt_result create_group(MPI_Comm parent, const int *ranks, int n, MPI_Comm *out)
-{
-    MPI_Group all, sub;
-    int rc = MPI_Comm_group(parent, &all);
-    if (rc == MPI_SUCCESS)
-        rc = MPI_Group_incl(all, n, ranks, &sub);
-    if (rc == MPI_SUCCESS) {
-        rc = MPI_Comm_create_group(parent, sub, CREATE_TAG, out);
-        MPI_Group_free(&sub);
+    MPI_Comm_set_errhandler(l->ctl, MPI_ERRORS_RETURN);
+    MPI_Comm_size(l->ctl, &l->procs);
+    MPI_Comm_rank(l->ctl, &l->me);
+    l->epoch = atomic_fetch_add(&launches, 1) + 1;
+    l->timeout_s = timeout_s;
+    if (!dt_mpi_board_open(l)) {
+        MPI_Comm_free(&l->ctl);
+        return dt_fail(DT_ERR_NOMEM, "dt_launch: out of memory for %d processes", l->procs);
     }
-    MPI_Group_free(&all);
-    return rc == MPI_SUCCESS ? DT_OK : dt_mpi_fail(rc, "MPI_Comm_create_group");
-}
-
-dt_result dt_mpi_split(dt_comm *parent, const int *ranks, int n, int me, dt_comm **out)
-{
-    dt_mpi_group *pg = parent->sh->mpi;
-    MPI_Comm comm;
-    DT_TRY(create_group(pg->comm, ranks, n, &comm));
-    int *world = malloc(sizeof(int) * (size_t)n);
-    for (int i = 0; world && i < n; i++)
-        world[i] = parent->sh->world[ranks[i]];
-    dt_comm_shared *sh = world ? shared_new(parent->rc->job, n, world, comm, pg->launch) : NULL;
-    free(world);
-    if (!sh) {
-        MPI_Comm_free(&comm);
-        return dt_fail(DT_ERR_NOMEM, "dt_comm_split: out of memory");
-    }
-    return dt_comm_make(parent->rc, sh, me, out);
-}
-
-/* ---------------------------------------------------------------- windows */
-
-typedef struct {
-    MPI_Win win;
-    MPI_Comm node;
-} mpi_window;
-
-dt_result dt_mpi_win_allocate(dt_comm *comm, size_t bytes, void **base, void **handle)
-{
-    dt_mpi_group *g = comm->sh->mpi;
-    mpi_window *mw = calloc(1, sizeof *mw);
-    if (!mw)
-        return dt_fail(DT_ERR_NOMEM, "dt_win_allocate: out of memory");
-    int rc = MPI_Comm_split_type(g->comm, MPI_COMM_TYPE_SHARED, comm->rank, MPI_INFO_NULL,
-                                 &mw->node);
-    int node_size = 0;
-    if (rc == MPI_SUCCESS)
-        MPI_Comm_size(mw->node, &node_size);
-    if (rc != MPI_SUCCESS || node_size != comm->size) {
-        /* every rank sees the same split: all refuse */
-        if (rc == MPI_SUCCESS)
-            MPI_Comm_free(&mw->node);
-        free(mw);
-        return rc != MPI_SUCCESS ? dt_mpi_fail(rc, "dt_win_allocate: MPI_Comm_split_type")
-            : dt_fail(DT_ERR_UNSUPPORTED, "dt_win_allocate: the %d ranks are not all on one "
-                      "machine (%d share rank %d's memory): a window is one machine's shared "
-                      "memory", comm->size, node_size, comm->rank);
-    }
-    void *mine = NULL, *shared = NULL;
-    rc = MPI_Win_allocate_shared(comm->rank == 0 ? (MPI_Aint)bytes : 0, 1, MPI_INFO_NULL,
-                                 mw->node, &mine, &mw->win);
-    MPI_Aint size = 0;
-    int disp = 0;
-    if (rc == MPI_SUCCESS)
-        rc = MPI_Win_shared_query(mw->win, 0, &size, &disp, &shared);
-    if (rc == MPI_SUCCESS && comm->rank == 0)
-        memset(shared, 0, bytes);
-    if (rc == MPI_SUCCESS) /* nobody uses it before it is zeroed */
-        rc = MPI_Barrier(mw->node);
-    if (rc != MPI_SUCCESS) {
-        MPI_Comm_free(&mw->node);
-        free(mw);
-        return dt_mpi_fail(rc, "dt_win_allocate: MPI_Win_allocate_shared");
-    }
-    *base = shared;
-    *handle = mw;
+    pthread_mutex_init(&l->lock, NULL);
     return DT_OK;
 }
 
-void dt_mpi_win_free(void *handle)
+/* Frees the launch's communicators, or keeps them after a failure. */
+static void close_launch(dt_mpi_launch *l, int keep)
 {
-    mpi_window *mw = handle;
-    MPI_Win_free(&mw->win);
-    MPI_Comm_free(&mw->node);
-    free(mw);
+    dt_mpi_board_free(l);
+    for (int i = 0; !keep && i < l->nretired; i++)
+        MPI_Comm_free(&l->retired[i]);
+    free(l->retired);
+    if (!keep)
+        MPI_Comm_free(&l->ctl);
+    pthread_mutex_destroy(&l->lock);
 }
 
-/* ---------------------------------------------------------------- the end */
-
-typedef struct {
-    int32_t result;
-    int32_t ran;     /* 1: this process ran a rank */
-    double when;     /* CLOCK_REALTIME of the failure */
-    char msg[DT_MPI_MSG_MAX];
-} end_rec;
-
-static double wall_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-/* Tells every other process that this rank failed (the side channel its
- * peers' waits look at), then waits for it to leave with the ends. */
-static void notify_failure(dt_mpi_launch *l, const char *msg, MPI_Request *reqs)
+void dt_mpi_notify_failure(dt_mpi_launch *l, const char *msg, MPI_Request *notes)
 {
     for (int p = 0; p < l->procs; p++)
-        reqs[p] = MPI_REQUEST_NULL;
+        notes[p] = MPI_REQUEST_NULL;
     for (int p = 0; p < l->procs; p++)
         if (p != l->me)
-            MPI_Isend(msg, DT_MPI_MSG_MAX, MPI_CHAR, p, TAG_FAILED, l->ctl, &reqs[p]);
+            MPI_Isend(msg, DT_MPI_MSG_MAX, MPI_CHAR, p, DT_MPI_TAG_FAILED, l->ctl, &notes[p]);
 }
 
-/* Waits for reqs[0..k) and the failure notices (NULL: none sent), napping
- * while ranks still run. No deadline here, as the thread backend's join has
+/* Waits for reqs[0..k), answering dt_recv_any's questions and napping while
+ * ranks still run. No deadline here, as the thread backend's join has
  * none: a rank still running is in its own code or in a libdt call, whose
  * waits have theirs (a rank that computes forever is the grader's to stop). */
-static void wait_all(MPI_Request *reqs, int k, MPI_Request *notes, int n)
+static void wait_all(dt_mpi_launch *l, MPI_Request *reqs, int k)
 {
     long nap_ns = 50000;
     for (;;) {
@@ -256,14 +146,9 @@ static void wait_all(MPI_Request *reqs, int k, MPI_Request *notes, int n)
                 MPI_Test(&reqs[p], &flag, MPI_STATUS_IGNORE);
             all = all && flag;
         }
-        for (int p = 0; notes && p < n; p++) {
-            int flag = 1;
-            if (notes[p] != MPI_REQUEST_NULL)
-                MPI_Test(&notes[p], &flag, MPI_STATUS_IGNORE);
-            all = all && flag;
-        }
         if (all)
             return;
+        dt_mpi_serve(l);
         /* ranks still run: leave them the cores, the more the longer they run */
         struct timespec nap = {0, nap_ns};
         nanosleep(&nap, NULL);
@@ -271,39 +156,8 @@ static void wait_all(MPI_Request *reqs, int k, MPI_Request *notes, int n)
     }
 }
 
-/* Every process sends its end to every other, and each rank of the launch
- * its out block (dt_rank_out) to every other process; the launch's result
- * is the first failure in time. */
-static dt_result exchange_ends(dt_mpi_launch *l, end_rec *ends, MPI_Request *notes,
-                               const dt_resolved *res)
-{
-    int n = l->procs, ranks = res->o.nranks;
-    char *out = res->o.out;
-    size_t bytes = res->o.out_bytes;
-    MPI_Request *reqs = malloc(sizeof *reqs * 4 * (size_t)n);
-    if (!reqs)
-        return dt_fail(DT_ERR_NOMEM, "dt_launch: out of memory for %d ends", n);
-    for (int p = 0; p < 4 * n; p++)
-        reqs[p] = MPI_REQUEST_NULL;
-    for (int p = 0; p < n; p++) {
-        if (p == l->me)
-            continue;
-        MPI_Irecv(&ends[p], sizeof *ends, MPI_BYTE, p, TAG_END, l->ctl, &reqs[p]);
-        MPI_Isend(&ends[l->me], sizeof *ends, MPI_BYTE, p, TAG_END, l->ctl, &reqs[n + p]);
-        if (out && p < ranks)
-            MPI_Irecv(out + (size_t)p * bytes, (int)bytes, MPI_BYTE, p, TAG_OUT, l->ctl,
-                      &reqs[2 * n + p]);
-        if (out && l->me < ranks)
-            MPI_Isend(out + (size_t)l->me * bytes, (int)bytes, MPI_BYTE, p, TAG_OUT, l->ctl,
-                      &reqs[3 * n + p]);
-    }
-    wait_all(reqs, 4 * n, notes, n);
-    free(reqs);
-    return DT_OK;
-}
-
 /* The first failure in time, named as the other backends name it. */
-static dt_result first_failure(const end_rec *ends, int n)
+static dt_result first_failure(const dt_mpi_end *ends, int n)
 {
     int best = -1;
     for (int p = 0; p < n; p++)
@@ -315,12 +169,55 @@ static dt_result first_failure(const end_rec *ends, int n)
     return dt_fail((dt_result)ends[best].result, "rank %d: %s", best, ends[best].msg);
 }
 
-/* ---------------------------------------------------------------- the launch */
+dt_result dt_mpi_launch_close(dt_mpi_launch *l, const dt_mpi_end *mine, MPI_Request *notes,
+                              char *out, size_t out_bytes, int nranks)
+{
+    int n = l->procs, answered = dt_mpi_board_finish(l, l->timeout_s);
+    dt_mpi_end *ends = calloc((size_t)n, sizeof *ends);
+    MPI_Request *reqs = calloc(5 * (size_t)n, sizeof *reqs);
+    if (!ends || !reqs) {
+        free(ends);
+        free(reqs);
+        close_launch(l, 1);
+        return dt_fail(DT_ERR_NOMEM, "dt_launch: out of memory for %d ends", n);
+    }
+    ends[l->me] = *mine;
+    for (int p = 0; p < 5 * n; p++)
+        reqs[p] = notes && p >= 4 * n ? notes[p - 4 * n] : MPI_REQUEST_NULL;
+    for (int p = 0; p < n; p++) {
+        if (p == l->me)
+            continue;
+        MPI_Irecv(&ends[p], sizeof *ends, MPI_BYTE, p, DT_MPI_TAG_END, l->ctl, &reqs[p]);
+        MPI_Isend(&ends[l->me], sizeof *ends, MPI_BYTE, p, DT_MPI_TAG_END, l->ctl,
+                  &reqs[n + p]);
+        if (out && p < nranks)
+            MPI_Irecv(out + (size_t)p * out_bytes, (int)out_bytes, MPI_BYTE, p, DT_MPI_TAG_OUT,
+                      l->ctl, &reqs[2 * n + p]);
+        if (out && l->me < nranks)
+            MPI_Isend(out + (size_t)l->me * out_bytes, (int)out_bytes, MPI_BYTE, p,
+                      DT_MPI_TAG_OUT, l->ctl, &reqs[3 * n + p]);
+    }
+    wait_all(l, reqs, 5 * n);
+    dt_result r = first_failure(ends, n);
+    close_launch(l, r != DT_OK || !answered || atomic_load(&l->failed));
+    free(ends);
+    free(reqs);
+    return r;
+}
+
+/* ---------------------------------------------------------------- the rank */
+
+static double wall_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
 
 /* Runs this process's rank of the launch: the job and its world group of
  * n ranks, in this process's memory. */
 static dt_result run_rank(const dt_resolved *res, dt_mpi_launch *l, MPI_Comm world_comm,
-                          dt_rank_fn fn, void *arg, end_rec *mine)
+                          dt_rank_fn fn, void *arg, dt_mpi_end *mine)
 {
     int n = res->o.nranks, ran = 0;
     double wall0 = dt_now();
@@ -335,7 +232,7 @@ static dt_result run_rank(const dt_resolved *res, dt_mpi_launch *l, MPI_Comm wor
         dt_comm_shared_unref(job, job->world);
         for (int i = 0; i < n; i++)
             world[i] = i;
-        job->world = shared_new(job, n, world, world_comm, l);
+        job->world = dt_mpi_shared_new(job, n, world, world_comm, l);
         world_comm = MPI_COMM_NULL; /* the group owns it now, or it was freed */
         if (!job->world)
             r = dt_fail(DT_ERR_NOMEM, "dt_launch: out of memory for the world group");
@@ -346,6 +243,7 @@ static dt_result run_rank(const dt_resolved *res, dt_mpi_launch *l, MPI_Comm wor
         dt_rank_ctx_init(rc, job, l->me, res);
         rc->ops = &dt_mpi_ops;
         rc->mem = dt_mem_ctx_create();
+        l->board = &job->board[l->me];
         r = dt_rank_run(rc, fn, arg);
         ran = 1;
         if (r != DT_OK)
@@ -365,6 +263,7 @@ static dt_result run_rank(const dt_resolved *res, dt_mpi_launch *l, MPI_Comm wor
         dt_rank_ctx_destroy(rc);
         dt_mem_ctx_release(rc->mem);
     }
+    l->board = NULL; /* dt_recv_any's answers say "ended" from here on */
     mine->result = (int32_t)r;
     mine->when = wall_now();
     if (job && job->board)
@@ -375,31 +274,6 @@ static dt_result run_rank(const dt_resolved *res, dt_mpi_launch *l, MPI_Comm wor
     return r;
 }
 
-/* The control communicator, within the timeout (every process of the job
- * must come to this launch). */
-static dt_result make_ctl(dt_mpi_launch *l, double timeout_s, int me)
-{
-    MPI_Request req;
-    int rc = MPI_Comm_idup(MPI_COMM_WORLD, &l->ctl, &req);
-    if (rc != MPI_SUCCESS)
-        return dt_mpi_fail(rc, "MPI_Comm_idup");
-    double deadline = dt_now() + timeout_s;
-    for (;;) {
-        int flag = 0;
-        MPI_Test(&req, &flag, MPI_STATUS_IGNORE);
-        if (flag)
-            break;
-        if (dt_now() >= deadline)
-            return dt_fail(DT_ERR_TIMEOUT, "dt_launch (mpi): rank %d waited %g s for every "
-                           "process of the MPI job to come to this launch", me, timeout_s);
-        sched_yield();
-    }
-    MPI_Comm_set_errhandler(l->ctl, MPI_ERRORS_RETURN);
-    MPI_Comm_size(l->ctl, &l->procs);
-    MPI_Comm_rank(l->ctl, &l->me);
-    return DT_OK;
-}
-
 dt_result dt_launch_mpi(const dt_resolved *res, dt_rank_fn fn, void *arg)
 {
     int me, procs, n = res->o.nranks;
@@ -407,61 +281,47 @@ dt_result dt_launch_mpi(const dt_resolved *res, dt_rank_fn fn, void *arg)
         return dt_fail(DT_ERR_INVALID_ARG, "dt_launch: the mpi backend runs in processes "
                        "started by mpirun (OMPI_COMM_WORLD_SIZE or PMI_SIZE is not set): "
                        "mpirun -np %d PROGRAM", n);
-    DT_TRY(init_mpi());
+    DT_TRY(dt_mpi_init_once());
     MPI_Comm_size(MPI_COMM_WORLD, &procs);
     MPI_Comm_rank(MPI_COMM_WORLD, &me);
     if (n > procs)
         return dt_fail(DT_ERR_INVALID_ARG, "dt_launch: nranks = %d, but the MPI job has %d "
                        "processes (mpirun -np %d or more)", n, procs, n);
     dt_mpi_launch l;
-    memset(&l, 0, sizeof l);
-    pthread_mutex_init(&l.lock, NULL);
-    dt_result r = make_ctl(&l, res->o.timeout_s, me);
-    if (r != DT_OK) {
-        pthread_mutex_destroy(&l.lock);
-        return r;
-    }
-    end_rec *ends = calloc((size_t)procs, sizeof *ends);
+    DT_TRY(dt_mpi_launch_open(&l, res->o.timeout_s));
     MPI_Request *notes = calloc((size_t)procs, sizeof *notes);
-    if (!ends || !notes) {
-        free(ends);
-        free(notes);
-        MPI_Comm_free(&l.ctl);
-        pthread_mutex_destroy(&l.lock);
+    if (!notes) {
+        close_launch(&l, 0);
         return dt_fail(DT_ERR_NOMEM, "dt_launch: out of memory for %d processes", procs);
     }
     if (res->o.out) /* a process that runs no rank gets the others' blocks */
         memset(res->o.out, 0, res->o.out_bytes * (size_t)n);
-    end_rec *mine = &ends[me];
+    dt_mpi_end mine = {0};
     int sent_notes = 0;
     if (me < n) {
-        mine->ran = 1;
+        mine.ran = 1;
         MPI_Comm world = MPI_COMM_NULL;
         int *ranks = malloc(sizeof(int) * (size_t)n);
         for (int i = 0; ranks && i < n; i++)
             ranks[i] = i;
-        r = ranks ? create_group(l.ctl, ranks, n, &world)
-                  : dt_fail(DT_ERR_NOMEM, "dt_launch: out of memory");
+        dt_result r = ranks ? dt_mpi_create_group(l.ctl, ranks, n, &world)
+                            : dt_fail(DT_ERR_NOMEM, "dt_launch: out of memory");
         free(ranks);
         if (r == DT_OK) {
-            r = run_rank(res, &l, world, fn, arg, mine);
+            r = run_rank(res, &l, world, fn, arg, &mine);
         } else {
-            mine->result = (int32_t)r;
-            mine->when = wall_now();
-            snprintf(mine->msg, sizeof mine->msg, "%s", dt_last_error());
+            mine.result = (int32_t)r;
+            mine.when = wall_now();
+            snprintf(mine.msg, sizeof mine.msg, "%s", dt_last_error());
         }
         if (r != DT_OK) {
-            notify_failure(&l, mine->msg, notes);
+            dt_mpi_notify_failure(&l, mine.msg, notes);
             sent_notes = 1;
         }
     }
-    r = exchange_ends(&l, ends, sent_notes ? notes : NULL, res);
-    if (r == DT_OK)
-        r = first_failure(ends, procs);
-    free(ends);
+    dt_result r = dt_mpi_launch_close(&l, &mine, sent_notes ? notes : NULL, res->o.out,
+                                      res->o.out_bytes, n);
     free(notes);
-    MPI_Comm_free(&l.ctl);
-    pthread_mutex_destroy(&l.lock);
     return r;
 }
 

@@ -3,10 +3,10 @@
  * the program as port.c applies it, so that the modeled clock, the ports
  * and the stats are the emulation's to the bit.
  *
- * What crosses the wire. Every message carries a header: the sender's
- * departure d (THE RULE, step 1), its size, and the signature and count of
- * the collective it belongs to (0 for a user message), so that the
- * receiver checks the match before it takes any byte.
+ * What crosses the wire. Every message starts with a header (dt_wire_hdr:
+ * the sender's departure d, its size, the signature and count of the
+ * collective it belongs to, 0 for a user message), so that the receiver
+ * checks the match before it takes any byte.
  *   eager (at most DT_EAGER_MAX bytes): one MPI message, header and data,
  *     from a copy (the sender's buffer is free at once, as in port.c); the
  *     send completes at d + w.
@@ -18,11 +18,24 @@
  * MPI keeps the messages of one (source, tag, communicator) in order, as
  * port.c's FIFO lists do.
  *
+ * Nothing is ever truncated: MPI libraries do not all handle a message
+ * longer than its receive (Open MPI's single-copy path writes past the
+ * buffer). A message's first part, header or eager message, is received
+ * into a buffer of DT_MPI_FIRST_MAX bytes, the most a first part holds; a
+ * rendezvous message's data is received only once its header said that it
+ * has the receive's size, and a mismatched one is taken into a buffer of
+ * its own size and dropped. So the data has a tag of its own: a
+ * collective's step sends one message to a peer, whose data follows its
+ * header's tag; the user messages of a pair of ranks, several of which may
+ * be posted at once, carry their number k in the pair's sequence (the k-th
+ * receive takes the k-th send: p2p.c counts them), channel 0's tag k.
+ *
  * Tags. MPI tags are 31 bits; a message's channel (user, a lane's
  * collectives, their acks, a lane's barrier-exchange) takes 3, and the
  * collective's kind, the low 8 bits of its number and the algorithm's step
  * the rest. Two calls 256 numbers apart never have messages in flight at
- * once on a communicator, except those a failure left behind. */
+ * once on a communicator, except those a failure left behind (the
+ * communicators of a failed launch are never reused: dt_mpi_launch). */
 #include "mpi.h"
 
 #ifdef DT_HAVE_MPI
@@ -38,22 +51,18 @@
 
 enum { CH_USER = 0, CH_USER_ACK, CH_COLL0, CH_ACK0, CH_COLL1, CH_ACK1, CH_SYNC0, CH_SYNC1 };
 
-typedef struct {
-    double depart;  /* send: d; ack: the time the receive was posted */
-    uint64_t bytes, count;
-    uint32_t sig, pad;
-} wire_hdr;
-_Static_assert(sizeof(wire_hdr) == 32, "a header is 32 bytes");
-
 /* A posted MPI message: the dt_msg of port.h (its fields as port.c uses
  * them) and the MPI side. */
 typedef struct {
     dt_msg m;
-    MPI_Request req[3]; /* send: data, header, ack; receive: data, header, ack */
-    wire_hdr hdr;       /* send: what it sent; receive: what came */
-    wire_hdr ack;       /* send: what came back; receive: what it sent back */
+    MPI_Request req[3]; /* send: data, first part, ack; receive: the same */
+    dt_wire_hdr hdr;    /* send: what it sent; receive: what came */
+    dt_wire_hdr ack;    /* send: what came back; receive: what it sent back */
     int rendezvous;
-    char *stage;        /* eager: header and data in one buffer, after the struct */
+    char *stage;        /* the first part: header and an eager message's data */
+    MPI_Comm comm;      /* receive: where its data comes from ... */
+    int data_tag;       /* ... with this tag (data_posted once it is posted) */
+    int data_posted;
 } mpi_msg;
 
 static dt_mpi_group *group_of(const dt_call *call) { return call->comm->sh->mpi; }
@@ -67,9 +76,21 @@ static int wire_tag(int chan, uint64_t tag)
     return (int)((uint64_t)chan << 28 | kind1 << 24 | seq << 16 | step);
 }
 
+_Static_assert(CH_USER == 0 && DT_MPI_USER_TAG == 0, "user first parts: channel 0, tag 0");
+
 static int data_chan(const dt_call *call, uint64_t tag)
 {
     return tag == 0 ? CH_USER : call->lane == 0 ? CH_COLL0 : CH_COLL1;
+}
+
+/* A rendezvous message's data (see the top): a user message's k, 1 ..
+ * 65535 over and over (0 is the first parts' tag), else its header's. */
+static int data_tag(dt_call *call, int peer, uint64_t tag, int sending)
+{
+    if (tag != 0)
+        return wire_tag(data_chan(call, tag), tag);
+    uint32_t k = sending ? call->comm->sent_to[peer] : call->comm->posted_from[peer];
+    return 1 + (int)((k - 1) % 0xffff);
 }
 
 dt_result dt_mpi_fail(int code, const char *what)
@@ -85,95 +106,14 @@ dt_result dt_mpi_fail(int code, const char *what)
     return dt_fail(r, "%s: %s", what, text);
 }
 
-/* ---------------------------------------------------------------- waiting */
-
-dt_result dt_mpi_check_failed(dt_mpi_launch *l)
-{
-    if (!atomic_load(&l->failed)) {
-        int flag = 0;
-        MPI_Message msg;
-        MPI_Status st;
-        MPI_Improbe(MPI_ANY_SOURCE, 1, l->ctl, &flag, &msg, &st);
-        if (!flag)
-            return DT_OK;
-        char why[DT_MPI_MSG_MAX];
-        MPI_Mrecv(why, DT_MPI_MSG_MAX, MPI_CHAR, &msg, MPI_STATUS_IGNORE);
-        why[DT_MPI_MSG_MAX - 1] = 0;
-        pthread_mutex_lock(&l->lock);
-        if (!atomic_load(&l->failed)) {
-            snprintf(l->failed_msg, sizeof l->failed_msg, "%s", why);
-            atomic_store(&l->failed, 1 + st.MPI_SOURCE);
-        }
-        pthread_mutex_unlock(&l->lock);
-    }
-    pthread_mutex_lock(&l->lock);
-    dt_result r = dt_fail(DT_ERR_PEER_DIED, "rank %d failed: %s", atomic_load(&l->failed) - 1,
-                          l->failed_msg);
-    pthread_mutex_unlock(&l->lock);
-    return r;
-}
-
-/* 1 when every request completed; *err: the first MPI error. */
-static int all_done(MPI_Request *reqs, int n, int *err)
-{
-    int done = 1;
-    for (int i = 0; i < n; i++) {
-        if (reqs[i] == MPI_REQUEST_NULL)
-            continue;
-        int flag = 0;
-        int rc = MPI_Test(&reqs[i], &flag, MPI_STATUS_IGNORE);
-        if (rc != MPI_SUCCESS) {
-            *err = rc;
-            return 1;
-        }
-        done = done && flag;
-    }
-    return done;
-}
-
-/* Spin while every rank may have a core (the job's spin_s), then yield:
- * MPI progresses only inside its calls, so the wait keeps calling them. */
-dt_result dt_mpi_poll(dt_call *call, dt_mpi_launch *l, MPI_Request *reqs, int n,
-                      const char *what, int peer)
-{
-    int err = MPI_SUCCESS;
-    if (all_done(reqs, n, &err))
-        return err == MPI_SUCCESS ? DT_OK : dt_mpi_fail(err, what);
-    dt_job *job = dt_call_job(call);
-    double t0 = dt_now(), deadline = t0 + job->timeout_s, next_check = t0;
-    for (unsigned i = 1;; i++) {
-        if (all_done(reqs, n, &err))
-            return err == MPI_SUCCESS ? DT_OK : dt_mpi_fail(err, what);
-        if (i % 16)
-            continue;
-        double now = dt_now();
-        if (now >= next_check) { /* a failure notice, about every millisecond */
-            DT_TRY(dt_mpi_check_failed(l));
-            next_check = now + 1e-3;
-        }
-        if (now >= deadline) {
-            const char *in = call->kind >= 0 && call->kind < DT_NUM_COLLS
-                                 ? dt_coll_name(call->kind) : "setup";
-            return dt_fail(DT_ERR_TIMEOUT, "timeout after %g s in %s #%ld: rank %d waits for "
-                           "%s rank %d (mpi backend: the other ranks' state is not visible)",
-                           job->timeout_s, in, call->seq, call->comm->rank, what, peer);
-        }
-        if (now - t0 > job->spin_s)
-            sched_yield();
-    }
-}
-
 /* ---------------------------------------------------------------- posting */
 
 static mpi_msg *msg_new(dt_call *call, dt_msg_dir dir, int peer, const void *buf, size_t bytes,
                         uint64_t tag)
 {
-    /* one allocation: an eager message's stage (header, then data) follows it */
-    int rendezvous = bytes > DT_EAGER_MAX;
-    mpi_msg *x = malloc(sizeof *x + (rendezvous ? 0 : sizeof(wire_hdr) + bytes));
+    mpi_msg *x = calloc(1, sizeof *x);
     if (!x)
         return NULL;
-    memset(x, 0, sizeof *x);
     for (int i = 0; i < 3; i++)
         x->req[i] = MPI_REQUEST_NULL;
     x->m.dir = dir;
@@ -184,44 +124,58 @@ static mpi_msg *msg_new(dt_call *call, dt_msg_dir dir, int peer, const void *buf
     x->m.buf = (void *)buf;
     x->m.sig = call->sig;
     x->m.count = call->count;
-    x->rendezvous = rendezvous;
-    x->stage = rendezvous ? NULL : (char *)(x + 1);
+    x->rendezvous = bytes > DT_EAGER_MAX;
+    x->comm = group_of(call)->comm;
+    x->data_tag = data_tag(call, peer, tag, dir == DT_MSG_SEND);
+    /* a send's first part holds its header and an eager message's data; a
+     * receive's, whatever a sender's first part may hold */
+    size_t stage = dir == DT_MSG_RECV ? DT_MPI_FIRST_MAX
+                   : sizeof(dt_wire_hdr) + (x->rendezvous ? 0 : bytes);
+    x->stage = malloc(stage);
+    if (!x->stage) {
+        free(x);
+        return NULL;
+    }
     return x;
 }
 
 static dt_result too_big(size_t bytes)
 {
     return dt_fail(DT_ERR_UNSUPPORTED, "the mpi backend sends at most %d bytes in one message, "
-                   "not %zu", INT_MAX - (int)sizeof(wire_hdr), bytes);
+                   "not %zu", INT_MAX - (int)sizeof(dt_wire_hdr), bytes);
 }
 
 dt_result dt_mpi_isend(dt_call *call, int peer, const void *buf, size_t bytes, uint64_t tag,
                        dt_xfer *out)
 {
-    if (bytes > (size_t)INT_MAX - sizeof(wire_hdr))
+    if (bytes > (size_t)INT_MAX - sizeof(dt_wire_hdr))
         return too_big(bytes);
     *out = (dt_xfer){NULL, call->t};
     mpi_msg *x = msg_new(call, DT_MSG_SEND, peer, buf, bytes, tag);
     if (!x)
         return dt_fail(DT_ERR_NOMEM, "out of memory for a message");
-    MPI_Comm comm = group_of(call)->comm;
+    dt_mpi_launch *l = group_of(call)->launch;
+    if (tag == 0) { /* a user message: dt_recv_any's answers count it */
+        dt_mpi_count_send(l, call->comm, peer);
+        dt_mpi_serve(l);
+    }
     int chan = data_chan(call, tag), wtag = wire_tag(chan, tag);
     x->m.depart = dt_net_depart(call_net(call), call->ports, call->t, (double)bytes);
-    x->hdr = (wire_hdr){x->m.depart, bytes, call->count, call->sig, 0};
+    x->hdr = (dt_wire_hdr){x->m.depart, bytes, call->count, call->sig, 0};
+    memcpy(x->stage, &x->hdr, sizeof x->hdr);
     int rc;
     if (!x->rendezvous) {
-        memcpy(x->stage, &x->hdr, sizeof x->hdr);
         if (bytes)
             memcpy(x->stage + sizeof x->hdr, buf, bytes);
-        rc = MPI_Isend(x->stage, (int)(sizeof x->hdr + bytes), MPI_BYTE, peer, wtag, comm,
-                       &x->req[0]);
+        rc = MPI_Isend(x->stage, (int)(sizeof x->hdr + bytes), MPI_BYTE, peer, wtag, x->comm,
+                       &x->req[1]);
     } else {
-        rc = MPI_Irecv(&x->ack, sizeof x->ack, MPI_BYTE, peer, wire_tag(chan + 1, tag), comm,
+        rc = MPI_Irecv(&x->ack, sizeof x->ack, MPI_BYTE, peer, wire_tag(chan + 1, tag), x->comm,
                        &x->req[2]);
         if (rc == MPI_SUCCESS)
-            rc = MPI_Isend(&x->hdr, sizeof x->hdr, MPI_BYTE, peer, wtag, comm, &x->req[1]);
+            rc = MPI_Isend(x->stage, sizeof x->hdr, MPI_BYTE, peer, wtag, x->comm, &x->req[1]);
         if (rc == MPI_SUCCESS)
-            rc = MPI_Isend(buf, (int)bytes, MPI_BYTE, peer, wtag, comm, &x->req[0]);
+            rc = MPI_Isend(buf, (int)bytes, MPI_BYTE, peer, x->data_tag, x->comm, &x->req[0]);
     }
     dt_call_traffic(call, 1, bytes, 1);
     out->m = &x->m;
@@ -231,7 +185,7 @@ dt_result dt_mpi_isend(dt_call *call, int peer, const void *buf, size_t bytes, u
 dt_result dt_mpi_irecv(dt_call *call, int peer, void *buf, size_t bytes, uint64_t tag,
                        dt_xfer *out)
 {
-    if (bytes > (size_t)INT_MAX - sizeof(wire_hdr))
+    if (bytes > (size_t)INT_MAX - sizeof(dt_wire_hdr))
         return too_big(bytes);
     *out = (dt_xfer){NULL, call->t};
     if (peer < 0)
@@ -239,21 +193,21 @@ dt_result dt_mpi_irecv(dt_call *call, int peer, void *buf, size_t bytes, uint64_
     mpi_msg *x = msg_new(call, DT_MSG_RECV, peer, buf, bytes, tag);
     if (!x)
         return dt_fail(DT_ERR_NOMEM, "out of memory for a message");
-    MPI_Comm comm = group_of(call)->comm;
     int chan = data_chan(call, tag), wtag = wire_tag(chan, tag);
     x->m.posted = call->t;
-    int rc;
-    if (!x->rendezvous) {
-        rc = MPI_Irecv(x->stage, (int)(sizeof(wire_hdr) + bytes), MPI_BYTE, peer, wtag, comm,
-                       &x->req[1]);
+    char *early = NULL;
+    int early_bytes = 0, rc = MPI_SUCCESS;
+    if (tag == 0 && dt_mpi_take_early(group_of(call), peer, &early, &early_bytes)) {
+        memcpy(x->stage, early, (size_t)early_bytes); /* at most DT_MPI_FIRST_MAX */
+        free(early);
     } else {
-        x->ack = (wire_hdr){call->t, bytes, call->count, call->sig, 0};
-        rc = MPI_Irecv(&x->hdr, sizeof x->hdr, MPI_BYTE, peer, wtag, comm, &x->req[1]);
-        if (rc == MPI_SUCCESS)
-            rc = MPI_Irecv(buf, (int)bytes, MPI_BYTE, peer, wtag, comm, &x->req[0]);
-        if (rc == MPI_SUCCESS)
-            rc = MPI_Isend(&x->ack, sizeof x->ack, MPI_BYTE, peer, wire_tag(chan + 1, tag), comm,
-                           &x->req[2]);
+        rc = MPI_Irecv(x->stage, (int)DT_MPI_FIRST_MAX, MPI_BYTE, peer, wtag, x->comm,
+                       &x->req[1]);
+    }
+    if (rc == MPI_SUCCESS && x->rendezvous) {
+        x->ack = (dt_wire_hdr){call->t, bytes, call->count, call->sig, 0};
+        rc = MPI_Isend(&x->ack, sizeof x->ack, MPI_BYTE, peer, wire_tag(chan + 1, tag), x->comm,
+                       &x->req[2]);
     }
     out->m = &x->m;
     return rc == MPI_SUCCESS ? DT_OK : dt_mpi_fail(rc, "MPI_Irecv");
@@ -282,38 +236,73 @@ static void release(mpi_msg *x)
             leak = 1;
         }
     }
-    if (!leak)
-        free(x);
+    if (leak)
+        return;
+    free(x->stage);
+    free(x);
 }
 
 /* Whether the other side's header (or ack) describes the same message. */
-static int same(const mpi_msg *x, const wire_hdr *h)
+static int same(const mpi_msg *x, const dt_wire_hdr *h)
 {
     return h->bytes == x->m.bytes && h->sig == x->m.sig && h->count == x->m.count;
+}
+
+/* A receive whose first part has come: its header, and the data's receive
+ * posted when the header says it fits (else wait_recv deals with it). */
+static int first_part_in(mpi_msg *x)
+{
+    if (x->req[1] != MPI_REQUEST_NULL)
+        return 0;
+    memcpy(&x->hdr, x->stage, sizeof x->hdr);
+    if (x->rendezvous && !x->data_posted && same(x, &x->hdr)) {
+        MPI_Irecv(x->m.buf, (int)x->m.bytes, MPI_BYTE, x->m.port_rank, x->data_tag, x->comm,
+                  &x->req[0]);
+        x->data_posted = 1;
+    }
+    return 1;
+}
+
+/* A mismatched sender's rendezvous data, taken (into a buffer its size)
+ * and dropped, so that no later receive gets it. */
+static void drop_data(dt_call *call, mpi_msg *x)
+{
+    dt_mpi_launch *l = group_of(call)->launch;
+    if (x->hdr.bytes <= DT_EAGER_MAX || x->hdr.bytes > INT_MAX)
+        return;
+    char *sink = malloc(x->hdr.bytes);
+    MPI_Request req = MPI_REQUEST_NULL;
+    if (sink && MPI_Irecv(sink, (int)x->hdr.bytes, MPI_BYTE, x->m.port_rank, x->data_tag,
+                          x->comm, &req) == MPI_SUCCESS) {
+        char keep[512];
+        snprintf(keep, sizeof keep, "%s", dt_last_error());
+        if (dt_mpi_poll(call, l, &req, 1, "the data of a mismatched message from",
+                        x->m.port_rank) != DT_OK && req != MPI_REQUEST_NULL) {
+            MPI_Cancel(&req);
+            MPI_Request_free(&req);
+        }
+        dt_fail(DT_ERR_MISMATCH, "%s", keep);
+    }
+    free(sink);
 }
 
 static dt_result wait_recv(dt_call *call, mpi_msg *x, int *src)
 {
     dt_mpi_launch *l = group_of(call)->launch;
     int peer = x->m.port_rank;
-    dt_result r = dt_mpi_poll(call, l, &x->req[1], 1, "a message from", peer);
-    if (r == DT_OK && !x->rendezvous)
-        memcpy(&x->hdr, x->stage, sizeof x->hdr);
-    if (r == DT_ERR_MISMATCH) { /* truncated: the sender sent more than this receive takes */
-        dt_fail(DT_ERR_MISMATCH, "rank %d receives %zu bytes from rank %d, which sends more "
-                "(%s)", call->comm->rank, x->m.bytes, peer, dt_last_error());
-        return call->sig ? dt_comm_poison(call->comm, DT_ERR_MISMATCH) : DT_ERR_MISMATCH;
-    }
-    DT_TRY(r);
+    DT_TRY(dt_mpi_poll(call, l, &x->req[1], 1, "a message from", peer));
+    first_part_in(x);
     if (!same(x, &x->hdr)) {
         if (x->hdr.bytes > DT_EAGER_MAX && !x->rendezvous) { /* it waits for an ack */
-            wire_hdr nack = {x->m.posted, x->m.bytes, x->m.count, x->m.sig, 0};
+            dt_wire_hdr nack = {x->m.posted, x->m.bytes, x->m.count, x->m.sig, 0};
             int chan = data_chan(call, x->m.tag);
             MPI_Send(&nack, sizeof nack, MPI_BYTE, peer, wire_tag(chan + 1, x->m.tag),
-                     group_of(call)->comm);
+                     x->comm);
         }
-        return dt_msg_mismatch(call, peer, x->m.bytes, x->hdr.sig, x->hdr.count,
-                               x->hdr.bytes, 0);
+        dt_result r = dt_msg_mismatch(call, peer, x->m.bytes, x->hdr.sig, x->hdr.count,
+                                      x->hdr.bytes, 0);
+        drop_data(call, x);
+        return r;
     }
     DT_TRY(dt_mpi_poll(call, l, x->req, 3, "the data of a message from", peer));
     if (!x->rendezvous && x->m.bytes)
@@ -361,11 +350,22 @@ dt_result dt_mpi_wait(dt_call *call, dt_xfer *xf, int *src)
     return r;
 }
 
+/* Never blocks; moves a receive on (its data's receive is posted once its
+ * header is in), as MPI_Test does. */
 int dt_mpi_done(const dt_xfer *xf)
 {
     if (!xf->m)
         return 1;
     mpi_msg *x = (mpi_msg *)xf->m;
+    if (x->m.dir == DT_MSG_RECV) {
+        int flag = 1;
+        if (x->req[1] != MPI_REQUEST_NULL) /* MPI_Test frees it once complete */
+            MPI_Test(&x->req[1], &flag, MPI_STATUS_IGNORE);
+        if (!flag)
+            return 0;
+        if (first_part_in(x) && !same(x, &x->hdr))
+            return 1; /* a mismatch: dt_mpi_wait says so */
+    }
     for (int i = 0; i < 3; i++) {
         int flag = 1;
         if (x->req[i] != MPI_REQUEST_NULL)
@@ -433,38 +433,9 @@ static dt_result mpi_recv(dt_call *call, int peer, void *buf, size_t bytes, dt_x
     return dt_mpi_irecv(call, peer, buf, bytes, 0, out);
 }
 
-/* dt_recv_any: the first sender whose user message MPI has here. Not the
- * emulation's rule (the first in modeled time): the ranks' boards that it
- * reads are not shared between MPI processes. */
-static dt_result mpi_choose_any(dt_call *call, size_t bytes, int *src)
-{
-    (void)bytes;
-    dt_mpi_group *g = group_of(call);
-    dt_job *job = dt_call_job(call);
-    double deadline = dt_now() + job->timeout_s;
-    for (unsigned i = 1;; i++) {
-        int flag = 0;
-        MPI_Status st;
-        int rc = MPI_Iprobe(MPI_ANY_SOURCE, wire_tag(CH_USER, 0), g->comm, &flag, &st);
-        if (rc != MPI_SUCCESS)
-            return dt_mpi_fail(rc, "MPI_Iprobe");
-        if (flag) {
-            *src = st.MPI_SOURCE;
-            return DT_OK;
-        }
-        if (i % 64)
-            continue;
-        DT_TRY(dt_mpi_check_failed(g->launch));
-        if (dt_now() >= deadline)
-            return dt_fail(DT_ERR_TIMEOUT, "timeout after %g s in dt_recv_any: rank %d waits "
-                           "for a message from any rank", job->timeout_s, call->comm->rank);
-        sched_yield();
-    }
-}
-
 const dt_backend_ops dt_mpi_ops = {
     "mpi", dt_emulated_collective, mpi_send, mpi_recv, dt_mpi_wait, dt_mpi_done,
-    dt_mpi_cancel, mpi_choose_any,
+    dt_mpi_cancel, dt_mpi_choose_any,
 };
 
 #endif /* DT_HAVE_MPI */

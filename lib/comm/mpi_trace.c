@@ -12,8 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define TAG_TRACE 3
-
 /* Rank 0 takes the others' events, in rank order, and writes the file. */
 static dt_result write_all(dt_mpi_launch *l, int n, const char *path, dt_trace_ev *mine,
                            size_t nmine)
@@ -26,14 +24,14 @@ static dt_result write_all(dt_mpi_launch *l, int n, const char *path, dt_trace_e
         ptrs[i] = &rcs[i];
         uint64_t count = nmine;
         if (i > 0)
-            MPI_Recv(&count, 1, MPI_UINT64_T, i, TAG_TRACE, l->ctl, MPI_STATUS_IGNORE);
+            MPI_Recv(&count, 1, MPI_UINT64_T, i, DT_MPI_TAG_TRACE, l->ctl, MPI_STATUS_IGNORE);
         rcs[i].ntrace = (size_t)count;
         rcs[i].trace = i == 0 ? mine : malloc(sizeof(dt_trace_ev) * (size_t)count + 1);
         if (i > 0 && rcs[i].trace)
-            MPI_Recv(rcs[i].trace, (int)(sizeof(dt_trace_ev) * count), MPI_BYTE, i, TAG_TRACE,
+            MPI_Recv(rcs[i].trace, (int)(sizeof(dt_trace_ev) * count), MPI_BYTE, i, DT_MPI_TAG_TRACE,
                      l->ctl, MPI_STATUS_IGNORE);
         else if (i > 0) /* take the message anyway, and say so */
-            MPI_Recv(NULL, 0, MPI_BYTE, i, TAG_TRACE, l->ctl, MPI_STATUS_IGNORE),
+            MPI_Recv(NULL, 0, MPI_BYTE, i, DT_MPI_TAG_TRACE, l->ctl, MPI_STATUS_IGNORE),
                 r = dt_fail(DT_ERR_NOMEM, "DT_TRACE: out of memory for rank %d's events", i);
     }
     if (r == DT_OK)
@@ -55,8 +53,8 @@ dt_result dt_mpi_trace(dt_mpi_launch *l, int n, const char *path, dt_trace_ev *e
     if (l->me == 0)
         return write_all(l, n, path, ev, nev);
     uint64_t count = nev;
-    MPI_Send(&count, 1, MPI_UINT64_T, 0, TAG_TRACE, l->ctl);
-    MPI_Send(ev, (int)(sizeof *ev * nev), MPI_BYTE, 0, TAG_TRACE, l->ctl);
+    MPI_Send(&count, 1, MPI_UINT64_T, 0, DT_MPI_TAG_TRACE, l->ctl);
+    MPI_Send(ev, (int)(sizeof *ev * nev), MPI_BYTE, 0, DT_MPI_TAG_TRACE, l->ctl);
     return DT_OK;
 }
 

@@ -30,6 +30,7 @@ typedef struct dt_rec {
         } bufs;
         struct {                /* dt_comm_split */
             int64_t color, key;
+            int64_t next_id;    /* mpi: the id this process would give a group */
         } split;
         struct {                /* dt_comm_split, second round */
             uint64_t group, failed;

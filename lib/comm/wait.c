@@ -97,7 +97,11 @@ dt_result dt_wait_until(dt_call *call, int (*cond)(const void *), const void *ar
             return DT_OK;
         /* a mismatch first: the rank that found it may have ended since */
         DT_TRY(dt_diag_check(call)); /* the others called the same, if they wait too */
-        DT_TRY(dt_check_peers(job));
+        dt_result peers = dt_check_peers(job);
+        if (peers != DT_OK) { /* a rank that failed of a mismatch found since the check */
+            DT_TRY(dt_comm_poisoned(call->comm));
+            return peers;
+        }
         double now = dt_now();
         if (now >= deadline)
             return timeout(call, job);

@@ -4,7 +4,7 @@
  * the thread backend, the arena in the proc backend, which every process
  * maps at the same address) and hands the address to the others through
  * the barrier-exchange. On the mpi backend, MPI_Win_allocate_shared
- * (mpi_launch.c) gives the processes of one machine the region. And
+ * (mpi_group.c) gives the processes of one machine the region. And
  * dt_alloc_shared: one rank's buffer in that same shared memory, which the
  * collectives then address directly. */
 #include "diag.h"
@@ -23,7 +23,7 @@ struct dt_win {
     dt_comm *comm;
     void *base;
     size_t bytes;
-    void *mpi; /* the mpi backend's window (mpi_launch.c), else NULL */
+    void *mpi; /* the mpi backend's window (mpi_group.c), else NULL */
 };
 
 static dt_result win_sync(dt_comm *comm, dt_rec *mine, const dt_rec **all)

@@ -21,6 +21,13 @@
  *   .race = 1       race-sensitive: the race is the lab's bug, so `make check`
  *                   also runs it from a ThreadSanitizer build of the lab,
  *                   and a reported race fails it
+ *   .own_backend = 1  the test picks its backends itself (it sets
+ *                   dt_launch_opts.backend: the proc launcher, dtrun's
+ *                   programs, thread against proc): under `BACKEND=mpi`
+ *                   it runs once, as itself, not under mpirun. Every other
+ *                   test takes the backend from DT_BACKEND (dt_launch_opts_init)
+ *                   and, under `BACKEND=mpi`, runs in every process of
+ *                   `mpirun -np DT_MPI_NP` (test_main.c)
  *   .as_mib         address space per process, MiB (default 4096)
  *   .cpu_s          CPU seconds per process (default twice the timeout)
  *   .fsize_mib      size of a file the test writes, MiB (default 64)
@@ -50,6 +57,7 @@ typedef struct dt_test {
     const char *file;
     double timeout_s; /* 0: 10 s */
     int race;
+    int own_backend; /* 1: not run under mpirun (see above) */
     double as_mib, cpu_s, fsize_mib;
     int tasks;
     struct dt_test *next;

@@ -278,11 +278,12 @@ dt_result dt_test_on_backend(int world_rank, dt_backend backend)
  * stays the test's own for the grader: it waits for mpirun and passes when
  * every process did (mpirun's status 0). The ranks' output goes where this
  * process's goes; the channel stays here (chan_keep_private closed it on
- * exec). -1: not asked for, or already inside an MPI job. */
-static int run_under_mpirun(const char *self, const char *name)
+ * exec). -1: not asked for, already inside an MPI job, or a test that picks
+ * its backends itself (.own_backend: it runs once, here). */
+static int run_under_mpirun(const char *self, const dt_test *t)
 {
     const char *np = getenv("DT_MPI_NP");
-    if (!np || !np[0] || getenv("OMPI_COMM_WORLD_SIZE") || getenv("PMI_SIZE"))
+    if (!np || !np[0] || getenv("OMPI_COMM_WORLD_SIZE") || getenv("PMI_SIZE") || t->own_backend)
         return -1;
     char *argv[16];
     int n = 0;
@@ -296,7 +297,7 @@ static int run_under_mpirun(const char *self, const char *name)
     argv[n++] = (char *)np;
     argv[n++] = (char *)self;
     argv[n++] = "--run";
-    argv[n++] = (char *)name;
+    argv[n++] = (char *)t->name;
     argv[n] = NULL;
     fflush(NULL);
     pid_t pid = fork();
@@ -333,18 +334,18 @@ int main(int argc, char **argv)
         return 0;
     }
     if (argc == 3 && strcmp(argv[1], "--run") == 0) {
-        int mpi = run_under_mpirun(argv[0], argv[2]);
-        if (mpi == 0)
-            finish();
-        if (mpi >= 0)
-            return mpi;
         for (dt_test *t = first; t; t = t->next) {
-            if (strcmp(t->name, argv[2]) == 0) {
-                test_starts();
-                t->fn();
+            if (strcmp(t->name, argv[2]) != 0)
+                continue;
+            int mpi = run_under_mpirun(argv[0], t);
+            if (mpi == 0)
                 finish();
-                return 0;
-            }
+            if (mpi >= 0)
+                return mpi;
+            test_starts();
+            t->fn();
+            finish();
+            return 0;
         }
         fprintf(stderr, "FAIL: no test named '%s'\n", argv[2]);
         return 2;

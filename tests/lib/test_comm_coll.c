@@ -139,12 +139,13 @@ static dt_result sweep_rank(dt_comm *c, void *argp)
     return DT_OK;
 }
 
-static void sweep_on(dt_coll_kind kind, dt_backend backend)
+/* Every rank count of tc_nranks and every algorithm on backend; the
+ * sweeps named comm_proc_* run on processes whatever DT_BACKEND says, with
+ * the two algorithms that cover what differs there (auto: the shortcuts and
+ * cross-memory attach; ring: messages), as the same code runs both. */
+static void sweep_on(dt_coll_kind kind, dt_backend backend, int nalgos)
 {
     sweep_arg a = {kind};
-    /* processes run the same algorithms over the same transport: auto (the
-     * shortcuts, cross-memory attach) and ring (messages) cover what differs */
-    int nalgos = backend == DT_BACKEND_THREAD ? TC_LEN(tc_algos) : 2;
     for (int ni = 0; ni < TC_LEN(tc_nranks); ni++)
         for (int ai = 0; ai < nalgos; ai++) {
             dt_launch_opts o = tc_opts(tc_nranks[ni], tc_algos[ai]);
@@ -157,7 +158,8 @@ static void sweep_on(dt_coll_kind kind, dt_backend backend)
         }
 }
 
-static void sweep(dt_coll_kind kind) { sweep_on(kind, DT_BACKEND_THREAD); }
+static void sweep(dt_coll_kind kind) { sweep_on(kind, tc_backend(), TC_LEN(tc_algos)); }
+static void proc_sweep(dt_coll_kind kind) { sweep_on(kind, DT_BACKEND_PROC, 2); }
 
 TEST_T(comm_sweep_allreduce, 3, 120) { sweep(DT_COLL_ALLREDUCE); }
 TEST_T(comm_sweep_broadcast, 2, 120) { sweep(DT_COLL_BROADCAST); }
@@ -167,15 +169,15 @@ TEST_T(comm_sweep_reduce_scatter, 2, 120) { sweep(DT_COLL_REDUCE_SCATTER); }
 TEST_T(comm_sweep_alltoall, 2, 120) { sweep(DT_COLL_ALLTOALL); }
 
 /* The same sweeps with ranks as processes over shared memory. */
-TEST_T(comm_proc_sweep_allreduce, 3, 120) { sweep_on(DT_COLL_ALLREDUCE, DT_BACKEND_PROC); }
-TEST_T(comm_proc_sweep_broadcast, 2, 120) { sweep_on(DT_COLL_BROADCAST, DT_BACKEND_PROC); }
-TEST_T(comm_proc_sweep_reduce, 2, 120) { sweep_on(DT_COLL_REDUCE, DT_BACKEND_PROC); }
-TEST_T(comm_proc_sweep_allgather, 2, 120) { sweep_on(DT_COLL_ALLGATHER, DT_BACKEND_PROC); }
-TEST_T(comm_proc_sweep_reduce_scatter, 2, 120)
+TEST_T(comm_proc_sweep_allreduce, 3, 120, .own_backend = 1) { proc_sweep(DT_COLL_ALLREDUCE); }
+TEST_T(comm_proc_sweep_broadcast, 2, 120, .own_backend = 1) { proc_sweep(DT_COLL_BROADCAST); }
+TEST_T(comm_proc_sweep_reduce, 2, 120, .own_backend = 1) { proc_sweep(DT_COLL_REDUCE); }
+TEST_T(comm_proc_sweep_allgather, 2, 120, .own_backend = 1) { proc_sweep(DT_COLL_ALLGATHER); }
+TEST_T(comm_proc_sweep_reduce_scatter, 2, 120, .own_backend = 1)
 {
-    sweep_on(DT_COLL_REDUCE_SCATTER, DT_BACKEND_PROC);
+    proc_sweep(DT_COLL_REDUCE_SCATTER);
 }
-TEST_T(comm_proc_sweep_alltoall, 2, 120) { sweep_on(DT_COLL_ALLTOALL, DT_BACKEND_PROC); }
+TEST_T(comm_proc_sweep_alltoall, 2, 120, .own_backend = 1) { proc_sweep(DT_COLL_ALLTOALL); }
 
 /* One large case per algorithm: multi-chunk, multi-segment paths and the
  * shared-memory shortcut (auto, above its threshold). */
@@ -190,20 +192,25 @@ static dt_result large_rank(dt_comm *c, void *arg)
     return DT_OK;
 }
 
+/* On the backend of DT_BACKEND (every algorithm), and on proc too (auto
+ * and ring) when that is thread. */
 TEST_T(comm_large_counts, 2, 120)
 {
-    for (int backend = 0; backend < 2; backend++)
-        for (int ai = 0; ai < (backend ? 2 : TC_LEN(tc_algos)); ai++) {
+    dt_backend backends[2];
+    int nb = tc_backends(backends);
+    for (int b = 0; b < nb; b++)
+        for (int ai = 0; ai < (b ? 2 : TC_LEN(tc_algos)); ai++) {
             dt_launch_opts o = tc_opts(ai == 0 ? 4 : 3, tc_algos[ai]);
             o.debug = 0;
-            o.backend = (dt_backend)backend;
+            o.backend = backends[b];
             EXPECT_OK(dt_launch(&o, large_rank, NULL));
         }
 }
 
 /* The shared-memory shortcuts (auto: tiny and large allreduces, large
  * reduce-scatters and allgathers) with every dtype and op, threads and
- * processes, in and out of place. */
+ * processes, in and out of place. On mpi, which has no shortcuts, AUTO
+ * runs the tree and the ring at these sizes: the same exact results. */
 static dt_result shortcut_rank(dt_comm *c, void *arg)
 {
     (void)arg;
@@ -223,10 +230,12 @@ static dt_result shortcut_rank(dt_comm *c, void *arg)
 
 TEST_T(comm_shortcut_all_dtypes_ops, 2, 120)
 {
-    for (int backend = 0; backend < 2; backend++) {
+    dt_backend backends[2];
+    int nb = tc_backends(backends);
+    for (int b = 0; b < nb; b++) {
         dt_launch_opts o = tc_opts(3, DT_ALGO_AUTO);
         o.debug = 0;
-        o.backend = (dt_backend)backend;
+        o.backend = backends[b];
         EXPECT_OK(dt_launch(&o, shortcut_rank, NULL));
     }
 }

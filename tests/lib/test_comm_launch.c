@@ -125,8 +125,10 @@ static int make_segment(char *name, size_t cap, mode_t mode, off_t bytes)
 }
 
 /* dt_init refuses what is not its job's segment, naming it, and never
- * reads past the end of a short one (a SIGBUS would end this test). */
-TEST(comm_init_refuses_bad_segments, 2)
+ * reads past the end of a short one (a SIGBUS would end this test). About
+ * dtrun's jobs (the proc backend): not run under mpirun, where dt_init
+ * would join the MPI job instead. */
+TEST(comm_init_refuses_bad_segments, 2, .own_backend = 1)
 {
     dt_comm *world;
     setenv("WORLD_SIZE", "2", 1);

@@ -1,10 +1,13 @@
 /* test_comm_model.c - the modeled clock against the closed forms (the ring),
  * point-to-point and overlap, the byte counts of the stats against
  * 2(N-1)/N * n, determinism of results, options from the environment.
- * (The network strings: test_net.c; both ends' ports: test_comm_ports.c.) */
+ * (The network strings: test_net.c; both ends' ports: test_comm_ports.c.)
+ * Every launch takes its backend from DT_BACKEND; the ranks hand their
+ * figures back through dt_rank_out. */
 #include "test_comm_util.h"
 
 #include <math.h>
+#include <stdio.h>
 
 #define ALPHA 2e-6
 #define BETA 10e9
@@ -14,29 +17,32 @@
 
 /* ---------------------------------------------------------------- clock */
 
+/* What each rank hands back after its allreduce. */
 typedef struct {
-    size_t count;
-    double clock[8];
-    dt_stats stats[8];
-} model_arg;
+    double clock;
+    dt_stats stats;
+} model_out;
 
 static dt_result allreduce_clock_rank(dt_comm *c, void *argp)
 {
-    model_arg *a = argp;
-    float *x = calloc(a->count, sizeof *x);
-    EXPECT_OK(dt_allreduce(x, x, a->count, DT_F32, DT_SUM, c));
-    a->clock[dt_comm_rank(c)] = dt_clock(c);
-    EXPECT_OK(dt_comm_stats(c, &a->stats[dt_comm_rank(c)]));
+    size_t count = *(const size_t *)argp;
+    model_out *out = tc_mine(c);
+    float *x = calloc(count, sizeof *x);
+    EXPECT_OK(dt_allreduce(x, x, count, DT_F32, DT_SUM, c));
+    out->clock = dt_clock(c);
+    EXPECT_OK(dt_comm_stats(c, &out->stats));
     free(x);
     return DT_OK;
 }
 
-static void run_model(int n, dt_algo algo, model_arg *a)
+/* An allreduce of count floats on n ranks; out[r]: rank r's figures. */
+static void run_model(int n, dt_algo algo, size_t count, model_out *out)
 {
     dt_launch_opts o = tc_opts(n, algo);
     o.net = NET_GAMMA;
     o.debug = 0;
-    EXPECT_OK(dt_launch(&o, allreduce_clock_rank, a));
+    tc_out(&o, out, sizeof *out);
+    EXPECT_OK(dt_launch(&o, allreduce_clock_rank, &count));
 }
 
 /* The ring allreduce costs 2(N-1)(alpha + n/(N beta)) + (N-1)/N n gamma,
@@ -44,24 +50,25 @@ static void run_model(int n, dt_algo algo, model_arg *a)
  * by one element, a few 1e-6 of the total. */
 TEST_T(comm_model_ring_allreduce_formula, 3, 60)
 {
-    model_arg a = {1 << 18, {0}, {{0}}};
-    double bytes = (double)a.count * 4;
+    size_t count = 1 << 18;
+    model_out a[8];
+    double bytes = (double)count * 4;
     int ns[] = {2, 3, 4, 8};
     for (int k = 0; k < 4; k++) {
         int n = ns[k];
         double want = 2.0 * (n - 1) * (ALPHA + bytes / (n * BETA)) + (n - 1.0) / n * bytes * GAMMA;
         for (int algo = DT_ALGO_AUTO; algo <= DT_ALGO_RING; algo++) { /* shortcut and ring */
-            run_model(n, (dt_algo)algo, &a);
+            run_model(n, (dt_algo)algo, count, a);
             for (int r = 0; r < n; r++) {
-                EXPECT_NEAR(a.clock[r], want, 1e-5);
-                EXPECT_NEAR(a.stats[r].time_comm_modeled, want, 1e-5);
+                EXPECT_NEAR(a[r].clock, want, 1e-5);
+                EXPECT_NEAR(a[r].stats.time_comm_modeled, want, 1e-5);
             }
         }
     }
     /* recursive doubling, N = 4: log2(N) rounds of the whole vector, each reduced */
-    run_model(4, DT_ALGO_TREE, &a);
+    run_model(4, DT_ALGO_TREE, count, a);
     for (int r = 0; r < 4; r++)
-        EXPECT_NEAR(a.clock[r], 2 * (ALPHA + bytes / BETA + bytes * GAMMA), 1e-9);
+        EXPECT_NEAR(a[r].clock, 2 * (ALPHA + bytes / BETA + bytes * GAMMA), 1e-9);
 }
 
 typedef struct {
@@ -70,7 +77,8 @@ typedef struct {
 
 static dt_result p2p_clock_rank(dt_comm *c, void *argp)
 {
-    p2p_clock_arg *a = argp;
+    (void)argp;
+    p2p_clock_arg *a = tc_mine(c); /* rank 0 fills t_send and the rest, rank 1 t_recv */
     int r = dt_comm_rank(c);
     static const size_t count = 250000; /* 1 MB */
     float *x = calloc(count, sizeof *x);
@@ -97,7 +105,7 @@ static dt_result p2p_clock_rank(dt_comm *c, void *argp)
     EXPECT_OK(dt_compute_begin(c));
     dt_sleep(0.02);
     EXPECT_OK(dt_compute_end(c));
-    if (r == 0) { /* one writer */
+    if (r == 0) {
         a->hidden = hidden;
         a->exposed = exposed;
         a->compute = dt_clock(c) - t0;
@@ -108,27 +116,28 @@ static dt_result p2p_clock_rank(dt_comm *c, void *argp)
 
 TEST_T(comm_model_p2p_and_overlap, 3, 30)
 {
-    p2p_clock_arg a = {0};
+    p2p_clock_arg a[2];
     dt_launch_opts o = tc_opts(2, DT_ALGO_RING);
     o.net = NET;
     o.debug = 0;
-    EXPECT_OK(dt_launch(&o, p2p_clock_rank, &a));
+    tc_out(&o, a, sizeof a[0]);
+    EXPECT_OK(dt_launch(&o, p2p_clock_rank, NULL));
     double wire = 1e6 / BETA;
-    EXPECT_NEAR(a.t_send, wire, 1e-9);          /* the link is busy n/beta */
-    EXPECT_NEAR(a.t_recv, ALPHA + wire, 1e-9);  /* arrives alpha + n/beta later */
-    EXPECT_NEAR(a.hidden, 0.01, 1e-6);          /* fully overlapped */
-    EXPECT_NEAR(a.exposed, 2 * (ALPHA + wire / 2), 0.01);
-    EXPECT(a.compute >= 0.02 && a.compute < 0.5, "compute region %g s", a.compute);
+    EXPECT_NEAR(a[0].t_send, wire, 1e-9);         /* the link is busy n/beta */
+    EXPECT_NEAR(a[1].t_recv, ALPHA + wire, 1e-9); /* arrives alpha + n/beta later */
+    EXPECT_NEAR(a[0].hidden, 0.01, 1e-6);         /* fully overlapped */
+    EXPECT_NEAR(a[0].exposed, 2 * (ALPHA + wire / 2), 0.01);
+    EXPECT(a[0].compute >= 0.02 && a[0].compute < 0.5, "compute region %g s", a[0].compute);
 }
 
 /* ---------------------------------------------------------------- bytes */
 
 TEST_T(comm_stats_ring_bytes, 3, 30)
 {
-    model_arg a = {1200, {0}, {{0}}};
-    run_model(4, DT_ALGO_RING, &a); /* 1200 = 4 x 300: chunks are exact */
+    model_out a[8];
+    run_model(4, DT_ALGO_RING, 1200, a); /* 1200 = 4 x 300: chunks are exact */
     for (int r = 0; r < 4; r++) {
-        dt_stats *s = &a.stats[r];
+        dt_stats *s = &a[r].stats;
         EXPECT(s->bytes_sent == 2 * 3 * 1200 * 4 / 4, "rank %d sent %llu bytes, expected %d", r,
                (unsigned long long)s->bytes_sent, 2 * 3 * 1200 * 4 / 4);
         EXPECT(s->bytes_recv == s->bytes_sent, "received as much as sent");
@@ -136,19 +145,18 @@ TEST_T(comm_stats_ring_bytes, 3, 30)
                (unsigned long long)s->msgs_sent);
         EXPECT(s->calls[DT_COLL_ALLREDUCE] == 1, "one allreduce call");
     }
-    a.count = 1000;
-    run_model(3, DT_ALGO_RING, &a);
+    run_model(3, DT_ALGO_RING, 1000, a);
     for (int r = 0; r < 3; r++) {
-        double want = 2.0 * 2 / 3 * 1000 * 4, got = (double)a.stats[r].bytes_sent;
+        double want = 2.0 * 2 / 3 * 1000 * 4, got = (double)a[r].stats.bytes_sent;
         EXPECT(fabs(got - want) <= 2 * 2 * 4, "rank %d sent %g bytes, expected %g up to chunk "
                "rounding", r, got, want);
     }
-    /* the shared-memory shortcut reports what the ring would send */
-    a.count = 1 << 18;
-    run_model(4, DT_ALGO_AUTO, &a);
+    /* AUTO at 1 MiB: the shared-memory shortcut reports what the ring would
+     * send; the mpi backend, which has no shortcuts, runs the ring itself */
+    run_model(4, DT_ALGO_AUTO, 1 << 18, a);
     for (int r = 0; r < 4; r++)
-        EXPECT(a.stats[r].bytes_sent == 2ULL * 3 * (1 << 18) * 4 / 4, "shortcut: %llu bytes",
-               (unsigned long long)a.stats[r].bytes_sent);
+        EXPECT(a[r].stats.bytes_sent == 2ULL * 3 * (1 << 18) * 4 / 4, "AUTO: %llu bytes",
+               (unsigned long long)a[r].stats.bytes_sent);
 }
 
 static dt_result stats_scope_rank(dt_comm *c, void *arg)
@@ -190,13 +198,9 @@ TEST_T(comm_stats_scope_and_reset, 2, 30)
 
 /* ---------------------------------------------------------------- determinism */
 
-typedef struct {
-    uint64_t hash[8];
-} det_arg;
-
 static dt_result det_rank(dt_comm *c, void *argp)
 {
-    det_arg *a = argp;
+    (void)argp;
     size_t count = 5003;
     float *x = malloc(count * sizeof *x);
     dt_rng rng;
@@ -210,7 +214,7 @@ static dt_result det_rank(dt_comm *c, void *argp)
         memcpy(&bits, &x[i], 4);
         h = dt_hash64(h, bits, i);
     }
-    a->hash[dt_comm_rank(c)] = h;
+    *(uint64_t *)tc_mine(c) = h;
     free(x);
     return DT_OK;
 }
@@ -218,14 +222,16 @@ static dt_result det_rank(dt_comm *c, void *argp)
 TEST_T(comm_results_are_bit_identical, 2, 30)
 {
     for (int ai = 0; ai < TC_LEN(tc_algos); ai++) {
-        det_arg a1, a2;
+        uint64_t a1[5], a2[5];
         dt_launch_opts o = tc_opts(5, tc_algos[ai]);
-        EXPECT_OK(dt_launch(&o, det_rank, &a1));
-        EXPECT_OK(dt_launch(&o, det_rank, &a2));
+        tc_out(&o, a1, sizeof a1[0]);
+        EXPECT_OK(dt_launch(&o, det_rank, NULL));
+        tc_out(&o, a2, sizeof a2[0]);
+        EXPECT_OK(dt_launch(&o, det_rank, NULL));
         for (int r = 0; r < 5; r++) {
-            EXPECT(a1.hash[r] == a1.hash[0], "%s: rank %d's result differs from rank 0's",
+            EXPECT(a1[r] == a1[0], "%s: rank %d's result differs from rank 0's",
                    dt_algo_name(tc_algos[ai]), r);
-            EXPECT(a1.hash[r] == a2.hash[r], "%s: rank %d differs between runs",
+            EXPECT(a1[r] == a2[r], "%s: rank %d differs between runs",
                    dt_algo_name(tc_algos[ai]), r);
         }
     }
@@ -240,11 +246,10 @@ typedef struct {
 
 static dt_result env_rank(dt_comm *c, void *argp)
 {
-    env_arg *a = argp;
-    if (dt_comm_rank(c) == 0) {
-        EXPECT_OK(dt_comm_net(c, &a->alpha, &a->beta));
-        a->algo = dt_comm_get_algo(c);
-    }
+    (void)argp;
+    env_arg *a = tc_mine(c);
+    EXPECT_OK(dt_comm_net(c, &a->alpha, &a->beta));
+    a->algo = dt_comm_get_algo(c);
     return DT_OK;
 }
 
@@ -260,28 +265,37 @@ TEST(comm_options_come_from_the_environment, 1)
     unsetenv("DT_NRANKS");
     EXPECT(o.nranks == 3 && o.algo == DT_ALGO_RING, "nranks %d algo %s", o.nranks,
            dt_algo_name(o.algo));
-    env_arg a = {0, 0, DT_ALGO_AUTO};
-    EXPECT_OK(dt_launch(&o, env_rank, &a));
-    EXPECT(a.alpha == 30e-6 && a.beta == 1.25e9, "eth10: %g %g", a.alpha, a.beta);
-    EXPECT(a.algo == DT_ALGO_RING, "algo %s", dt_algo_name(a.algo));
+    env_arg a[3];
+    tc_out(&o, a, sizeof a[0]);
+    EXPECT_OK(dt_launch(&o, env_rank, NULL));
+    for (int r = 0; r < 3; r++) {
+        EXPECT(a[r].alpha == 30e-6 && a[r].beta == 1.25e9, "eth10: %g %g", a[r].alpha,
+               a[r].beta);
+        EXPECT(a[r].algo == DT_ALGO_RING, "algo %s", dt_algo_name(a[r].algo));
+    }
     /* without DT_NET the network costs nothing */
     o.net = NULL;
-    EXPECT_OK(dt_launch(&o, env_rank, &a));
-    EXPECT(a.alpha == 0 && isinf(a.beta), "no network: %g %g", a.alpha, a.beta);
+    EXPECT_OK(dt_launch(&o, env_rank, NULL));
+    EXPECT(a[0].alpha == 0 && isinf(a[0].beta), "no network: %g %g", a[0].alpha, a[0].beta);
+    const char *backend = getenv("DT_BACKEND");
+    char keep[32];
+    snprintf(keep, sizeof keep, "%s", backend ? backend : "");
     setenv("DT_BACKEND", "carrier-pigeon", 1);
     dt_launch_opts_init(&o);
-    unsetenv("DT_BACKEND");
-    EXPECT_ERR(dt_launch(&o, env_rank, &a), DT_ERR_INVALID_ARG);
+    if (backend)
+        setenv("DT_BACKEND", keep, 1);
+    else
+        unsetenv("DT_BACKEND");
+    EXPECT_ERR(dt_launch(&o, env_rank, NULL), DT_ERR_INVALID_ARG);
 }
 
 /* dt_comm_link hands over the job's whole link, gamma included, as the
  * clock prices it. */
 static dt_result link_rank(dt_comm *c, void *argp)
 {
-    dt_net *out = argp;
+    (void)argp;
     EXPECT_ERR(dt_comm_link(c, NULL), DT_ERR_INVALID_ARG);
-    if (dt_comm_rank(c) == 0)
-        EXPECT_OK(dt_comm_link(c, out));
+    EXPECT_OK(dt_comm_link(c, tc_mine(c)));
     return DT_OK;
 }
 
@@ -291,8 +305,12 @@ TEST(comm_link_is_the_jobs_whole_link, 1)
     dt_launch_opts_init(&o);
     o.nranks = 2;
     o.net = "alpha=2us,bw=10GB/s,gamma=0.1ns";
-    dt_net link = {0, 0, 0};
-    EXPECT_OK(dt_launch(&o, link_rank, &link));
-    EXPECT(link.alpha == 2e-6 && link.beta == 10e9 && fabs(link.gamma - 1e-10) < 1e-22,
-           "link alpha %g beta %g gamma %g", link.alpha, link.beta, link.gamma);
+    dt_net link[2];
+    tc_out(&o, link, sizeof link[0]);
+    EXPECT_OK(dt_launch(&o, link_rank, NULL));
+    for (int r = 0; r < 2; r++)
+        EXPECT(link[r].alpha == 2e-6 && link[r].beta == 10e9 &&
+                   fabs(link[r].gamma - 1e-10) < 1e-22,
+               "rank %d: link alpha %g beta %g gamma %g", r, link[r].alpha, link[r].beta,
+               link[r].gamma);
 }

@@ -7,7 +7,9 @@
  *    K alpha + 2 (K-1) n/beta when it posts them one after another (each
  *    rendezvous message waits for its receive);
  *  - the even/odd ring pass on an odd N takes three message times;
- *  - each library algorithm's clock equals its closed form in dt/net.h. */
+ *  - each library algorithm's clock equals its closed form in dt/net.h.
+ * Every launch takes its backend from DT_BACKEND; each rank hands its
+ * clock back through dt_rank_out. */
 #include "test_comm_util.h"
 
 #include <math.h>
@@ -23,16 +25,19 @@
 typedef struct {
     size_t count;
     int preposted; /* rank 0 posts every receive before waiting */
-    double clock[8];
 } port_arg;
 
-static dt_launch_opts port_opts(int n)
+/* n ranks on P_NET; clock[r]: rank r's clock at its end (port_done). */
+static dt_launch_opts port_opts(int n, double *clock)
 {
     dt_launch_opts o = tc_opts(n, DT_ALGO_AUTO);
     o.net = P_NET;
     o.debug = 0;
+    tc_out(&o, clock, sizeof *clock);
     return o;
 }
+
+static void port_done(dt_comm *c) { *(double *)tc_mine(c) = dt_clock(c); }
 
 /* ---------------------------------------------------------------- pushes */
 
@@ -49,7 +54,7 @@ static dt_result push_rank(dt_comm *c, void *argp)
     } else {
         EXPECT_OK(dt_send(buf, a->count, DT_I32, 0, c));
     }
-    a->clock[r] = dt_clock(c);
+    port_done(c);
     free(buf);
     return DT_OK;
 }
@@ -61,13 +66,14 @@ TEST_T(comm_ports_k_pushes_cost_k_messages_at_the_receiver, 3, 30)
     const size_t counts[] = {SMALL, BIG};
     for (int ci = 0; ci < 2; ci++)
         for (int n = 2; n <= 8; n++) {
-            port_arg a = {counts[ci], 1, {0}};
-            dt_launch_opts o = port_opts(n);
+            port_arg a = {counts[ci], 1};
+            double clock[8];
+            dt_launch_opts o = port_opts(n, clock);
             EXPECT_OK(dt_launch(&o, push_rank, &a));
             double w = 4.0 * (double)a.count / P_BETA, k = n - 1;
-            EXPECT_NEAR(a.clock[0], P_ALPHA + k * w, 1e-9);
+            EXPECT_NEAR(clock[0], P_ALPHA + k * w, 1e-9);
             for (int r = 1; r < n; r++) /* a sender is done when its bytes have left */
-                EXPECT_NEAR(a.clock[r], w, 1e-9);
+                EXPECT_NEAR(clock[r], w, 1e-9);
         }
 }
 
@@ -94,7 +100,7 @@ static dt_result naive_rank(dt_comm *c, void *argp)
         for (int j = 1; j < n; j++)
             EXPECT_OK(dt_send(x, a->count, DT_I32, j, c));
     }
-    a->clock[r] = dt_clock(c);
+    port_done(c);
     free(x);
     return DT_OK;
 }
@@ -118,18 +124,20 @@ TEST_T(comm_ports_naive_allreduce_costs_2_k_minus_1_messages, 3, 30)
     for (int n = 2; n <= 8; n++) {
         double k = n - 1, w = 4.0 * BIG / P_BETA;
         for (int pre = 0; pre <= 1; pre++) {
-            port_arg a = {BIG, pre, {0}};
-            dt_launch_opts o = port_opts(n);
+            port_arg a = {BIG, pre};
+            double clock[8];
+            dt_launch_opts o = port_opts(n, clock);
             EXPECT_OK(dt_launch(&o, naive_rank, &a));
             double want = (pre ? 2 : n) * P_ALPHA + 2 * k * w;
-            EXPECT_NEAR(last(a.clock, n), want, 1e-9);
+            EXPECT_NEAR(last(clock, n), want, 1e-9);
             if (pre) /* the closed form of dt/net.h is this one */
                 EXPECT_NEAR(dt_net_naive_allreduce(&link, 4.0 * BIG, n), want, 1e-12);
         }
-        port_arg a = {SMALL, 0, {0}}; /* eager: the buffers queue as if preposted */
-        dt_launch_opts o = port_opts(n);
+        port_arg a = {SMALL, 0}; /* eager: the buffers queue as if preposted */
+        double clock[8];
+        dt_launch_opts o = port_opts(n, clock);
         EXPECT_OK(dt_launch(&o, naive_rank, &a));
-        EXPECT_NEAR(last(a.clock, n), 2 * P_ALPHA + 2 * k * 4.0 * SMALL / P_BETA, 1e-9);
+        EXPECT_NEAR(last(clock, n), 2 * P_ALPHA + 2 * k * 4.0 * SMALL / P_BETA, 1e-9);
     }
 }
 
@@ -154,7 +162,7 @@ static dt_result ring_rank(dt_comm *c, void *argp)
         EXPECT_OK(dt_recv(d, a->count, DT_I32, prev, c));
         EXPECT_OK(dt_send(s, a->count, DT_I32, next, c));
     }
-    a->clock[r] = dt_clock(c);
+    port_done(c);
     free(s);
     free(d);
     return DT_OK;
@@ -164,13 +172,14 @@ TEST_T(comm_ports_odd_ring_pass_takes_three_message_times, 3, 30)
 {
     double w = 4.0 * BIG / P_BETA;
     for (int n = 2; n <= 8; n++) {
-        port_arg a = {BIG, 0, {0}};
-        dt_launch_opts o = port_opts(n);
+        port_arg a = {BIG, 0};
+        double clock[8];
+        dt_launch_opts o = port_opts(n, clock);
         EXPECT_OK(dt_launch(&o, ring_rank, &a));
         double want = n % 2 ? 3 * w + P_ALPHA : 2 * (w + P_ALPHA);
-        EXPECT(fabs(last(a.clock, n) - want) <= 1e-9 * want,
+        EXPECT(fabs(last(clock, n) - want) <= 1e-9 * want,
                "N = %d: the pass ended at %.3f us, expected %.3f us (%s)", n,
-               last(a.clock, n) * 1e6, want * 1e6,
+               last(clock, n) * 1e6, want * 1e6,
                n % 2 ? "3 n/beta + alpha" : "2 (alpha + n/beta)");
     }
 }
@@ -181,13 +190,12 @@ typedef struct {
     dt_coll_kind kind;
     dt_algo algo;
     size_t count; /* the call's count */
-    double clock[8];
 } form_arg;
 
 static dt_result form_rank(dt_comm *c, void *argp)
 {
     form_arg *a = argp;
-    int n = dt_comm_size(c), r = dt_comm_rank(c);
+    int n = dt_comm_size(c);
     float *in = calloc(a->count * (size_t)n, sizeof *in);
     float *out = calloc(a->count * (size_t)n, sizeof *out);
     EXPECT_OK(dt_comm_set_algo(c, a->algo));
@@ -200,7 +208,7 @@ static dt_result form_rank(dt_comm *c, void *argp)
     case DT_COLL_ALLGATHER: EXPECT_OK(dt_allgather(in, out, a->count, DT_F32, c)); break;
     default: EXPECT_OK(dt_alltoall(in, out, a->count, DT_F32, c)); break;
     }
-    a->clock[r] = dt_clock(c);
+    port_done(c);
     free(in);
     free(out);
     return DT_OK;
@@ -232,18 +240,19 @@ TEST_T(comm_ports_algorithms_match_their_closed_forms, 3, 60)
         for (int n = 2; n <= 8; n++) {
             if (cases[i].pow2 && (n & (n - 1)))
                 continue;
-            form_arg a = {cases[i].kind, cases[i].algo, (size_t)BIG * (size_t)n, {0}};
+            form_arg a = {cases[i].kind, cases[i].algo, (size_t)BIG * (size_t)n};
             if (cases[i].per_rank)
                 a.count = BIG;
-            dt_launch_opts o = port_opts(n);
+            double clock[8];
+            dt_launch_opts o = port_opts(n, clock);
             o.net = "alpha=1us,bw=1GB/s,gamma=0.5ns";
             EXPECT_OK(dt_launch(&o, form_rank, &a));
             double bytes = 4.0 * (double)a.count * (cases[i].per_rank ? n : 1);
             double want = dt_net_cost(cases[i].form, &link, bytes, n);
-            EXPECT(fabs(last(a.clock, n) - want) <= 1e-9 * want,
+            EXPECT(fabs(last(clock, n) - want) <= 1e-9 * want,
                    "%s (%s), N = %d: the clock ends at %.4f us, %s gives %.4f us",
                    dt_coll_name(cases[i].kind), dt_algo_name(cases[i].algo), n,
-                   last(a.clock, n) * 1e6, dt_net_algo_name(cases[i].form), want * 1e6);
+                   last(clock, n) * 1e6, dt_net_algo_name(cases[i].form), want * 1e6);
         }
 }
 
@@ -258,13 +267,13 @@ TEST_T(comm_ports_algorithms_match_their_closed_forms, 3, 60)
  * message (5 ms), while the others, answered, send theirs at 1 s: rank 0
  * must wait for rank 1's. */
 typedef struct {
-    int order[16], n_order;
-    double clock0;
-} any_arg;
+    int order[16], n_order; /* rank 0's: the sources in the order taken */
+} any_out;
 
 static dt_result any_rank(dt_comm *c, void *argp)
 {
-    any_arg *a = argp;
+    (void)argp;
+    any_out *a = tc_mine(c);
     int n = dt_comm_size(c), r = dt_comm_rank(c);
     int32_t v = r, got = -1;
     if (r == 0) {
@@ -279,7 +288,6 @@ static dt_result any_rank(dt_comm *c, void *argp)
         int src = -1;
         EXPECT_OK(dt_recv_any(&got, 1, DT_I32, &src, c)); /* rank 1's late one */
         a->order[a->n_order++] = src;
-        a->clock0 = dt_clock(c);
         return DT_OK;
     }
     dt_sleep(0.015 * r); /* rank 1 sends first in wall time, last in modeled time */
@@ -303,15 +311,18 @@ TEST_T(comm_recv_any_takes_the_first_in_modeled_time, 3, 60)
 {
     for (int rep = 0; rep < 3; rep++) {
         const int n = 4;
-        any_arg a = {{0}, 0, 0};
-        dt_launch_opts o = port_opts(n);
+        any_out a[4];
+        dt_launch_opts o = port_opts(n, NULL);
         o.net = "none";
-        EXPECT_OK(dt_launch(&o, any_rank, &a));
+        tc_out(&o, a, sizeof a[0]);
+        EXPECT_OK(dt_launch(&o, any_rank, NULL));
         /* modeled departures: rank 3 at 1 ms, rank 2 at 2, rank 1 at 3 and 4 */
         const int want[] = {3, 2, 1, 1, 1};
+        EXPECT(a[0].n_order == 5, "run %d: rank 0 took %d messages, expected 5", rep,
+               a[0].n_order);
         for (int i = 0; i < 5; i++)
-            EXPECT(a.order[i] == want[i], "run %d: message %d came from rank %d, expected rank "
-                   "%d (modeled order 3, 2, 1, 1, then rank 1's late one)", rep, i, a.order[i],
+            EXPECT(a[0].order[i] == want[i], "run %d: message %d came from rank %d, expected rank "
+                   "%d (modeled order 3, 2, 1, 1, then rank 1's late one)", rep, i, a[0].order[i],
                    want[i]);
     }
 }

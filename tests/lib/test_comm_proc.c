@@ -1,8 +1,9 @@
 /* test_comm_proc.c - the proc backend: ranks as processes over one shared
  * arena; dead ranks and ranks that exit early; no leftovers in /dev/shm,
  * and stale ones removed; programs started like
- * dtrun's (dt_launch_program + dt_init); the same bits as the thread
- * backend. */
+ * dtrun's (dt_launch_program + dt_init). These tests pick the proc backend
+ * themselves (.own_backend: under BACKEND=mpi they run once, not under
+ * mpirun). And every backend gives the thread backend's bits. */
 #include "test_comm_util.h"
 
 #include <dirent.h>
@@ -70,7 +71,7 @@ static dt_result exits_rank(dt_comm *c, void *arg)
     return dt_allreduce(x, x, 4, DT_F32, DT_SUM, c);
 }
 
-TEST_T(comm_proc_killed_rank_is_reported, 4, 30)
+TEST_T(comm_proc_killed_rank_is_reported, 4, 30, .own_backend = 1)
 {
     dt_launch_opts o = proc_opts(4);
     o.debug = 0;
@@ -117,7 +118,7 @@ static dt_result early_exit_rank(dt_comm *c, void *arg)
     return res;
 }
 
-TEST_T(comm_proc_early_exit_is_a_failure, 3, 30)
+TEST_T(comm_proc_early_exit_is_a_failure, 3, 30, .own_backend = 1)
 {
     early_arg *a = mmap(NULL, sizeof *a, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
                         -1, 0);
@@ -144,7 +145,7 @@ TEST_T(comm_proc_early_exit_is_a_failure, 3, 30)
 /* A segment of this user whose launcher is gone (the pid in its name is no
  * process) is removed by the next proc launch; one whose launcher lives,
  * and one of another shape, are left alone. */
-TEST_T(comm_proc_stale_segments_are_removed, 2, 30)
+TEST_T(comm_proc_stale_segments_are_removed, 2, 30, .own_backend = 1)
 {
     pid_t gone = fork();
     if (gone == 0)
@@ -228,7 +229,7 @@ static dt_result proc_features_rank(dt_comm *c, void *arg)
     return DT_OK;
 }
 
-TEST_T(comm_proc_window_split_async_p2p, 3, 30)
+TEST_T(comm_proc_window_split_async_p2p, 3, 30, .own_backend = 1)
 {
     dt_launch_opts o = proc_opts(4);
     EXPECT_OK(dt_launch(&o, proc_features_rank, NULL));
@@ -244,7 +245,7 @@ static dt_result proc_timeout_rank(dt_comm *c, void *arg)
     return dt_allreduce(x, x, 10, DT_F32, DT_SUM, c);
 }
 
-TEST_T(comm_proc_timeout_report, 2, 30)
+TEST_T(comm_proc_timeout_report, 2, 30, .own_backend = 1)
 {
     dt_launch_opts o = proc_opts(3);
     o.debug = 0;
@@ -256,6 +257,9 @@ TEST_T(comm_proc_timeout_report, 2, 30)
 
 /* ---------------------------------------------------------------- determinism */
 
+/* The thread backend's hashes, per rank: written by the thread ranks of
+ * this process, read by the ranks of the backend compared (forked ranks
+ * inherit them; every mpi process runs the thread launch itself). */
 static uint64_t thread_hash[5];
 
 static uint64_t det_hash(dt_comm *c, dt_algo algo)
@@ -284,23 +288,33 @@ static dt_result det_thread_rank(dt_comm *c, void *arg)
     return DT_OK;
 }
 
-/* The forked ranks inherit thread_hash and compare with it. */
-static dt_result det_proc_rank(dt_comm *c, void *arg)
+/* The backend compared with threads: DT_BACKEND's, or proc when that is
+ * thread. */
+static dt_backend compared_backend(void)
+{
+    return tc_backend() == DT_BACKEND_THREAD ? DT_BACKEND_PROC : tc_backend();
+}
+
+static dt_result det_other_rank(dt_comm *c, void *arg)
 {
     uint64_t h = det_hash(c, *(dt_algo *)arg);
-    EXPECT(h == thread_hash[dt_comm_rank(c)], "rank %d: the proc backend's result differs "
-           "from the thread backend's", dt_comm_rank(c));
+    EXPECT(h == thread_hash[dt_comm_rank(c)], "rank %d: the %s backend's result differs "
+           "from the thread backend's", dt_comm_rank(c), dt_backend_name(compared_backend()));
     return DT_OK;
 }
 
+/* Every algorithm, against threads. 4099 floats (16 KiB) take no shortcut:
+ * AUTO is the tree on every backend, mpi included. */
 TEST_T(comm_backends_give_identical_bits, 2, 30)
 {
+    dt_backend other = compared_backend();
     for (int ai = 0; ai < TC_LEN(tc_algos); ai++) {
         dt_algo algo = tc_algos[ai];
         dt_launch_opts o = tc_opts(5, DT_ALGO_AUTO);
+        o.backend = DT_BACKEND_THREAD;
         EXPECT_OK(dt_launch(&o, det_thread_rank, &algo));
-        o.backend = DT_BACKEND_PROC;
-        EXPECT_OK(dt_launch(&o, det_proc_rank, &algo));
+        o.backend = other;
+        EXPECT_OK(dt_launch(&o, det_other_rank, &algo));
     }
 }
 
@@ -308,7 +322,7 @@ TEST_T(comm_backends_give_identical_bits, 2, 30)
 
 /* A program's main as dtrun starts it: it joins with dt_init. Run alone it
  * is a job of one rank. DT_TEST_EXIT=R makes rank R exit with status 3. */
-TEST(comm_dtrun_child_program, 1)
+TEST(comm_dtrun_child_program, 1, .own_backend = 1)
 {
     dt_comm *world;
     EXPECT_OK(dt_init(&world));
@@ -327,7 +341,7 @@ TEST(comm_dtrun_child_program, 1)
     EXPECT_OK(dt_finalize(world));
 }
 
-TEST_T(comm_launch_program_like_dtrun, 3, 30)
+TEST_T(comm_launch_program_like_dtrun, 3, 30, .own_backend = 1)
 {
     char self[4096];
     ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
@@ -353,7 +367,7 @@ TEST_T(comm_launch_program_like_dtrun, 3, 30)
 
 /* An arena larger than all of /dev/shm is refused with a message, before
  * any rank starts. */
-TEST(comm_proc_arena_too_large_is_refused, 1)
+TEST(comm_proc_arena_too_large_is_refused, 1, .own_backend = 1)
 {
     setenv("DT_ARENA_MB", "100000000", 1); /* 100 TB */
     dt_launch_opts o;
@@ -383,7 +397,7 @@ static dt_result big_window_rank(dt_comm *c, void *arg)
  * beside it: it runs only when DT_TEST_FILL_SHM=1 says that this /dev/shm
  * is its own (make test's small-shm step: a private 64 MB /dev/shm, one
  * test at a time). */
-TEST_T(comm_proc_full_shm_is_an_error, 2, 30)
+TEST_T(comm_proc_full_shm_is_an_error, 2, 30, .own_backend = 1)
 {
     if (!getenv("DT_TEST_FILL_SHM")) {
         dt_log("not exercised: DT_TEST_FILL_SHM=1 is not set");
@@ -468,7 +482,7 @@ static dt_result shared_buffers_rank(dt_comm *c, void *arg)
     return DT_OK;
 }
 
-TEST_T(comm_proc_shared_buffers, 2, 60)
+TEST_T(comm_proc_shared_buffers, 2, 60, .own_backend = 1)
 {
     for (int n = 2; n <= 3; n++) {
         dt_launch_opts o = proc_opts(n);

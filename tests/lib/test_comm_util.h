@@ -110,6 +110,42 @@ static inline dt_launch_opts tc_opts(int n, dt_algo algo)
     return o;
 }
 
+/* The backend of every launch that takes it from the environment
+ * (DT_BACKEND, as `make unit BACKEND=...` sets it; thread when unset). */
+static inline dt_backend tc_backend(void)
+{
+    dt_launch_opts o;
+    dt_launch_opts_init(&o);
+    return o.backend;
+}
+
+/* The backends of a test about what every backend must do alike: the
+ * environment's, and the proc backend too when that is thread, so that a
+ * plain `make unit` covers ranks as threads and as processes. Returns how
+ * many (1 or 2). */
+static inline int tc_backends(dt_backend out[2])
+{
+    out[0] = tc_backend();
+    out[1] = DT_BACKEND_PROC;
+    return out[0] == DT_BACKEND_THREAD ? 2 : 1;
+}
+
+/* Hands back one block of block_bytes per rank (dt_launch_opts.out): out
+ * holds o->nranks of them when dt_launch returns, on every backend. */
+static inline void tc_out(dt_launch_opts *o, void *out, size_t block_bytes)
+{
+    o->out = out;
+    o->out_bytes = block_bytes;
+}
+
+/* This rank's block of the launch's out (tc_out). */
+static inline void *tc_mine(dt_comm *c)
+{
+    void *p = dt_rank_out(c);
+    EXPECT(p != NULL, "dt_rank_out gave NULL: the launch has no out blocks");
+    return p;
+}
+
 static const dt_dtype tc_dtypes[] = {DT_F32, DT_F16, DT_BF16, DT_I32, DT_I8, DT_U8};
 static const int tc_nranks[] = {1, 2, 3, 4, 5, 8};
 static const dt_algo tc_algos[] = {DT_ALGO_AUTO, DT_ALGO_RING, DT_ALGO_TREE, DT_ALGO_DIRECT,

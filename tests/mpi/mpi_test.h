@@ -18,4 +18,12 @@ dt_launch_opts mt_opts(int n, dt_algo algo, double timeout_s);
 void mt_thread_then_mpi(int n, const char *net, dt_rank_fn thread_fn, dt_rank_fn mpi_fn,
                         void *arg);
 
+/* A file name for the job's DT_TRACE, the same in every process (mpirun's
+ * pid, their parent), in path[cap]. */
+void mt_trace_path(char *path, size_t cap, const char *what);
+
+/* Rank 0's process: the trace at path has events of each of the p ranks
+ * (then it is removed). */
+void mt_check_trace(const char *path, int p);
+
 #endif /* MPI_TEST_H */

@@ -12,6 +12,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 /* The job's size and this process's rank (every process runs the test:
  * mpirun -np P). */
@@ -33,6 +34,28 @@ dt_launch_opts mt_opts(int n, dt_algo algo, double timeout_s)
     o.backend = DT_BACKEND_MPI;
     o.timeout_s = timeout_s;
     return o;
+}
+
+void mt_trace_path(char *path, size_t cap, const char *what)
+{
+    snprintf(path, cap, "/tmp/dtlab-mpi-%s-%d.json", what, (int)getppid());
+}
+
+void mt_check_trace(const char *path, int p)
+{
+    FILE *f = fopen(path, "r");
+    EXPECT(f != NULL, "no trace at %s", path);
+    char buf[1 << 16];
+    size_t len = fread(buf, 1, sizeof buf - 1, f);
+    buf[len] = 0;
+    fclose(f);
+    remove(path);
+    for (int r = 0; r < p; r++) {
+        char want[64];
+        snprintf(want, sizeof want, "\"tid\":%d,\"ts\"", 2 * r); /* rank r's events */
+        EXPECT(strstr(buf, want) != NULL, "the trace has no event of rank %d", r);
+    }
+    EXPECT(strstr(buf, "\"allreduce\"") != NULL, "the trace has no allreduce");
 }
 
 void mt_thread_then_mpi(int n, const char *net, dt_rank_fn thread_fn, dt_rank_fn mpi_fn,

@@ -45,13 +45,21 @@
  *    thread (or the threads it starts, one call at a time).
  *
  * Backends: DT_BACKEND_THREAD (ranks are threads of one process, the
- * default) and DT_BACKEND_PROC (ranks are forked processes sharing one POSIX
- * shared-memory arena per job). Both run the same algorithms over the same
- * transport; the mpi and nccl values are reserved for backends that map each
- * call straight onto MPI or NCCL. The proc backend moves large messages with
- * cross-memory attach (process_vm_readv / process_vm_writev); where the
- * system forbids it (a container without CAP_SYS_PTRACE), those calls return
- * DT_ERR_UNSUPPORTED and say so.
+ * default), DT_BACKEND_PROC (ranks are forked processes sharing one POSIX
+ * shared-memory arena per job) and DT_BACKEND_MPI (ranks are the processes
+ * of an MPI job started by mpirun; built when mpicc is found). All three run
+ * the same algorithms, with the same modeled clock, stats and bits: thread
+ * and proc over shared memory, mpi over MPI point-to-point messages
+ * (docs/cluster.md runs it across machines). What differs on mpi, on
+ * purpose: no shared-memory shortcuts (AUTO takes the tree up to 32 KiB and
+ * the ring above), a window maps the same memory at each process's own
+ * address, and each rank's board (what it is doing, its clock) is in its
+ * own process, asked by the others when they wait (the timeout report, the
+ * mismatch check, dt_recv_any): a rank in its own code answers at its next
+ * call. DT_BACKEND_NCCL is reserved. The proc backend moves large messages
+ * with cross-memory attach (process_vm_readv / process_vm_writev); where
+ * the system forbids it (a container without CAP_SYS_PTRACE), those calls
+ * return DT_ERR_UNSUPPORTED and say so.
  */
 #ifndef DT_COMM_H
 #define DT_COMM_H
@@ -84,7 +92,7 @@ typedef enum {
 typedef enum {
     DT_BACKEND_THREAD = 0, /* ranks are pthreads of one process */
     DT_BACKEND_PROC,       /* ranks are fork()ed processes over POSIX shm */
-    DT_BACKEND_MPI,        /* reserved: ranks started by mpirun */
+    DT_BACKEND_MPI,        /* ranks are the processes of mpirun's job */
     DT_BACKEND_NCCL,       /* reserved: one rank per GPU */
     DT_NUM_BACKENDS
 } dt_backend;
@@ -142,8 +150,9 @@ typedef struct {
     const char *fault;     /* fault injection; NULL: env DT_FAULT, else none.
                               "kill:rank=2:at=allreduce#5": rank 2 dies when
                               it enters its 5th allreduce (proc backend: by
-                              SIGKILL; thread backend: the call returns
-                              DT_ERR_FAULT and the rank counts as failed).
+                              SIGKILL; thread and mpi backends: the call
+                              returns DT_ERR_FAULT and the rank counts as
+                              failed).
                               "delay:rank=1:ms=20": rank 1 is a straggler:
                               each collective and send it starts is delayed
                               by 20 ms of wall time and of modeled time.
@@ -197,10 +206,14 @@ typedef dt_result (*dt_rank_fn)(dt_comm *world, void *arg);
  * dt_log_set_rank(rank) and its own memory context bound, so that
  * dt_mem_stats_get inside a rank gives that rank's memory; the world
  * communicator is freed when fn returns (fn must not free it).
- * The thread backend shares arg between the ranks (each rank may write its
- * own slot of an array in arg). The proc backend forks: each rank works on
- * its own copy of arg, and what a rank writes there is NOT seen by the
- * caller (only the result code comes back; compare inside the ranks).
+ * The thread backend shares arg between the ranks. The proc backend forks,
+ * and on mpi each rank runs in its own process: each rank works on its own
+ * copy of arg, and what it writes there is NOT seen by the caller. Results
+ * come back through dt_launch_opts.out and dt_rank_out, on every backend.
+ * On mpi, dt_launch runs inside a job started by `mpirun -np P` (P at least
+ * nranks; DT_ERR_INVALID_ARG naming `mpirun -np` otherwise): every process
+ * runs the program and takes each dt_launch as a step, processes 0 ..
+ * nranks-1 running the ranks, and every process returns the same result.
  * Returns DT_OK when every rank returned DT_OK; else the first failure in
  * time (a rank that failed because another one did reports
  * DT_ERR_PEER_DIED, later), with the message "rank R: <its message>".
@@ -222,11 +235,17 @@ dt_result dt_launch(const dt_launch_opts *opts, dt_rank_fn fn, void *arg);
  * out, and every process's blocks are sent to every other at the end. */
 void *dt_rank_out(const dt_comm *comm);
 
-/* Once per process, for a program started by tools/dtrun (or run alone):
- * joins the job named by the environment (RANK, WORLD_SIZE, LOCAL_RANK,
- * DT_SHM set by dtrun; proc backend) and returns this rank's world
- * communicator. Without DT_SHM and with WORLD_SIZE unset or 1 the program is
- * a job of one rank; WORLD_SIZE > 1 without DT_SHM is DT_ERR_UNSUPPORTED.
+/* Once per process, for a program started by tools/dtrun, by mpirun, or
+ * run alone: joins the job named by the environment and returns this
+ * rank's world communicator.
+ *  - dtrun (RANK, WORLD_SIZE, LOCAL_RANK, DT_SHM): the proc backend.
+ *  - mpirun (OMPI_COMM_WORLD_RANK and _SIZE, else PMI_RANK and PMI_SIZE,
+ *    and no DT_SHM): the mpi backend, every process of the MPI job a rank,
+ *    this one as its MPI rank. dt_finalize is the job's end: every process
+ *    waits there for the others. A rank that fails ends its process, and
+ *    mpirun the job. A libdt built without MPI returns DT_ERR_UNSUPPORTED.
+ *  - Neither: with WORLD_SIZE unset or 1 the program is a job of one rank;
+ *    WORLD_SIZE > 1 without DT_SHM is DT_ERR_UNSUPPORTED.
  * Options come from the environment as in dt_launch_opts_init; RANK and
  * WORLD_SIZE that do not parse are DT_ERR_INVALID_ARG. The segment DT_SHM
  * names is checked before it is read: a name of another shape, a segment
@@ -356,7 +375,11 @@ dt_result dt_sendrecv(const void *sendbuf, size_t sendcount, int dest, void *rec
  * that computes and has not said when it will send. Where every rank that
  * could still send earlier is itself blocked in a receive from a third rank
  * (several ranks in dt_recv_any at once, each waiting on the others'
- * peers), the candidate is taken then: that choice can depend on timing. */
+ * peers), the candidate is taken then: that choice can depend on timing.
+ * On mpi the same rule holds: each rank's first pending message is taken
+ * out of MPI to read its departure, and the ranks that could still send an
+ * earlier one are asked what they do (an answer counts once every message
+ * it says was posted to this rank has arrived). */
 dt_result dt_recv_any(void *recvbuf, size_t count, dt_dtype dtype, int *source, dt_comm *comm);
 
 /* ---------------------------------------------------------------- async */
@@ -401,8 +424,10 @@ dt_result dt_request_test(dt_request *req, int *done);
 /* Collective: every rank of comm gets *base pointing to the SAME region of
  * bytes zeroed bytes (64-byte aligned, shared by all ranks: C11 atomics on
  * it synchronize the ranks; in the proc backend it lies in the job's shared
- * arena). Not charged to the ranks' memory accounting. bytes must be > 0
- * and the same on every rank. */
+ * arena, at one address; on mpi it is MPI_Win_allocate_shared's memory,
+ * which each process maps at an address of its own, and the ranks must
+ * share one machine, else DT_ERR_UNSUPPORTED). Not charged to the ranks'
+ * memory accounting. bytes must be > 0 and the same on every rank. */
 dt_result dt_win_allocate(dt_comm *comm, size_t bytes, void **base, dt_win **win);
 
 /* Collective: frees the window (after a barrier). NULL is ignored. */
