@@ -17,12 +17,9 @@
  *  - Collective calls must be made by every rank of the communicator, in the
  *    same order, with the same count, dtype, op and root. A call that
  *    differs never writes out of bounds, and returns DT_ERR_MISMATCH naming
- *    the ranks and what each called: each call's signature rides on what it
- *    publishes anyway (the records of the barrier-exchange of the shortcuts,
- *    every message's header, checked before a byte is copied, and the
- *    rank's board, which a waiting rank compares with the others' now and
- *    then). The rank that finds the mismatch marks the communicator out of
- *    step: every rank waiting on it returns DT_ERR_MISMATCH with that
+ *    the ranks and what each called (each call's signature rides in what it
+ *    publishes anyway: docs/design.md). The rank that finds the mismatch
+ *    marks the communicator out of step: every rank waiting on it returns DT_ERR_MISMATCH with that
  *    message, and so does every later call on it (end the job). A rank that
  *    had already returned (a broadcast's root, whose sends were copied)
  *    learns it at its next call. A mismatch that no message or record
@@ -47,19 +44,13 @@
  * Backends: DT_BACKEND_THREAD (ranks are threads of one process, the
  * default), DT_BACKEND_PROC (ranks are forked processes sharing one POSIX
  * shared-memory arena per job) and DT_BACKEND_MPI (ranks are the processes
- * of an MPI job started by mpirun; built when mpicc is found). All three run
- * the same algorithms, with the same modeled clock, stats and bits: thread
- * and proc over shared memory, mpi over MPI point-to-point messages
- * (docs/cluster.md runs it across machines). What differs on mpi, on
- * purpose: no shared-memory shortcuts (AUTO takes the tree up to 32 KiB and
- * the ring above), a window maps the same memory at each process's own
- * address, and each rank's board (what it is doing, its clock) is in its
- * own process, asked by the others when they wait (the timeout report, the
- * mismatch check, dt_recv_any): a rank in its own code answers at its next
- * call. DT_BACKEND_NCCL is reserved. The proc backend moves large messages
- * with cross-memory attach (process_vm_readv / process_vm_writev); where
- * the system forbids it (a container without CAP_SYS_PTRACE), those calls
- * return DT_ERR_UNSUPPORTED and say so.
+ * of an MPI job started by mpirun; built when mpicc is found), running the
+ * same algorithms with the same modeled clock, stats and bits (mpi over MPI
+ * point-to-point messages, without the shared-memory shortcuts: docs/
+ * design.md, docs/cluster.md). DT_BACKEND_NCCL is reserved. The proc
+ * backend moves large messages with process_vm_readv/writev; where the
+ * system forbids it (no CAP_SYS_PTRACE), those calls say so
+ * (DT_ERR_UNSUPPORTED).
  */
 #ifndef DT_COMM_H
 #define DT_COMM_H
@@ -162,12 +153,10 @@ typedef struct {
                               default), 0 the reference path only (the
                               same results, stats and modeled clock, slower);
                               -1: env DT_FAST */
-    void *out;             /* what the ranks hand back, on every backend:
-                              nranks blocks of out_bytes bytes, zeroed at
-                              the start; rank r writes block r through
-                              dt_rank_out(world); when dt_launch returns,
-                              out holds every block as its rank left it
-                              (after a failure too). NULL: none */
+    void *out;             /* nranks blocks of out_bytes, zeroed at the
+                              start, that rank r fills through dt_rank_out;
+                              back to the caller on every backend, after a
+                              failure too. NULL: none */
     size_t out_bytes;      /* the size of one rank's block (with out) */
     char env_error[240];   /* set by dt_launch_opts_init when a variable of
                               the environment is bad; dt_launch returns it */
@@ -210,13 +199,11 @@ typedef dt_result (*dt_rank_fn)(dt_comm *world, void *arg);
  * and on mpi each rank runs in its own process: each rank works on its own
  * copy of arg, and what it writes there is NOT seen by the caller. Results
  * come back through dt_launch_opts.out and dt_rank_out, on every backend.
- * On mpi, dt_launch runs inside a job started by `mpirun -np P` (P at least
- * nranks; DT_ERR_INVALID_ARG naming `mpirun -np` otherwise): every process
- * runs the program and takes each dt_launch as a step, processes 0 ..
- * nranks-1 running the ranks, and every process returns the same result.
- * Returns DT_OK when every rank returned DT_OK; else the first failure in
- * time (a rank that failed because another one did reports
- * DT_ERR_PEER_DIED, later), with the message "rank R: <its message>".
+ * On mpi (inside `mpirun -np P`, P >= nranks) every process takes each
+ * dt_launch as a step, processes 0 .. nranks-1 run the ranks, and every
+ * process returns the same result.
+ * Returns DT_OK when every rank did; else the first failure in time (a rank
+ * failing because another did reports DT_ERR_PEER_DIED, later): "rank R: ...".
  * With the proc backend, a rank whose process ends before its function
  * returned failed, whatever its exit status ("rank 1: exited with status 0
  * before its function returned"), and the others get DT_ERR_PEER_DIED.
@@ -226,24 +213,20 @@ typedef dt_result (*dt_rank_fn)(dt_comm *world, void *arg);
  * names the option or variable and its value. */
 dt_result dt_launch(const dt_launch_opts *opts, dt_rank_fn fn, void *arg);
 
-/* This rank's block of dt_launch_opts.out (by its rank in the world: every
+/* This rank's block of dt_launch_opts.out (by its world rank: every
  * communicator of the rank gives the same block), out_bytes long; NULL when
- * the launch has none or comm is NULL or freed. The one way for a rank's
- * results to reach the caller whatever the backend: a thread rank writes
- * the caller's memory; a proc rank writes the job's shared memory, copied
- * to out when the ranks have ended; an mpi rank writes its own process's
- * out, and every process's blocks are sent to every other at the end. */
+ * the launch has none or comm is NULL or freed. Thread: the caller's
+ * memory; proc: shared memory, copied to out when the ranks end; mpi: this
+ * process's out, every block sent to every process at the end. */
 void *dt_rank_out(const dt_comm *comm);
 
 /* Once per process, for a program started by tools/dtrun, by mpirun, or
  * run alone: joins the job named by the environment and returns this
  * rank's world communicator.
  *  - dtrun (RANK, WORLD_SIZE, LOCAL_RANK, DT_SHM): the proc backend.
- *  - mpirun (OMPI_COMM_WORLD_RANK and _SIZE, else PMI_RANK and PMI_SIZE,
- *    and no DT_SHM): the mpi backend, every process of the MPI job a rank,
- *    this one as its MPI rank. dt_finalize is the job's end: every process
- *    waits there for the others. A rank that fails ends its process, and
- *    mpirun the job. A libdt built without MPI returns DT_ERR_UNSUPPORTED.
+ *  - mpirun (OMPI_COMM_WORLD_RANK/_SIZE, else PMI_RANK/PMI_SIZE; no
+ *    DT_SHM): the mpi backend, this process as its MPI rank; dt_finalize
+ *    waits for the others. Without MPI in libdt: DT_ERR_UNSUPPORTED.
  *  - Neither: with WORLD_SIZE unset or 1 the program is a job of one rank;
  *    WORLD_SIZE > 1 without DT_SHM is DT_ERR_UNSUPPORTED.
  * Options come from the environment as in dt_launch_opts_init; RANK and
@@ -253,8 +236,7 @@ void *dt_rank_out(const dt_comm *comm);
  * job's are refused with a message naming it. */
 dt_result dt_init(dt_comm **world);
 
-/* Leaves the job joined by dt_init and frees world (and every communicator
- * split from it). Call it before the program exits. */
+/* Leaves dt_init's job, freeing world and its splits; call it before exit. */
 dt_result dt_finalize(dt_comm *world);
 
 /* tools/dtrun's engine: starts opts->nranks processes of the program argv
@@ -366,20 +348,12 @@ dt_result dt_sendrecv(const void *sendbuf, size_t sendcount, int dest, void *rec
  * every clock after it) is the same in every run, whatever order the ranks
  * ran in: among the pending messages, the one whose transfer would start
  * first at this rank's receive port (THE RULE of dt/net.h; ties: the lower
- * rank), taken only once no other rank can still send an earlier one. A
- * rank cannot when it has ended; when it is blocked in a call on this
- * communicator that cannot complete without this rank (a receive of a
- * message this rank has not sent yet, a blocking collective); or when its
- * clock, which each rank publishes at the end of its calls, is already past
- * the candidate's start. So dt_recv_any waits (in wall time) for a rank
- * that computes and has not said when it will send. Where every rank that
- * could still send earlier is itself blocked in a receive from a third rank
- * (several ranks in dt_recv_any at once, each waiting on the others'
- * peers), the candidate is taken then: that choice can depend on timing.
- * On mpi the same rule holds: each rank's first pending message is taken
- * out of MPI to read its departure, and the ranks that could still send an
- * earlier one are asked what they do (an answer counts once every message
- * it says was posted to this rank has arrived). */
+ * rank), taken only once no other rank can still send an earlier one (it
+ * has ended, is blocked in a call that needs this rank, or its published
+ * clock is past the candidate's start): it waits, in wall time, for a rank
+ * that computes. Where every such rank is itself blocked receiving from a
+ * third one, the candidate is taken then, and that choice can depend on
+ * timing. The whole rule, on every backend: docs/design.md, dt_recv_any. */
 dt_result dt_recv_any(void *recvbuf, size_t count, dt_dtype dtype, int *source, dt_comm *comm);
 
 /* ---------------------------------------------------------------- async */
@@ -424,9 +398,8 @@ dt_result dt_request_test(dt_request *req, int *done);
 /* Collective: every rank of comm gets *base pointing to the SAME region of
  * bytes zeroed bytes (64-byte aligned, shared by all ranks: C11 atomics on
  * it synchronize the ranks; in the proc backend it lies in the job's shared
- * arena, at one address; on mpi it is MPI_Win_allocate_shared's memory,
- * which each process maps at an address of its own, and the ranks must
- * share one machine, else DT_ERR_UNSUPPORTED). Not charged to the ranks'
+ * arena, at one address; on mpi, MPI_Win_allocate_shared's, at each
+ * process's own address, one machine only, else DT_ERR_UNSUPPORTED). Not charged to the ranks'
  * memory accounting. bytes must be > 0 and the same on every rank. */
 dt_result dt_win_allocate(dt_comm *comm, size_t bytes, void **base, dt_win **win);
 
@@ -456,9 +429,9 @@ void dt_free_shared(dt_comm *comm, void *p);
  * messages inside dt_comm_split and dt_win_allocate do not. A collective
  * that takes a shared-memory shortcut counts the bytes and messages of the
  * network algorithm it stands for (the ring for a large allreduce,
- * recursive doubling for a tiny one, a dissemination barrier). Example: a ring allreduce of n elements of s bytes on N
- * ranks shows bytes_sent = bytes_recv = 2(N-1)/N * n * s per rank, up to
- * rounding of the chunks. */
+ * recursive doubling for a tiny one, a dissemination barrier). E.g. a ring
+ * allreduce of n elements of s bytes on N ranks: bytes_sent = bytes_recv =
+ * 2(N-1)/N * n * s per rank, up to rounding of the chunks. */
 typedef struct {
     uint64_t bytes_sent, bytes_recv;
     uint64_t msgs_sent, msgs_recv;
