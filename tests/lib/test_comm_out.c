@@ -1,8 +1,7 @@
 /* test_comm_out.c - what ranks hand back (dt_launch_opts.out, dt_rank_out):
  * on every backend the caller finds each rank's block as the rank left it,
  * after a failed launch too; a bad pair of out and out_bytes is refused.
- * The launches take their backend from DT_BACKEND (make unit BACKEND=...);
- * on the thread backend the proc backend is tried as well. */
+ * The launches take their backends from tc_backends (test_comm_util.h). */
 #include "test_comm_util.h"
 
 #include <stdio.h>
@@ -80,11 +79,9 @@ static void out_on(dt_backend b)
 
 TEST_T(comm_out_blocks_come_back, 2, 30)
 {
-    dt_launch_opts o;
-    dt_launch_opts_init(&o);
-    out_on(o.backend);
-    if (o.backend == DT_BACKEND_THREAD)
-        out_on(DT_BACKEND_PROC);
+    dt_backend b[2];
+    for (int i = 0, n = tc_backends(b); i < n; i++)
+        out_on(b[i]);
     EXPECT(dt_rank_out(NULL) == NULL, "dt_rank_out(NULL) is not NULL");
 }
 
