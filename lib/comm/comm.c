@@ -72,13 +72,13 @@ dt_result dt_comm_make(dt_rank_ctx *rc, dt_comm_shared *sh, int rank, dt_comm **
     dt_comm *c = calloc(1, sizeof *c);
     uint32_t *counts = calloc(2 * (size_t)sh->size, sizeof *counts);
     if (!c || !counts) {
-        free(c->sent_to);
         free(c);
         free(counts);
         return dt_fail(DT_ERR_NOMEM, "out of memory for a communicator");
     }
     c->sent_to = counts;
     c->posted_from = counts + sh->size;
+    c->any_last = -1;
     c->rc = rc;
     c->sh = sh;
     c->rank = rank;

@@ -74,6 +74,7 @@ struct dt_comm {
     uint32_t *sent_to;      /* [size] user messages sent to each rank ... */
     uint32_t *posted_from;  /* [size] ... and receives posted from each: the
                                k-th receive from a rank takes its k-th send */
+    int any_last;           /* the rank dt_recv_any took last (-1: none) */
     uint32_t sync_gen[DT_LANES];
     pthread_mutex_t stats_lock;
     dt_stats stats;

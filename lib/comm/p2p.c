@@ -48,6 +48,8 @@ static dt_result p2p_call(dt_comm *c, int kind, int peer, size_t count, const vo
         if (source == DT_ANY_SOURCE) {
             dt_doing_detail(c, DT_FROM_ANY, 0, 0);
             r = be->choose_any(&call, rbytes, &source);
+            if (r == DT_OK)
+                c->any_last = source; /* ties go round the ranks after it */
         }
         if (r == DT_OK) /* the rank it waits for, and for which message */
             dt_doing_detail(c, source, ++c->posted_from[source], 0);

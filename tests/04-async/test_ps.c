@@ -255,17 +255,12 @@ TEST_T(ps_async_beats_sync_with_straggler, 3, 30, .race = 1)
  * more, moves the slope; one that skips messages or answers before the
  * round is complete breaks the formula too. The clock follows each rank's
  * program order, never the machine's scheduling: dt_recv_any takes the
- * message first in modeled time (dt/comm.h). The mpi backend's takes the
- * first that MPI delivers (docs/cluster.md), which makes the modeled times
- * depend on the wall clock's order; so under `BACKEND=mpi` this test runs
- * its rounds on the thread backend, on purpose. */
+ * message first in modeled time (dt/comm.h), on every backend. */
 static double ps_round_time(int K, int rounds, const char *net, double compute_s)
 {
     lab_ps_config cfg = lab_ps_defaults(&ref_train);
     cfg.sync = 1, cfg.updates = rounds * K, cfg.compute_s = compute_s;
     dt_launch_opts o = ref_opts(1 + K);
-    if (o.backend == DT_BACKEND_MPI)
-        o.backend = DT_BACKEND_THREAD;
     o.net = net;
     lab_ps_result res = {0};
     dt_result r = lab_ps_launch(&o, &cfg, &res);

@@ -270,15 +270,9 @@ do_backends() {
         DT_BACKEND=$b DT_MPI_NP=$([ $b = mpi ] && echo 8) "$dtgrade" -q -j "$JOBS" --min-score-full \
             --tests-root tests "${only[@]}" --results "$out/backends-unit-$b.json" \
             "lib=$BUILD/tests/lib/grade" >>"$out/backends.log" 2>&1 || rc=1
-        # mpi: no ThreadSanitizer rerun (MPI's own threads are not built with
-        # it); lab 04 left out there for now: its asynchronous parameter
-        # server can starve a worker past the 10 s wait on mpi (about 1 run in
-        # 3, ps_async_trains_digits), a flaw of the mpi backend to mend, not
-        # a verdict to let CI draw by chance; make check BACKEND=mpi grades it
-        local labs_b=$backend_labs
-        [ $b = mpi ] && labs_b=$(echo "$backend_labs" | grep -v '^04-')
-        echo "backends: labs $(echo $labs_b | tr ' ' ,) (solutions) on $b"
-        DT_BACKEND=$b DT_MPI_NP=$([ $b = mpi ] && echo 8) LABS="$labs_b" \
+        # mpi: no ThreadSanitizer rerun (MPI's own threads are not built with it)
+        echo "backends: labs $(echo $backend_labs | tr ' ' ,) (solutions) on $b"
+        DT_BACKEND=$b DT_MPI_NP=$([ $b = mpi ] && echo 8) LABS="$backend_labs" \
             RACE=$([ $b = mpi ] && echo 0 || echo 1) check solutions -q --min-score-full \
             --results "$out/backends-labs-$b.json" >>"$out/backends.log" 2>&1 || rc=1
     done

@@ -326,3 +326,63 @@ TEST_T(comm_recv_any_takes_the_first_in_modeled_time, 3, 60)
                    want[i]);
     }
 }
+
+/* Equal starts: the port serves its queue in order of departure, then the
+ * ranks in turn after the one taken last. On "eth10" rank 3's message
+ * departs at 0 and holds rank 0's receive port for 4 KiB / beta = 3.3 us;
+ * rank 2's departs at 1 us, rank 1's at 2 us: both start when the port is
+ * free again, and rank 2's went first (the lower rank would be rank 1).
+ * Then, on a zero-cost network where every time is 0, ranks 1, 2 and 3
+ * send three messages each: rank 0 takes them in turn, 1 2 3 1 2 3 1 2 3
+ * ("the lower rank" would take rank 1's three first, and a rank 1 that
+ * always had one ready would starve the others). The wall order is the
+ * reverse each time. */
+typedef struct {
+    int order[9], n_order;
+} ties_out;
+
+static dt_result ties_rank(dt_comm *c, void *argp)
+{
+    const int fifo = *(const int *)argp, count = fifo ? 1024 : 1, each = fifo ? 1 : 3;
+    ties_out *a = tc_mine(c);
+    int32_t *buf = calloc(1024, sizeof *buf);
+    if (!buf)
+        return dt_fail(DT_ERR_NOMEM, "ties_rank: out of memory");
+    int r = dt_comm_rank(c), n = dt_comm_size(c);
+    dt_result res = DT_OK;
+    if (r == 0) {
+        for (int i = 0; i < (n - 1) * each && res == DT_OK; i++) {
+            int src = -1;
+            res = dt_recv_any(buf, (size_t)count, DT_I32, &src, c);
+            a->order[a->n_order++] = src;
+        }
+    } else {
+        dt_sleep(0.01 * (n - 1 - r)); /* wall order: rank 3 last */
+        if (fifo)
+            res = dt_clock_advance(c, 1e-6 * (n - 1 - r));
+        for (int i = 0; i < each && res == DT_OK; i++)
+            res = dt_send(buf, (size_t)count, DT_I32, 0, c);
+    }
+    free(buf);
+    return res;
+}
+
+TEST_T(comm_recv_any_ties_go_first_come_then_in_turn, 2, 60)
+{
+    for (int fifo = 1; fifo >= 0; fifo--) {
+        ties_out a[4];
+        dt_launch_opts o = port_opts(4, NULL);
+        o.net = fifo ? "eth10" : "none";
+        tc_out(&o, a, sizeof a[0]);
+        EXPECT_OK(dt_launch(&o, ties_rank, &fifo));
+        const int want_fifo[] = {3, 2, 1}, want_turns[] = {1, 2, 3, 1, 2, 3, 1, 2, 3};
+        const int *want = fifo ? want_fifo : want_turns, len = fifo ? 3 : 9;
+        EXPECT(a[0].n_order == len, "%s: rank 0 took %d messages, expected %d", o.net,
+               a[0].n_order, len);
+        for (int i = 0; i < len && i < a[0].n_order; i++)
+            EXPECT(a[0].order[i] == want[i], "%s: message %d came from rank %d, expected rank "
+                   "%d (%s)", o.net, i, a[0].order[i], want[i],
+                   fifo ? "equal starts: the earlier departure first: 3, 2, 1"
+                        : "all times 0: the ranks in turn, 1 2 3 1 2 3 1 2 3");
+    }
+}

@@ -345,15 +345,15 @@ dt_result dt_sendrecv(const void *sendbuf, size_t sendcount, int dest, void *rec
 /* Receives the first message that arrives from any rank (a parameter
  * server's loop); *source is set to the sender's rank. The message's count
  * must equal count. "First" is in modeled time, so that the choice (and
- * every clock after it) is the same in every run, whatever order the ranks
- * ran in: among the pending messages, the one whose transfer would start
- * first at this rank's receive port (THE RULE of dt/net.h; ties: the lower
- * rank), taken only once no other rank can still send an earlier one (it
- * has ended, is blocked in a call that needs this rank, or its published
- * clock is past the candidate's start): it waits, in wall time, for a rank
- * that computes. Where every such rank is itself blocked receiving from a
- * third one, the candidate is taken then, and that choice can depend on
- * timing. The whole rule, on every backend: docs/design.md, dt_recv_any. */
+ * every clock after it) is the same whatever order the ranks ran in: the
+ * pending message whose transfer would start first at this rank's receive
+ * port (THE RULE of dt/net.h; ties: the earlier departure, then the ranks
+ * in turn after the one taken last, so that none starves), taken once no
+ * other rank can still send an earlier one (it has ended, is blocked in a
+ * call that needs this rank, or its clock is past the candidate's): it
+ * waits, in wall time, for a rank that computes. Where each such rank is
+ * blocked receiving from a third, the candidate is taken then (a choice
+ * that can depend on timing). Details: docs/design.md, dt_recv_any. */
 dt_result dt_recv_any(void *recvbuf, size_t count, dt_dtype dtype, int *source, dt_comm *comm);
 
 /* ---------------------------------------------------------------- async */
