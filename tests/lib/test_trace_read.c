@@ -21,7 +21,7 @@ static dt_result traced_rank(dt_comm *w, void *arg)
     return dt_wait(req);
 }
 
-TEST(trace_read_gives_each_ranks_regions, 1)
+TEST(trace_read_gives_each_ranks_regions, 1, .own_backend = 1)
 {
     char path[96];
     snprintf(path, sizeof path, "/tmp/dtlab-trace-read-%d.json", (int)getpid());

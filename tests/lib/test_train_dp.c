@@ -96,7 +96,7 @@ static double rel_diff(const float *a, const float *b, size_t n)
  * sampler's shards of a step are the one-rank batch of that step): the
  * same mean gradient summed in another order, 1e-5 after 4 steps; every
  * rank holds the same bits. */
-TEST_T(train_ddp_equals_one_rank_with_the_global_batch, 2, 20)
+TEST_T(train_ddp_equals_one_rank_with_the_global_batch, 2, 20, .own_backend = 1)
 {
     dt_model m;
     EXPECT_OK(dt_model_create_spec(&m, SPEC, 5));
@@ -125,7 +125,7 @@ TEST_T(train_ddp_equals_one_rank_with_the_global_batch, 2, 20)
  * and without a tail (380 on 3 ranks leaves 2); each rank's optimizer
  * state is its shard's (and the tail's), 1/K of DDP's; and, with P
  * divisible by K, the same bytes: 2 (K-1)/K x 4P per rank per step. */
-TEST_T(train_zero1_equals_ddp_with_a_shard_of_the_state, 3, 30)
+TEST_T(train_zero1_equals_ddp_with_a_shard_of_the_state, 3, 30, .own_backend = 1)
 {
     size_t P = 380;
     dt_optim_config cfgs[2] = {dt_sgd_config(0.1f, 0.9f, 0), dt_adamw_config(0.01f)};
@@ -185,7 +185,7 @@ static dt_result budget_rank(dt_comm *w, void *arg)
 
 /* Ranks that stopped on their own clocks would leave the others waiting in
  * a collective: a time budget is for one rank; fused SGD too. */
-TEST(train_refuses_what_several_ranks_cannot_do, 1)
+TEST(train_refuses_what_several_ranks_cannot_do, 1, .own_backend = 1)
 {
     dt_launch_opts o;
     dt_launch_opts_init(&o);

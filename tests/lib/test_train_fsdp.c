@@ -121,7 +121,7 @@ static double rel_diff(const float *a, const float *b, size_t n)
  * of several, on a deep MLP and a GPT: DDP's parameters within 1e-5; the
  * shards and two units at most with resharding, the whole model without;
  * 3 psi (K-1)/K bytes a step, 2 psi without resharding. */
-TEST_T(train_fsdp_equals_ddp_in_two_units_of_memory, 3, 40)
+TEST_T(train_fsdp_equals_ddp_in_two_units_of_memory, 3, 40, .own_backend = 1)
 {
     static const char *const specs[2] = {"deep:7,12,3,4", "gpt:9,4,2,2,8"};
     for (int sp = 0; sp < 2; sp++)
@@ -179,7 +179,7 @@ static dt_result refuse_rank(dt_comm *w, void *arg)
     return r;
 }
 
-TEST(train_fsdp_refuses_what_it_cannot_do, 1)
+TEST(train_fsdp_refuses_what_it_cannot_do, 1, .own_backend = 1)
 {
     dt_model m;
     dt_trainer t;

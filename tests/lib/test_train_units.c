@@ -237,7 +237,7 @@ static dt_result clock_rank(dt_comm *w, void *arg)
 }
 
 /* Each unit's forward costs its layers' times, each layer's backward its. */
-TEST(units_charge_the_modeled_clock_per_layer, 1)
+TEST(units_charge_the_modeled_clock_per_layer, 1, .own_backend = 1)
 {
     dt_launch_opts o;
     dt_launch_opts_init(&o);

@@ -19,7 +19,7 @@ flags=(--oversubscribe --bind-to none)
 [ "$(id -u)" = 0 ] && flags+=(--allow-run-as-root)
 # A test's own timeouts catch a hang inside libdt; this one catches the rest.
 limit=${MPI_TEST_LIMIT:-300}
-export DT_QUIET=1 OMPI_MCA_btl_vader_single_copy_mechanism=none
+export DT_QUIET=1
 names=$("$grade" --list | cut -f2) || { echo "test-mpi: $grade --list failed"; exit 1; }
 failed=0
 for np in $nps; do
