@@ -16,7 +16,10 @@
 #                      MPI_Sendrecv
 #   --thread-multiple  the same, MPI started as libdt must start it
 #   --frames           the same, each message in libdt's frames (a header
-#                      ahead of the data; above 16 KiB the receiver's ack)
+#                      and the data in one message, above 16 KiB as two
+#                      blocks of one datatype, with the receiver's ack)
+# and MPI_Allreduce once more with Open MPI's single copy (CMA) off, the
+# shared-memory path libdt's two-block messages take.
 # It prints two tables, ready to paste: the targets (medians over rounds of
 # each one's time, the slowest rank's mean per call; the median and range
 # of the per-round ratios libdt / MPI_Allreduce, at 4 B the difference in
@@ -46,6 +49,10 @@ iters() {
 # the algorithm AUTO picks on the mpi backend: coll.c's AUTO_TREE_MAX, 32 KiB
 algo() { [ "$(bench_bytes "$1")" -le 32768 ] && echo tree || echo ring; }
 
+# Open MPI's shared-memory transport without its single copy (CMA): the
+# path it takes for libdt's two-block messages (lib/comm/mpi_port.c)
+no_single_copy() { OMPI_MCA_btl_vader_single_copy_mechanism=none "$@"; }
+
 round() {
     local n s it wu a
     for n in $RANKS; do
@@ -54,6 +61,7 @@ round() {
             a=$(algo "$s")
             bench_m "$n.$s.dt" bench_dtbench "$s" "$n" mpi "$it" "$wu" 4
             bench_m "$n.$s.mpi" bench_mpi "$s" "$n" "$it" "$wu" 4
+            bench_m "$n.$s.nocma" no_single_copy bench_mpi "$s" "$n" "$it" "$wu" 4
             bench_m "$n.$s.alg" bench_mpi "$s" "$n" "$it" "$wu" 4 --algo "$a"
             bench_m "$n.$s.tm" bench_mpi "$s" "$n" "$it" "$wu" 4 --algo "$a" --thread-multiple
             bench_m "$n.$s.fr" bench_mpi "$s" "$n" "$it" "$wu" 4 --algo "$a" --thread-multiple --frames
@@ -93,7 +101,7 @@ echo "**Machine**: $cpu, $cores cores; OpenMPI $mpi_v (\`mpirun --oversubscribe\
      "default transports and binding; libdt's ranks bound as dtbench binds them, DT_BIND=1)."
 echo
 echo "**Run**: $(date -u '+%Y-%m-%d %H:%M UTC'); \`ROUNDS=$ROUNDS SIZES=\"$SIZES\"" \
-     "RANKS=\"$RANKS\" bash bench/mpi.sh\`; every case in each round, its seven runs back to back; load average $BENCH_LOAD before," \
+     "RANKS=\"$RANKS\" bash bench/mpi.sh\`; every case in each round, its eight runs back to back; load average $BENCH_LOAD before," \
      "$(cut -d' ' -f1-3 /proc/loadavg) after. Times in us: the slowest rank's mean per call," \
      "medians over rounds; ratios: the median (range) of the per-round ratios. Every result" \
      "checked exact."
@@ -106,8 +114,9 @@ for n in $RANKS; do
         targets+=$(printf "| %s, N=%s | %.2f | %.2f | %s | %s | %.2f | %.2f |" "$(label "$s")" "$n" \
             "$(bench_smed "$k.dt")" "$(bench_smed "$k.mpi")" "$(bench_sratio "$k.dt" "$k.mpi")" \
             "$(verdict "$n" "$s")" "$(bench_smed "$k.thread")" "$(bench_smed "$k.proc")")$'\n'
-        bounds+=$(printf "| %s, N=%s | %.2f | %.2f (%s) | %.2f | %.2f | %.2f | %s |" "$(label "$s")" \
-            "$n" "$(bench_smed "$k.mpi")" "$(bench_smed "$k.alg")" "$(algo "$s")" \
+        bounds+=$(printf "| %s, N=%s | %.2f | %.2f | %.2f (%s) | %.2f | %.2f | %.2f | %s |" \
+            "$(label "$s")" "$n" "$(bench_smed "$k.mpi")" "$(bench_smed "$k.nocma")" \
+            "$(bench_smed "$k.alg")" "$(algo "$s")" \
             "$(bench_smed "$k.tm")" "$(bench_smed "$k.fr")" "$(bench_smed "$k.dt")" \
             "$(bench_sratio "$k.dt" "$k.fr")")$'\n'
     done
@@ -119,7 +128,7 @@ printf "%s" "$targets"
 echo
 echo "What bounds libdt over MPI, in plain MPI (bench/mpi_allreduce), time us:"
 echo
-echo "| allreduce f32 | MPI_Allreduce | libdt's algorithm, MPI_Sendrecv | + MPI_THREAD_MULTIPLE |" \
-     "+ libdt's frames | libdt over MPI | libdt / the last |"
-echo "|---|---:|---:|---:|---:|---:|---:|"
+echo "| allreduce f32 | MPI_Allreduce | the same, no single copy | libdt's algorithm, MPI_Sendrecv |" \
+     "+ MPI_THREAD_MULTIPLE | + libdt's frames | libdt over MPI | libdt / the last |"
+echo "|---|---:|---:|---:|---:|---:|---:|---:|"
 printf "%s" "$bounds"

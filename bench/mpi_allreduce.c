@@ -71,29 +71,36 @@ typedef struct {
     int iters, warmup, op, algo, frames;
 } opts;
 
-/* libdt's frames (lib/comm/mpi_port.c): every message carries a 32-byte
- * header (the modeled departure, size, signature, count); up to 16 KiB
- * (DT_NET_EAGER_MAX) header and data go as one message from a copy, above
- * it the header, then the data from the user's buffer, and the receiver
- * sends back a 32-byte ack (the time it posted). */
+/* libdt's frames (lib/comm/mpi_port.c): every message is one MPI message,
+ * a 32-byte header (the modeled departure, size, signature, count) then
+ * the data: up to 16 KiB (DT_NET_EAGER_MAX) from a copy, above it the
+ * header and the user's buffer as two blocks of one MPI datatype, with a
+ * 32-byte ack from the receiver (the time it posted). The receiver takes a
+ * message once MPI_Improbe says its size: straight into header and buffer
+ * above 16 KiB, into a buffer of its own below. */
 #define FRAME 32
 #define EAGER_MAX 16384
+
+static void pair_type(void *hdr, const void *buf, int bytes, MPI_Datatype *t)
+{
+    int len[2] = {FRAME, bytes};
+    MPI_Aint disp[2];
+    MPI_Get_address(hdr, &disp[0]);
+    MPI_Get_address(buf, &disp[1]);
+    MPI_Type_create_hindexed(2, len, disp, MPI_BYTE, t);
+    MPI_Type_commit(t);
+}
 
 static void framed_sendrecv(const void *sb, int sbytes, int dest, void *rb, int rbytes, int src,
                             int tag)
 {
     char shdr[FRAME] = {0}, rhdr[FRAME], sack[FRAME] = {0}, rack[FRAME];
     char *sst = NULL, *rst = NULL;
-    MPI_Request q[6];
+    MPI_Request q[4];
+    MPI_Datatype t;
     int k = 0;
-    if (rbytes <= EAGER_MAX) {
-        rst = malloc(FRAME + (size_t)rbytes);
-        MPI_Irecv(rst, FRAME + rbytes, MPI_BYTE, src, tag, MPI_COMM_WORLD, &q[k++]);
-    } else {
-        MPI_Irecv(rhdr, FRAME, MPI_BYTE, src, tag, MPI_COMM_WORLD, &q[k++]);
-        MPI_Irecv(rb, rbytes, MPI_BYTE, src, tag, MPI_COMM_WORLD, &q[k++]);
+    if (rbytes > EAGER_MAX)
         MPI_Isend(sack, FRAME, MPI_BYTE, src, tag + 1, MPI_COMM_WORLD, &q[k++]);
-    }
     if (sbytes <= EAGER_MAX) {
         sst = malloc(FRAME + (size_t)sbytes);
         memcpy(sst, shdr, FRAME);
@@ -101,8 +108,22 @@ static void framed_sendrecv(const void *sb, int sbytes, int dest, void *rb, int 
         MPI_Isend(sst, FRAME + sbytes, MPI_BYTE, dest, tag, MPI_COMM_WORLD, &q[k++]);
     } else {
         MPI_Irecv(rack, FRAME, MPI_BYTE, dest, tag + 1, MPI_COMM_WORLD, &q[k++]);
-        MPI_Isend(shdr, FRAME, MPI_BYTE, dest, tag, MPI_COMM_WORLD, &q[k++]);
-        MPI_Isend(sb, sbytes, MPI_BYTE, dest, tag, MPI_COMM_WORLD, &q[k++]);
+        pair_type(shdr, sb, sbytes, &t);
+        MPI_Isend(MPI_BOTTOM, 1, t, dest, tag, MPI_COMM_WORLD, &q[k++]);
+        MPI_Type_free(&t);
+    }
+    int flag = 0;
+    MPI_Message m;
+    MPI_Status st;
+    while (!flag)
+        MPI_Improbe(src, tag, MPI_COMM_WORLD, &flag, &m, &st);
+    if (rbytes > EAGER_MAX) {
+        pair_type(rhdr, rb, rbytes, &t);
+        MPI_Imrecv(MPI_BOTTOM, 1, t, &m, &q[k++]);
+        MPI_Type_free(&t);
+    } else {
+        rst = malloc(FRAME + (size_t)rbytes);
+        MPI_Imrecv(rst, FRAME + rbytes, MPI_BYTE, &m, &q[k++]);
     }
     MPI_Waitall(k, q, MPI_STATUSES_IGNORE);
     if (rst)

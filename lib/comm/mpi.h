@@ -54,12 +54,7 @@ typedef struct {
     uint32_t sig, pad;
 } dt_wire_hdr;
 
-/* The most a message's first part holds: a header and an eager message's
- * data (or a rendezvous message's header alone). Every first part is
- * received into a buffer this big, so that MPI never truncates one. */
-#define DT_MPI_FIRST_MAX (sizeof(dt_wire_hdr) + DT_EAGER_MAX)
-
-/* The MPI tag of user messages' first parts (channel 0, mpi_port.c). */
+/* The MPI tag of user messages (channel 0, mpi_port.c). */
 #define DT_MPI_USER_TAG 0
 
 struct dt_mpi_peer;
@@ -94,7 +89,7 @@ typedef struct {
 } dt_mpi_launch;
 
 /* A message taken out of MPI before its receive was posted (dt_recv_any
- * looks at the first pending message of each rank): its first part. */
+ * looks at the first pending message of each rank): header and data. */
 typedef struct {
     char *buf; /* NULL: none */
     int bytes;
@@ -108,6 +103,8 @@ typedef struct {
     dt_mpi_early *early;  /* [size]: the first pending user message of each */
     uint32_t *claimed;    /* [size]: user messages from each that receives
                              were posted for, or that were taken early */
+    void **unmatched;     /* [size]: the user receives from each whose message
+                             has not come yet, oldest first (mpi_port.c) */
 } dt_mpi_group;
 
 /* The failure notice's payload, and the record of a rank's end. */
@@ -166,6 +163,12 @@ dt_result dt_mpi_check_failed(dt_mpi_launch *l);
  * meanwhile. */
 dt_result dt_mpi_poll(dt_call *call, dt_mpi_launch *l, MPI_Request *reqs, int n,
                       const char *what, int peer);
+
+/* The same, for requests that step(arg) posts once it can (a receive whose
+ * message must come before it is received): step returns 1 once it has;
+ * reqs count only from then. */
+dt_result dt_mpi_poll_step(dt_call *call, dt_mpi_launch *l, MPI_Request *reqs, int n,
+                           int (*step)(void *), void *arg, const char *what, int peer);
 
 extern const dt_backend_ops dt_mpi_ops;
 
@@ -247,10 +250,14 @@ void dt_mpi_board_free(dt_mpi_launch *l);
 /* The rank to take dt_recv_any's message from (mpi_any.c). */
 dt_result dt_mpi_choose_any(dt_call *call, size_t bytes, int *src);
 
-/* The first part of the first pending user message from peer, when
+/* The first pending user message from peer, header and data, when
  * dt_recv_any took it early (the caller frees *buf), else 0; a receive
  * posted for the next message from peer is counted either way. */
 int dt_mpi_take_early(dt_mpi_group *g, int peer, char **buf, int *bytes);
+
+/* Matches the user receives from peer whose messages have come (oldest
+ * first); 1 when none is left waiting for its message (mpi_port.c). */
+int dt_mpi_user_matched(dt_mpi_group *g, int peer);
 
 /* DT_TRACE (mpi_trace.c): this rank's events ev[0..nev) (wall times from
  * the launch's start wall0) go to rank 0's process, which writes path with

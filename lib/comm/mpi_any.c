@@ -3,9 +3,9 @@
  * still send an earlier one: dt_any_choose), with what the emulation reads
  * on the boards asked of the ranks (mpi_board.c).
  *
- * Pending messages. MPI holds them. dt_recv_any takes the first part of
- * the first pending user message of each rank out of MPI (MPI_Iprobe, then
- * MPI_Mrecv: its header says when it departed) and keeps it in the group
+ * Pending messages. MPI holds them. dt_recv_any takes the first pending
+ * user message of each rank out of MPI (MPI_Iprobe, then MPI_Mrecv: its
+ * header says when it departed) and keeps it in the group
  * (dt_mpi_early) until a receive from that rank is posted, which takes it
  * instead of MPI's next message: each pair's order stays.
  *
@@ -45,22 +45,25 @@ int dt_mpi_take_early(dt_mpi_group *g, int peer, char **buf, int *bytes)
     return 1;
 }
 
-/* The first part of the first pending user message from s, out of MPI
- * (sized first: nothing is truncated). Only this rank's thread takes user
- * messages: the one probed is the one received. */
+/* The first pending user message from s, out of MPI (sized first:
+ * nothing is truncated), unless a receive from s is still waiting for
+ * its message (the message is that receive's). Only this rank's thread
+ * takes user messages: the one probed is the one received. */
 static void take_early(dt_mpi_group *g, int s)
 {
     int flag = 0, bytes = 0;
     MPI_Status st;
+    if (!dt_mpi_user_matched(g, s))
+        return;
     MPI_Iprobe(s, DT_MPI_USER_TAG, g->comm, &flag, &st);
     if (!flag)
         return;
     MPI_Get_count(&st, MPI_BYTE, &bytes);
     char *buf = NULL;
-    if (bytes >= (int)sizeof(dt_wire_hdr) && bytes <= (int)DT_MPI_FIRST_MAX)
+    if (bytes >= (int)sizeof(dt_wire_hdr))
         buf = malloc((size_t)bytes);
     if (!buf)
-        return; /* left in MPI (out of memory, or not a first part): the receive says */
+        return; /* left in MPI (out of memory, or no header): the receive says */
     MPI_Message m;
     MPI_Improbe(s, DT_MPI_USER_TAG, g->comm, &flag, &m, &st);
     MPI_Mrecv(buf, bytes, MPI_BYTE, &m, MPI_STATUS_IGNORE);

@@ -22,10 +22,11 @@ static dt_mpi_group *group_new(MPI_Comm comm, int n, dt_mpi_launch *l)
     if (g) {
         g->early = calloc((size_t)n, sizeof *g->early);
         g->claimed = calloc((size_t)n, sizeof *g->claimed);
+        g->unmatched = calloc((size_t)n, sizeof *g->unmatched);
     }
-    if (!g || !g->early || !g->claimed) {
+    if (!g || !g->early || !g->claimed || !g->unmatched) {
         if (g)
-            free(g->early), free(g->claimed);
+            free(g->early), free(g->claimed), free(g->unmatched);
         free(g);
         return NULL;
     }
@@ -63,6 +64,7 @@ void dt_mpi_group_free(dt_comm_shared *sh)
         free(g->early[i].buf);
     free(g->early);
     free(g->claimed);
+    free(g->unmatched); /* a receive still listed is its request's to free */
     free(g);
     sh->mpi = NULL;
 }

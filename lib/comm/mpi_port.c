@@ -3,32 +3,30 @@
  * the program as port.c applies it, so that the modeled clock, the ports
  * and the stats are the emulation's to the bit.
  *
- * What crosses the wire. Every message starts with a header (dt_wire_hdr:
- * the sender's departure d, its size, the signature and count of the
- * collective it belongs to, 0 for a user message), so that the receiver
- * checks the match before it takes any byte.
- *   eager (at most DT_EAGER_MAX bytes): one MPI message, header and data,
- *     from a copy (the sender's buffer is free at once, as in port.c); the
- *     send completes at d + w.
- *   rendezvous (above): the header, then the data straight from the
- *     sender's buffer; the receiver, when it posts, sends back an ack with
- *     the time t_r it posted at (and its size, signature and count): the
- *     send completes at max(d, t_r) + w (step 5), and a sender whose
- *     receiver expects something else learns it from the ack.
- * MPI keeps the messages of one (source, tag, communicator) in order, as
+ * What crosses the wire. Every message is one MPI message: a header
+ * (dt_wire_hdr: the sender's departure d, its size, the signature and
+ * count of the collective it belongs to, 0 for a user message), then the
+ * data.
+ *   eager (at most DT_EAGER_MAX bytes): from a copy (the sender's buffer
+ *     is free at once, as in port.c); the send completes at d + w.
+ *   rendezvous (above): the header and the data straight from the
+ *     sender's buffer, described by one MPI datatype (two blocks); the
+ *     receiver, when it posts, sends back an ack with the time t_r it
+ *     posted at (and its size, signature and count): the send completes
+ *     at max(d, t_r) + w (step 5), and a sender whose receiver expects
+ *     something else learns it from the ack.
+ * One message, not a header and then the data: each ring step pays one
+ * MPI message's costs, not two (BENCHMARKS.md, "The mpi backend"). MPI
+ * keeps the messages of one (source, tag, communicator) in order, as
  * port.c's FIFO lists do.
  *
  * Nothing is ever truncated: MPI libraries do not all handle a message
  * longer than its receive (Open MPI's single-copy path writes past the
- * buffer). A message's first part, header or eager message, is received
- * into a buffer of DT_MPI_FIRST_MAX bytes, the most a first part holds; a
- * rendezvous message's data is received only once its header said that it
- * has the receive's size, and a mismatched one is taken into a buffer of
- * its own size and dropped. So the data has a tag of its own: a
- * collective's step sends one message to a peer, whose data follows its
- * header's tag; the user messages of a pair of ranks, several of which may
- * be posted at once, carry their number k in the pair's sequence (the k-th
- * receive takes the k-th send: p2p.c counts them), channel 0's tag k.
+ * buffer). A receive is matched only once its message has come
+ * (MPI_Improbe says its size): one of the receive's size goes straight
+ * into the header and the receive's buffer; any other into a buffer of
+ * its own size, whose header then says what the sender sent (an eager
+ * message's data is copied out of it; a mismatch is reported).
  *
  * Tags. MPI tags are 31 bits; a message's channel (user, a lane's
  * collectives, their acks, a lane's barrier-exchange) takes 3, and the
@@ -53,17 +51,23 @@ enum { CH_USER = 0, CH_USER_ACK, CH_COLL0, CH_ACK0, CH_COLL1, CH_ACK1, CH_SYNC0,
 
 /* A posted MPI message: the dt_msg of port.h (its fields as port.c uses
  * them) and the MPI side. */
-typedef struct {
+typedef struct mpi_msg mpi_msg;
+struct mpi_msg {
     dt_msg m;
-    MPI_Request req[3]; /* send: data, first part, ack; receive: the same */
+    MPI_Request req[2]; /* the message; the ack (a rendezvous message's) */
     dt_wire_hdr hdr;    /* send: what it sent; receive: what came */
     dt_wire_hdr ack;    /* send: what came back; receive: what it sent back */
     int rendezvous;
-    char *stage;        /* the first part: header and an eager message's data */
-    MPI_Comm comm;      /* receive: where its data comes from ... */
-    int data_tag;       /* ... with this tag (data_posted once it is posted) */
-    int data_posted;
-} mpi_msg;
+    MPI_Comm comm;
+    int wire_tag;       /* the message's MPI tag */
+    int matched;        /* receive: its message has come and is being received */
+    char *stage;        /* send: an eager message; receive: a message not received
+                           straight into the buffer (NULL: it was) */
+    int stage_bytes;
+    MPI_Message held;   /* receive: its message, matched, not received yet */
+    dt_mpi_group *group;
+    mpi_msg *next;      /* a user receive not matched yet: the next one from its peer */
+};
 
 static dt_mpi_group *group_of(const dt_call *call) { return call->comm->sh->mpi; }
 
@@ -76,21 +80,11 @@ static int wire_tag(int chan, uint64_t tag)
     return (int)((uint64_t)chan << 28 | kind1 << 24 | seq << 16 | step);
 }
 
-_Static_assert(CH_USER == 0 && DT_MPI_USER_TAG == 0, "user first parts: channel 0, tag 0");
+_Static_assert(CH_USER == 0 && DT_MPI_USER_TAG == 0, "user messages: channel 0, tag 0");
 
 static int data_chan(const dt_call *call, uint64_t tag)
 {
     return tag == 0 ? CH_USER : call->lane == 0 ? CH_COLL0 : CH_COLL1;
-}
-
-/* A rendezvous message's data (see the top): a user message's k, 1 ..
- * 65535 over and over (0 is the first parts' tag), else its header's. */
-static int data_tag(dt_call *call, int peer, uint64_t tag, int sending)
-{
-    if (tag != 0)
-        return wire_tag(data_chan(call, tag), tag);
-    uint32_t k = sending ? call->comm->sent_to[peer] : call->comm->posted_from[peer];
-    return 1 + (int)((k - 1) % 0xffff);
 }
 
 dt_result dt_mpi_fail(int code, const char *what)
@@ -106,6 +100,17 @@ dt_result dt_mpi_fail(int code, const char *what)
     return dt_fail(r, "%s: %s", what, text);
 }
 
+/* A header and a buffer as one MPI datatype (addresses from MPI_BOTTOM). */
+static int pair_type(dt_wire_hdr *h, const void *buf, size_t bytes, MPI_Datatype *t)
+{
+    int len[2] = {(int)sizeof *h, (int)bytes};
+    MPI_Aint disp[2];
+    MPI_Get_address(h, &disp[0]);
+    MPI_Get_address(buf, &disp[1]);
+    int rc = MPI_Type_create_hindexed(2, len, disp, MPI_BYTE, t);
+    return rc == MPI_SUCCESS ? MPI_Type_commit(t) : rc;
+}
+
 /* ---------------------------------------------------------------- posting */
 
 static mpi_msg *msg_new(dt_call *call, dt_msg_dir dir, int peer, const void *buf, size_t bytes,
@@ -114,8 +119,8 @@ static mpi_msg *msg_new(dt_call *call, dt_msg_dir dir, int peer, const void *buf
     mpi_msg *x = calloc(1, sizeof *x);
     if (!x)
         return NULL;
-    for (int i = 0; i < 3; i++)
-        x->req[i] = MPI_REQUEST_NULL;
+    x->req[0] = x->req[1] = MPI_REQUEST_NULL;
+    x->held = MPI_MESSAGE_NULL;
     x->m.dir = dir;
     x->m.src = dir == DT_MSG_SEND ? call->comm->rank : peer;
     x->m.port_rank = peer; /* here: the other side */
@@ -125,18 +130,38 @@ static mpi_msg *msg_new(dt_call *call, dt_msg_dir dir, int peer, const void *buf
     x->m.sig = call->sig;
     x->m.count = call->count;
     x->rendezvous = bytes > DT_EAGER_MAX;
-    x->comm = group_of(call)->comm;
-    x->data_tag = data_tag(call, peer, tag, dir == DT_MSG_SEND);
-    /* a send's first part holds its header and an eager message's data; a
-     * receive's, whatever a sender's first part may hold */
-    size_t stage = dir == DT_MSG_RECV ? DT_MPI_FIRST_MAX
-                   : sizeof(dt_wire_hdr) + (x->rendezvous ? 0 : bytes);
-    x->stage = malloc(stage);
-    if (!x->stage) {
-        free(x);
-        return NULL;
+    x->group = group_of(call);
+    x->comm = x->group->comm;
+    x->wire_tag = wire_tag(data_chan(call, tag), tag);
+    if (dir == DT_MSG_SEND && !x->rendezvous) { /* the eager message's copy */
+        x->stage_bytes = (int)(sizeof(dt_wire_hdr) + bytes);
+        if (!(x->stage = malloc((size_t)x->stage_bytes))) {
+            free(x);
+            return NULL;
+        }
     }
     return x;
+}
+
+/* User receives from one peer take its messages in the order they were
+ * posted (the k-th receive takes the k-th send), as MPI's posted receives
+ * would: the ones not matched yet wait in a list per peer, matched from
+ * the oldest, whichever of them is waited for. */
+static void enqueue(mpi_msg *x)
+{
+    mpi_msg **p = (mpi_msg **)&x->group->unmatched[x->m.port_rank];
+    while (*p)
+        p = &(*p)->next;
+    *p = x;
+}
+
+static void unqueue(mpi_msg *x)
+{
+    for (mpi_msg **p = (mpi_msg **)&x->group->unmatched[x->m.port_rank]; *p; p = &(*p)->next)
+        if (*p == x) {
+            *p = x->next;
+            return;
+        }
 }
 
 static dt_result too_big(size_t bytes)
@@ -159,23 +184,24 @@ dt_result dt_mpi_isend(dt_call *call, int peer, const void *buf, size_t bytes, u
         dt_mpi_count_send(l, call->comm, peer);
         dt_mpi_serve(l);
     }
-    int chan = data_chan(call, tag), wtag = wire_tag(chan, tag);
     x->m.depart = dt_net_depart(call_net(call), call->ports, call->t, (double)bytes);
     x->hdr = (dt_wire_hdr){x->m.depart, bytes, call->count, call->sig, 0};
-    memcpy(x->stage, &x->hdr, sizeof x->hdr);
     int rc;
     if (!x->rendezvous) {
+        memcpy(x->stage, &x->hdr, sizeof x->hdr);
         if (bytes)
             memcpy(x->stage + sizeof x->hdr, buf, bytes);
-        rc = MPI_Isend(x->stage, (int)(sizeof x->hdr + bytes), MPI_BYTE, peer, wtag, x->comm,
-                       &x->req[1]);
+        rc = MPI_Isend(x->stage, x->stage_bytes, MPI_BYTE, peer, x->wire_tag, x->comm,
+                       &x->req[0]);
     } else {
+        MPI_Datatype t;
+        int chan = data_chan(call, tag);
         rc = MPI_Irecv(&x->ack, sizeof x->ack, MPI_BYTE, peer, wire_tag(chan + 1, tag), x->comm,
-                       &x->req[2]);
-        if (rc == MPI_SUCCESS)
-            rc = MPI_Isend(x->stage, sizeof x->hdr, MPI_BYTE, peer, wtag, x->comm, &x->req[1]);
-        if (rc == MPI_SUCCESS)
-            rc = MPI_Isend(buf, (int)bytes, MPI_BYTE, peer, x->data_tag, x->comm, &x->req[0]);
+                       &x->req[1]);
+        if (rc == MPI_SUCCESS && (rc = pair_type(&x->hdr, buf, bytes, &t)) == MPI_SUCCESS) {
+            rc = MPI_Isend(MPI_BOTTOM, 1, t, peer, x->wire_tag, x->comm, &x->req[0]);
+            MPI_Type_free(&t); /* the send keeps what it needs */
+        }
     }
     dt_call_traffic(call, 1, bytes, 1);
     out->m = &x->m;
@@ -193,24 +219,20 @@ dt_result dt_mpi_irecv(dt_call *call, int peer, void *buf, size_t bytes, uint64_
     mpi_msg *x = msg_new(call, DT_MSG_RECV, peer, buf, bytes, tag);
     if (!x)
         return dt_fail(DT_ERR_NOMEM, "out of memory for a message");
-    int chan = data_chan(call, tag), wtag = wire_tag(chan, tag);
     x->m.posted = call->t;
-    char *early = NULL;
-    int early_bytes = 0, rc = MPI_SUCCESS;
-    if (tag == 0 && dt_mpi_take_early(group_of(call), peer, &early, &early_bytes)) {
-        memcpy(x->stage, early, (size_t)early_bytes); /* at most DT_MPI_FIRST_MAX */
-        free(early);
-    } else {
-        rc = MPI_Irecv(x->stage, (int)DT_MPI_FIRST_MAX, MPI_BYTE, peer, wtag, x->comm,
-                       &x->req[1]);
-    }
-    if (rc == MPI_SUCCESS && x->rendezvous) {
+    if (tag == 0 && dt_mpi_take_early(x->group, peer, &x->stage, &x->stage_bytes))
+        x->matched = 1; /* dt_recv_any took it out of MPI: it is in x->stage */
+    else if (tag == 0)
+        enqueue(x);
+    int rc = MPI_SUCCESS;
+    if (x->rendezvous) {
+        int chan = data_chan(call, tag);
         x->ack = (dt_wire_hdr){call->t, bytes, call->count, call->sig, 0};
         rc = MPI_Isend(&x->ack, sizeof x->ack, MPI_BYTE, peer, wire_tag(chan + 1, tag), x->comm,
-                       &x->req[2]);
+                       &x->req[1]);
     }
     out->m = &x->m;
-    return rc == MPI_SUCCESS ? DT_OK : dt_mpi_fail(rc, "MPI_Irecv");
+    return rc == MPI_SUCCESS ? DT_OK : dt_mpi_fail(rc, "MPI_Isend (ack)");
 }
 
 /* ---------------------------------------------------------------- completing */
@@ -219,8 +241,12 @@ dt_result dt_mpi_irecv(dt_call *call, int peer, void *buf, size_t bytes, uint64_
  * flight keeps its buffers (leaked: MPI may still read them). */
 static void release(mpi_msg *x)
 {
+    if (x->m.tag == 0 && !x->matched)
+        unqueue(x);
+    if (x->held != MPI_MESSAGE_NULL)
+        return; /* out of memory for the message MPI holds for it: both leaked */
     int leak = 0;
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < 2; i++) {
         if (x->req[i] == MPI_REQUEST_NULL)
             continue;
         int flag = 0;
@@ -248,50 +274,78 @@ static int same(const mpi_msg *x, const dt_wire_hdr *h)
     return h->bytes == x->m.bytes && h->sig == x->m.sig && h->count == x->m.count;
 }
 
-/* A receive whose first part has come: its header, and the data's receive
- * posted when the header says it fits (else wait_recv deals with it). */
-static int first_part_in(mpi_msg *x)
+/* A receive's message, once it has come (see the top): a rendezvous
+ * message of the receive's size straight into the header and the buffer;
+ * any other into x->stage, of its own size. 1 once it is being received. */
+static int match_one(mpi_msg *x)
 {
-    if (x->req[1] != MPI_REQUEST_NULL)
-        return 0;
-    memcpy(&x->hdr, x->stage, sizeof x->hdr);
-    if (x->rendezvous && !x->data_posted && same(x, &x->hdr)) {
-        MPI_Irecv(x->m.buf, (int)x->m.bytes, MPI_BYTE, x->m.port_rank, x->data_tag, x->comm,
-                  &x->req[0]);
-        x->data_posted = 1;
+    if (x->held == MPI_MESSAGE_NULL) {
+        int flag = 0;
+        MPI_Status st;
+        MPI_Improbe(x->m.port_rank, x->wire_tag, x->comm, &flag, &x->held, &st);
+        if (!flag)
+            return 0;
+        MPI_Get_count(&st, MPI_BYTE, &x->stage_bytes);
     }
+    MPI_Datatype t;
+    if (x->rendezvous && x->stage_bytes == (int)(sizeof x->hdr + x->m.bytes) &&
+        pair_type(&x->hdr, x->m.buf, x->m.bytes, &t) == MPI_SUCCESS) {
+        MPI_Imrecv(MPI_BOTTOM, 1, t, &x->held, &x->req[0]);
+        MPI_Type_free(&t);
+    } else if ((x->stage = malloc(x->stage_bytes > 0 ? (size_t)x->stage_bytes : 1))) {
+        MPI_Imrecv(x->stage, x->stage_bytes, MPI_BYTE, &x->held, &x->req[0]);
+    } else {
+        return 0; /* out of memory: held, and tried again while the wait lasts */
+    }
+    x->matched = 1;
     return 1;
 }
 
-/* A mismatched sender's rendezvous data, taken (into a buffer its size)
- * and dropped, so that no later receive gets it. */
-static void drop_data(dt_call *call, mpi_msg *x)
+/* Matches the oldest unmatched user receives from peer whose messages
+ * have come; 1 when none is left unmatched. */
+static int match_user(dt_mpi_group *g, int peer)
 {
-    dt_mpi_launch *l = group_of(call)->launch;
-    if (x->hdr.bytes <= DT_EAGER_MAX || x->hdr.bytes > INT_MAX)
-        return;
-    char *sink = malloc(x->hdr.bytes);
-    MPI_Request req = MPI_REQUEST_NULL;
-    if (sink && MPI_Irecv(sink, (int)x->hdr.bytes, MPI_BYTE, x->m.port_rank, x->data_tag,
-                          x->comm, &req) == MPI_SUCCESS) {
-        char keep[512];
-        snprintf(keep, sizeof keep, "%s", dt_last_error());
-        if (dt_mpi_poll(call, l, &req, 1, "the data of a mismatched message from",
-                        x->m.port_rank) != DT_OK && req != MPI_REQUEST_NULL) {
-            MPI_Cancel(&req);
-            MPI_Request_free(&req);
-        }
-        dt_fail(DT_ERR_MISMATCH, "%s", keep);
-    }
-    free(sink);
+    mpi_msg **head = (mpi_msg **)&g->unmatched[peer];
+    while (*head && match_one(*head))
+        *head = (*head)->next;
+    return *head == NULL;
+}
+
+int dt_mpi_user_matched(dt_mpi_group *g, int peer) { return match_user(g, peer); }
+
+/* dt_mpi_poll_step's step: 1 once x's message is being received. */
+static int match(void *arg)
+{
+    mpi_msg *x = arg;
+    if (x->m.tag == 0 && !x->matched)
+        match_user(x->group, x->m.port_rank); /* the older ones first */
+    else if (!x->matched)
+        match_one(x);
+    return x->matched;
+}
+
+/* A message that did not go straight into the buffer: its header, and an
+ * eager message's data copied out. 0 when it has no header. */
+static int unstage(mpi_msg *x)
+{
+    if (!x->stage)
+        return 1; /* received straight into x->hdr and the buffer */
+    if (x->stage_bytes < (int)sizeof x->hdr)
+        return 0;
+    memcpy(&x->hdr, x->stage, sizeof x->hdr);
+    if (same(x, &x->hdr) && x->stage_bytes == (int)(sizeof x->hdr + x->m.bytes) && x->m.bytes)
+        memcpy(x->m.buf, x->stage + sizeof x->hdr, x->m.bytes);
+    return 1;
 }
 
 static dt_result wait_recv(dt_call *call, mpi_msg *x, int *src)
 {
     dt_mpi_launch *l = group_of(call)->launch;
     int peer = x->m.port_rank;
-    DT_TRY(dt_mpi_poll(call, l, &x->req[1], 1, "a message from", peer));
-    first_part_in(x);
+    DT_TRY(dt_mpi_poll_step(call, l, x->req, 1, match, x, "a message from", peer));
+    if (!unstage(x))
+        return dt_fail(DT_ERR_IO, "a message of %d bytes from rank %d has no header",
+                       x->stage_bytes, peer);
     if (!same(x, &x->hdr)) {
         if (x->hdr.bytes > DT_EAGER_MAX && !x->rendezvous) { /* it waits for an ack */
             dt_wire_hdr nack = {x->m.posted, x->m.bytes, x->m.count, x->m.sig, 0};
@@ -299,14 +353,10 @@ static dt_result wait_recv(dt_call *call, mpi_msg *x, int *src)
             MPI_Send(&nack, sizeof nack, MPI_BYTE, peer, wire_tag(chan + 1, x->m.tag),
                      x->comm);
         }
-        dt_result r = dt_msg_mismatch(call, peer, x->m.bytes, x->hdr.sig, x->hdr.count,
-                                      x->hdr.bytes, 0);
-        drop_data(call, x);
-        return r;
+        return dt_msg_mismatch(call, peer, x->m.bytes, x->hdr.sig, x->hdr.count,
+                               x->hdr.bytes, 0);
     }
-    DT_TRY(dt_mpi_poll(call, l, x->req, 3, "the data of a message from", peer));
-    if (!x->rendezvous && x->m.bytes)
-        memcpy(x->m.buf, x->stage + sizeof x->hdr, x->m.bytes);
+    DT_TRY(dt_mpi_poll(call, l, &x->req[1], 1, "the ack of a message from", peer));
     double t = dt_net_arrive(call_net(call), call->ports, x->hdr.depart, x->m.posted,
                              (double)x->hdr.bytes);
     if (t > call->t)
@@ -323,13 +373,13 @@ static dt_result wait_send(dt_call *call, mpi_msg *x)
     int peer = x->m.port_rank;
     double posted = 0;
     if (x->rendezvous) {
-        DT_TRY(dt_mpi_poll(call, l, &x->req[2], 1, "the receive (ack) of", peer));
+        DT_TRY(dt_mpi_poll(call, l, &x->req[1], 1, "the receive (ack) of", peer));
         if (!same(x, &x->ack))
             return dt_msg_mismatch(call, peer, x->m.bytes, x->ack.sig, x->ack.count,
                                    x->ack.bytes, 1);
         posted = x->ack.depart;
     }
-    DT_TRY(dt_mpi_poll(call, l, x->req, 3, "a send to", peer));
+    DT_TRY(dt_mpi_poll(call, l, x->req, 1, "a send to", peer));
     double t = dt_net_sent(call_net(call), x->m.depart, posted, (double)x->m.bytes);
     if (t > call->t)
         call->t = t;
@@ -350,23 +400,16 @@ dt_result dt_mpi_wait(dt_call *call, dt_xfer *xf, int *src)
     return r;
 }
 
-/* Never blocks; moves a receive on (its data's receive is posted once its
- * header is in), as MPI_Test does. */
+/* Never blocks; matches a receive whose message has come, as MPI_Test
+ * moves a posted receive on. */
 int dt_mpi_done(const dt_xfer *xf)
 {
     if (!xf->m)
         return 1;
     mpi_msg *x = (mpi_msg *)xf->m;
-    if (x->m.dir == DT_MSG_RECV) {
-        int flag = 1;
-        if (x->req[1] != MPI_REQUEST_NULL) /* MPI_Test frees it once complete */
-            MPI_Test(&x->req[1], &flag, MPI_STATUS_IGNORE);
-        if (!flag)
-            return 0;
-        if (first_part_in(x) && !same(x, &x->hdr))
-            return 1; /* a mismatch: dt_mpi_wait says so */
-    }
-    for (int i = 0; i < 3; i++) {
+    if (x->m.dir == DT_MSG_RECV && !match(x))
+        return 0;
+    for (int i = 0; i < 2; i++) {
         int flag = 1;
         if (x->req[i] != MPI_REQUEST_NULL)
             MPI_Request_get_status(x->req[i], &flag, MPI_STATUS_IGNORE);

@@ -121,14 +121,20 @@ static dt_result poll_timeout(dt_call *call, dt_mpi_launch *l, const char *what,
 dt_result dt_mpi_poll(dt_call *call, dt_mpi_launch *l, MPI_Request *reqs, int n,
                       const char *what, int peer)
 {
+    return dt_mpi_poll_step(call, l, reqs, n, NULL, NULL, what, peer);
+}
+
+dt_result dt_mpi_poll_step(dt_call *call, dt_mpi_launch *l, MPI_Request *reqs, int n,
+                           int (*step)(void *), void *arg, const char *what, int peer)
+{
     int err = MPI_SUCCESS;
-    if (all_done(reqs, n, &err))
+    if ((!step || step(arg)) && all_done(reqs, n, &err))
         return err == MPI_SUCCESS ? DT_OK : dt_mpi_fail(err, what);
     dt_job *job = dt_call_job(call);
     double t0 = dt_now(), deadline = t0 + job->timeout_s, next_check = t0;
     double next_ask = t0 + ASK_AFTER_S;
     for (unsigned i = 1;; i++) {
-        if (all_done(reqs, n, &err))
+        if ((!step || step(arg)) && all_done(reqs, n, &err))
             return err == MPI_SUCCESS ? DT_OK : dt_mpi_fail(err, what);
         if (i % 16)
             continue;

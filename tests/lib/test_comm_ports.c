@@ -386,3 +386,55 @@ TEST_T(comm_recv_any_ties_go_first_come_then_in_turn, 2, 60)
                         : "all times 0: the ranks in turn, 1 2 3 1 2 3 1 2 3");
     }
 }
+
+/* ---------------------------------------------------------------- receive order */
+
+/* The k-th receive from a rank takes its k-th send, whatever order the
+ * receives are waited in: rank 1 sends a small message, a large one
+ * (above the 16 KiB eager limit) and a small one; rank 0 posts three
+ * receives (dt_irecv) and waits for them last first, then takes a fourth
+ * with dt_recv. On mpi a receive takes its message only once it has come,
+ * so the oldest receive must be matched first even while a newer one is
+ * waited for. */
+enum { ORDER_BIG = 10000 };
+
+static dt_result order_rank(dt_comm *c, void *argp)
+{
+    (void)argp;
+    int32_t *big = calloc(ORDER_BIG, sizeof *big);
+    if (!big)
+        return dt_fail(DT_ERR_NOMEM, "order_rank: out of memory");
+    int32_t a = -1, b = -1, d = -1;
+    if (dt_comm_rank(c) == 1) {
+        int32_t one = 1, three = 3, four = 4;
+        for (int i = 0; i < ORDER_BIG; i++)
+            big[i] = 2 + i;
+        EXPECT_OK(dt_send(&one, 1, DT_I32, 0, c));
+        EXPECT_OK(dt_send(big, ORDER_BIG, DT_I32, 0, c));
+        EXPECT_OK(dt_send(&three, 1, DT_I32, 0, c));
+        EXPECT_OK(dt_send(&four, 1, DT_I32, 0, c));
+    } else if (dt_comm_rank(c) == 0) {
+        dt_request *q[3];
+        EXPECT_OK(dt_irecv(&a, 1, DT_I32, 1, c, &q[0]));
+        EXPECT_OK(dt_irecv(big, ORDER_BIG, DT_I32, 1, c, &q[1]));
+        EXPECT_OK(dt_irecv(&b, 1, DT_I32, 1, c, &q[2]));
+        for (int i = 2; i >= 0; i--)
+            EXPECT_OK(dt_wait(q[i]));
+        EXPECT_OK(dt_recv(&d, 1, DT_I32, 1, c));
+        EXPECT(a == 1 && b == 3 && d == 4, "the receives got %d, %d, %d: expected 1, 3, 4 (the "
+               "k-th receive takes the k-th send)", (int)a, (int)b, (int)d);
+        int wrong = 0;
+        for (int i = 0; i < ORDER_BIG; i++)
+            wrong += big[i] != 2 + i;
+        EXPECT(wrong == 0, "the large message: %d of %d elements wrong", wrong, ORDER_BIG);
+    }
+    free(big);
+    return DT_OK;
+}
+
+TEST_T(comm_receives_from_a_rank_take_its_sends_in_order, 2, 30)
+{
+    dt_launch_opts o = port_opts(2, NULL);
+    tc_out(&o, NULL, 0); /* the rank that receives checks */
+    EXPECT_OK(dt_launch(&o, order_rank, NULL));
+}
