@@ -89,10 +89,12 @@ typedef struct {
 } dt_mpi_launch;
 
 /* A message taken out of MPI before its receive was posted (dt_recv_any
- * looks at the first pending message of each rank): header and data. */
+ * looks at the first pending message of each rank): header and data,
+ * received without blocking (a large one may still be on its way). */
 typedef struct {
     char *buf; /* NULL: none */
     int bytes;
+    MPI_Request req; /* its receive into buf; MPI_REQUEST_NULL once complete */
 } dt_mpi_early;
 
 /* A communicator group's MPI side (dt_comm_shared.mpi): an MPI
@@ -251,9 +253,10 @@ void dt_mpi_board_free(dt_mpi_launch *l);
 dt_result dt_mpi_choose_any(dt_call *call, size_t bytes, int *src);
 
 /* The first pending user message from peer, header and data, when
- * dt_recv_any took it early (the caller frees *buf), else 0; a receive
- * posted for the next message from peer is counted either way. */
-int dt_mpi_take_early(dt_mpi_group *g, int peer, char **buf, int *bytes);
+ * dt_recv_any took it early (the caller frees *buf once *req, its
+ * receive, has completed), else 0; a receive posted for the next message
+ * from peer is counted either way. */
+int dt_mpi_take_early(dt_mpi_group *g, int peer, char **buf, int *bytes, MPI_Request *req);
 
 /* Matches the user receives from peer whose messages have come (oldest
  * first); 1 when none is left waiting for its message (mpi_port.c). */

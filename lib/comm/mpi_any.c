@@ -32,7 +32,7 @@
 
 /* ---------------------------------------------------------------- pending messages */
 
-int dt_mpi_take_early(dt_mpi_group *g, int peer, char **buf, int *bytes)
+int dt_mpi_take_early(dt_mpi_group *g, int peer, char **buf, int *bytes, MPI_Request *req)
 {
     dt_mpi_early *e = &g->early[peer];
     if (!e->buf) {
@@ -41,14 +41,18 @@ int dt_mpi_take_early(dt_mpi_group *g, int peer, char **buf, int *bytes)
     }
     *buf = e->buf;
     *bytes = e->bytes;
+    *req = e->req;
     e->buf = NULL;
+    e->req = MPI_REQUEST_NULL;
     return 1;
 }
 
 /* The first pending user message from s, out of MPI (sized first:
- * nothing is truncated), unless a receive from s is still waiting for
- * its message (the message is that receive's). Only this rank's thread
- * takes user messages: the one probed is the one received. */
+ * nothing is truncated; received without blocking: a large message's
+ * data follows when its sender's MPI moves it), unless a receive from s
+ * is still waiting for its message (the message is that receive's). Only
+ * this rank's thread takes user messages: the one probed is the one
+ * received. */
 static void take_early(dt_mpi_group *g, int s)
 {
     int flag = 0, bytes = 0;
@@ -66,8 +70,8 @@ static void take_early(dt_mpi_group *g, int s)
         return; /* left in MPI (out of memory, or no header): the receive says */
     MPI_Message m;
     MPI_Improbe(s, DT_MPI_USER_TAG, g->comm, &flag, &m, &st);
-    MPI_Mrecv(buf, bytes, MPI_BYTE, &m, MPI_STATUS_IGNORE);
-    g->early[s] = (dt_mpi_early){buf, bytes};
+    g->early[s] = (dt_mpi_early){buf, bytes, MPI_REQUEST_NULL};
+    MPI_Imrecv(buf, bytes, MPI_BYTE, &m, &g->early[s].req);
     g->claimed[s]++;
 }
 
@@ -100,19 +104,26 @@ static int look(dt_call *call, size_t bytes, double *depart, dt_peer_view *view,
     dt_mpi_launch *l = g->launch;
     dt_mpi_serve(l);
     dt_mpi_take_answers(l);
-    int pending = 0;
+    int pending = 0, landing = 0;
     for (int s = 0; s < c->size; s++) {
-        if (s != c->rank && !g->early[s].buf)
+        dt_mpi_early *e = &g->early[s];
+        if (s != c->rank && !e->buf)
             take_early(g, s);
         depart[s] = NAN;
-        if (g->early[s].buf) {
+        int flag = 1;
+        if (e->req != MPI_REQUEST_NULL)
+            MPI_Test(&e->req, &flag, MPI_STATUS_IGNORE);
+        landing = landing || !flag;
+        if (e->buf && flag) {
             dt_wire_hdr h;
-            memcpy(&h, g->early[s].buf, sizeof h);
+            memcpy(&h, e->buf, sizeof h);
             depart[s] = h.depart;
             pending = 1;
         }
         view[s] = view_of(l, c, s, since);
     }
+    if (landing)
+        return -1; /* a message taken early is still coming: its departure is not known */
     int chosen = dt_any_choose(call, bytes, depart, view);
     for (int s = 0; chosen < 0 && pending && s < c->size; s++)
         if (s != c->rank && isnan(depart[s]) && view[s].running)

@@ -30,6 +30,8 @@ static dt_mpi_group *group_new(MPI_Comm comm, int n, dt_mpi_launch *l)
         free(g);
         return NULL;
     }
+    for (int i = 0; i < n; i++)
+        g->early[i].req = MPI_REQUEST_NULL; /* not 0 in every MPI */
     MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
     g->comm = comm;
     g->launch = l;
@@ -61,7 +63,10 @@ void dt_mpi_group_free(dt_comm_shared *sh)
     if (g->comm != MPI_COMM_NULL)
         retire(g->launch, g->comm);
     for (int i = 0; i < sh->size; i++)
-        free(g->early[i].buf);
+        if (g->early[i].req == MPI_REQUEST_NULL) /* else MPI may still write it: left */
+            free(g->early[i].buf);
+        else
+            MPI_Request_free(&g->early[i].req);
     free(g->early);
     free(g->claimed);
     free(g->unmatched); /* a receive still listed is its request's to free */

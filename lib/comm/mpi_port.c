@@ -220,8 +220,8 @@ dt_result dt_mpi_irecv(dt_call *call, int peer, void *buf, size_t bytes, uint64_
     if (!x)
         return dt_fail(DT_ERR_NOMEM, "out of memory for a message");
     x->m.posted = call->t;
-    if (tag == 0 && dt_mpi_take_early(x->group, peer, &x->stage, &x->stage_bytes))
-        x->matched = 1; /* dt_recv_any took it out of MPI: it is in x->stage */
+    if (tag == 0 && dt_mpi_take_early(x->group, peer, &x->stage, &x->stage_bytes, &x->req[0]))
+        x->matched = 1; /* dt_recv_any took it out of MPI: into x->stage */
     else if (tag == 0)
         enqueue(x);
     int rc = MPI_SUCCESS;
@@ -301,9 +301,7 @@ static int match_one(mpi_msg *x)
     return 1;
 }
 
-/* Matches the oldest unmatched user receives from peer whose messages
- * have come; 1 when none is left unmatched. */
-static int match_user(dt_mpi_group *g, int peer)
+int dt_mpi_user_matched(dt_mpi_group *g, int peer)
 {
     mpi_msg **head = (mpi_msg **)&g->unmatched[peer];
     while (*head && match_one(*head))
@@ -311,14 +309,12 @@ static int match_user(dt_mpi_group *g, int peer)
     return *head == NULL;
 }
 
-int dt_mpi_user_matched(dt_mpi_group *g, int peer) { return match_user(g, peer); }
-
 /* dt_mpi_poll_step's step: 1 once x's message is being received. */
 static int match(void *arg)
 {
     mpi_msg *x = arg;
-    if (x->m.tag == 0 && !x->matched)
-        match_user(x->group, x->m.port_rank); /* the older ones first */
+    if (!x->matched && x->m.tag == 0)
+        dt_mpi_user_matched(x->group, x->m.port_rank); /* the older ones first */
     else if (!x->matched)
         match_one(x);
     return x->matched;
@@ -348,10 +344,13 @@ static dt_result wait_recv(dt_call *call, mpi_msg *x, int *src)
                        x->stage_bytes, peer);
     if (!same(x, &x->hdr)) {
         if (x->hdr.bytes > DT_EAGER_MAX && !x->rendezvous) { /* it waits for an ack */
-            dt_wire_hdr nack = {x->m.posted, x->m.bytes, x->m.count, x->m.sig, 0};
+            /* an eager receive sent no ack: its slot carries this one (release
+             * keeps x while MPI may still read it) */
+            x->ack = (dt_wire_hdr){x->m.posted, x->m.bytes, x->m.count, x->m.sig, 0};
             int chan = data_chan(call, x->m.tag);
-            MPI_Send(&nack, sizeof nack, MPI_BYTE, peer, wire_tag(chan + 1, x->m.tag),
-                     x->comm);
+            MPI_Isend(&x->ack, sizeof x->ack, MPI_BYTE, peer, wire_tag(chan + 1, x->m.tag),
+                      x->comm, &x->req[1]);
+            dt_mpi_poll(call, l, &x->req[1], 1, "the ack to a mismatched message of", peer);
         }
         return dt_msg_mismatch(call, peer, x->m.bytes, x->hdr.sig, x->hdr.count,
                                x->hdr.bytes, 0);

@@ -438,3 +438,43 @@ TEST_T(comm_receives_from_a_rank_take_its_sends_in_order, 2, 30)
     tc_out(&o, NULL, 0); /* the rank that receives checks */
     EXPECT_OK(dt_launch(&o, order_rank, NULL));
 }
+
+/* dt_recv_any of messages above the eager limit: rank r sends 10,000
+ * ints (r + i) at modeled time (4 - r) ms; rank 0 takes them in that
+ * order (3, 2, 1), each whole. On mpi dt_recv_any takes a pending message
+ * out of MPI to read its header, without waiting for its data. */
+static dt_result any_big_rank(dt_comm *c, void *argp)
+{
+    (void)argp;
+    int32_t *buf = calloc(ORDER_BIG, sizeof *buf);
+    if (!buf)
+        return dt_fail(DT_ERR_NOMEM, "any_big_rank: out of memory");
+    int r = dt_comm_rank(c), n = dt_comm_size(c);
+    if (r == 0) {
+        for (int k = 0; k < n - 1; k++) {
+            int src = -1, wrong = 0;
+            EXPECT_OK(dt_recv_any(buf, ORDER_BIG, DT_I32, &src, c));
+            EXPECT(src == n - 1 - k, "message %d came from rank %d, expected rank %d (modeled "
+                   "order)", k, src, n - 1 - k);
+            for (int i = 0; i < ORDER_BIG; i++)
+                wrong += buf[i] != src + i;
+            EXPECT(wrong == 0, "rank %d's message: %d of %d elements wrong", src, wrong,
+                   ORDER_BIG);
+        }
+    } else {
+        for (int i = 0; i < ORDER_BIG; i++)
+            buf[i] = r + i;
+        dt_sleep(0.01 * (n - 1 - r)); /* wall order: the reverse of the modeled one */
+        EXPECT_OK(dt_clock_advance(c, 1e-3 * (n - r)));
+        EXPECT_OK(dt_send(buf, ORDER_BIG, DT_I32, 0, c));
+    }
+    free(buf);
+    return DT_OK;
+}
+
+TEST_T(comm_recv_any_takes_large_messages_whole, 2, 30)
+{
+    dt_launch_opts o = port_opts(4, NULL);
+    tc_out(&o, NULL, 0); /* the rank that receives checks */
+    EXPECT_OK(dt_launch(&o, any_big_rank, NULL));
+}
