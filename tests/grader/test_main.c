@@ -28,6 +28,7 @@
 #include "grader.h"
 
 #include <fcntl.h>
+#include <ftw.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -280,6 +281,25 @@ dt_result dt_test_on_backend(int world_rank, dt_backend backend)
  * process's goes; the channel stays here (chan_keep_private closed it on
  * exec). -1: not asked for, already inside an MPI job, or a test that picks
  * its backends itself (.own_backend: it runs once, here). */
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st, (void)flag, (void)ftw;
+    remove(path);
+    return 0;
+}
+
+/* Each mpirun gets a session directory of its own: Open MPI's default
+ * one in /tmp is shared by every mpirun of the user, and an mpirun that
+ * ends removes it while another, started at that moment, is creating its
+ * own there ("orte_session_dir failed": two tests at once on a busy
+ * machine failed so). */
+static char *own_session_dir(char *dir, size_t size)
+{
+    const char *tmp = getenv("TMPDIR");
+    snprintf(dir, size, "%s/dtlab-mpirun-XXXXXX", tmp && tmp[0] ? tmp : "/tmp");
+    return mkdtemp(dir);
+}
+
 static int run_under_mpirun(const char *self, const dt_test *t)
 {
     const char *np = getenv("DT_MPI_NP");
@@ -299,15 +319,22 @@ static int run_under_mpirun(const char *self, const dt_test *t)
     argv[n++] = "--run";
     argv[n++] = (char *)t->name;
     argv[n] = NULL;
+    char session[4096];
+    int own = own_session_dir(session, sizeof session) != NULL;
     fflush(NULL);
     pid_t pid = fork();
     if (pid == 0) {
+        if (own)
+            setenv("OMPI_MCA_orte_tmpdir_base", session, 1);
         execvp("mpirun", argv);
         fprintf(stderr, "FAIL: DT_MPI_NP=%s: cannot run mpirun\n", np);
         _exit(127);
     }
     int status = 0;
-    if (pid < 0 || waitpid(pid, &status, 0) != pid)
+    int waited = pid > 0 && waitpid(pid, &status, 0) == pid;
+    if (own)
+        nftw(session, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+    if (!waited)
         return 127;
     if (WIFEXITED(status))
         return WEXITSTATUS(status);
