@@ -41,6 +41,7 @@ table() {
 # ---- search
 2 | --devices is needed                         | dtsim search --model gpt3-175b --cluster laptop --global-batch 8
 2 | --tp is chosen by the search: leave it out  | dtsim search --devices 8 --model gpt3-175b --cluster laptop --global-batch 8 --tp 2
+2 | --explain does not apply to `dtsim search`  | dtsim search --devices 8 --model gpt3-175b --cluster laptop --global-batch 8 --explain
 2 | --devices '0': expected a whole number from 1 | dtsim search --devices 0 --model gpt3-175b --cluster laptop --global-batch 8
 2 | --top '-1': expected a whole number from 0  | dtsim search --devices 8 --model gpt3-175b --cluster laptop --global-batch 8 --top -1
 # ---- good runs

@@ -208,8 +208,9 @@ int dtsim_plan_parse(int argc, char **argv, int search, dtsim_opts *o)
                 return fprintf(stderr, "dtsim: %s needs a value\n", f->name), 2;
             if (!(f->where & (search ? SEARCH : PLAN))) {
                 fprintf(stderr, "dtsim: %s %s\n", f->name,
-                        search ? "is chosen by the search: leave it out"
-                               : "belongs to `dtsim search`");
+                        !search               ? "belongs to `dtsim search`"
+                        : f->kind == SWITCH   ? "does not apply to `dtsim search`"
+                                              : "is chosen by the search: leave it out");
                 return 2;
             }
             if ((pass == 0) != (f->kind == MODEL))
