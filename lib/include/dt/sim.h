@@ -48,6 +48,18 @@ double dt_sim_bubble_fraction(int stages, int microbatches);
 double dt_sim_act_bytes_layer(double s, double b, double h, double a, int t, int sp, double e,
                               int dropout);
 
+/* The same for an MLP of width f (the paper's f = 4h): the split region
+ * keeps Q, K, V and the projection's input (4 sbh) and the MLP's two
+ * f-wide inputs (2 sbf), so it is e sb (4h + 2f) / t, and
+ *     sbh (4e + 2d) / (sp ? t : 1) + e sb (4h + 2f) / t + a s^2 b (e + d (1 + e)) / t.
+ * dt_sim_act_bytes_layer is this with f = 4h. NaN as there, or for f <= 0. */
+double dt_sim_act_bytes_layer_ffn(double s, double b, double h, double a, double f, int t, int sp,
+                                  double e, int dropout);
+
+/* The attention scores' share of it, a s^2 b (e + d (1 + e)) / t: what
+ * selective recomputation drops and recomputes. NaN for bad arguments. */
+double dt_sim_act_bytes_scores(double s, double b, double a, int t, double e, int dropout);
+
 /* ---------------------------------------------------------------- activation checkpointing
  *
  * A chain of L layers whose outputs all have the same size (chapter 11's
@@ -139,6 +151,187 @@ dt_sim_memory dt_sim_zero_memory(int stage, double psi, int n, dt_sim_state_byte
  * reduce-scatter of the gradients). Times the element size for bytes. NaN
  * as above. */
 double dt_sim_zero_comm_elems(int stage, double psi, int n);
+
+/* ---------------------------------------------------------------- the planner (chapter 13)
+ *
+ * What one training step of a transformer costs on a cluster, for a
+ * layout of tensor (tp), pipeline (pp, vpp) and data (dp) parallelism:
+ * memory per device by kind, compute, each communication by group and
+ * algorithm, the pipeline bubble, the step time, MFU, and whether it fits.
+ * The files say how each term is derived: plan.c (sizes, FLOPs, memory),
+ * plan_time.c (times), plan_search.c (every layout of a cluster),
+ * presets.c (the clusters and models, with their sources).
+ *
+ * Ranks are laid out TP innermost, then PP, then DP: rank = tp_rank + tp
+ * (pp_rank + pp dp_rank), placed on nodes of per_node devices by block. A
+ * group whose ranks all share a node uses the link inside a node; one
+ * that spans nodes is priced on the link between nodes (its ring waits
+ * for its slowest hop).
+ *
+ * The core (dt_sim_plan_eval, dt_sim_search_eval, the presets and names)
+ * is pure: no I/O, no allocation, no global state, nothing from libc but
+ * math, so that it compiles alone (the web book builds it for the page).
+ * It reports a bad argument in a dt_sim_bad; dt_sim_plan and
+ * dt_sim_search are the same calls recording the message (dt_last_error). */
+
+typedef enum {
+    DT_SIM_RECOMPUTE_NONE = 0, /* every activation kept */
+    DT_SIM_RECOMPUTE_SELECTIVE, /* the attention scores dropped and recomputed */
+    DT_SIM_RECOMPUTE_FULL,      /* only each layer's input kept; the forward run twice */
+    DT_SIM_NUM_RECOMPUTE
+} dt_sim_recompute;
+
+/* 16-bit types train in mixed precision (2 + 2 + 12 bytes a parameter,
+ * dt_sim_mixed_precision_adam); fp32 in 4 + 4 + 8 (dt_sim_fp32_adam). */
+typedef enum { DT_SIM_BF16 = 0, DT_SIM_FP16, DT_SIM_FP32, DT_SIM_NUM_DTYPES } dt_sim_dtype;
+
+/* 1F1B (interleaved when vpp > 1) holds at most pp micro-batches on the
+ * first stage; GPipe holds all of them. */
+typedef enum { DT_SIM_1F1B = 0, DT_SIM_GPIPE, DT_SIM_NUM_SCHEDULES } dt_sim_schedule;
+
+/* A GPT-style decoder: layers blocks of attention (heads heads) and an MLP
+ * of width ffn, sequences of seq tokens, a vocabulary of vocab words (the
+ * output layer tied to the embedding). dropout 1: after attention, after
+ * the MLP and on the attention scores (GPT-3 and Megatron's runs). */
+typedef struct {
+    int layers, hidden, heads, ffn, seq, vocab;
+    int dropout;
+} dt_sim_model;
+
+typedef struct {
+    int tp, pp, dp;
+    int vpp;       /* model chunks per pipeline rank: 1, or > 1 interleaved */
+    int sp;        /* 1: sequence parallelism inside the TP group */
+    int global_batch, micro_batch; /* sequences per step, per micro-batch */
+    dt_sim_recompute recompute;
+    int zero;      /* ZeRO stage 0..3 over the DP group */
+    dt_sim_dtype dtype;
+    dt_sim_schedule schedule;
+} dt_sim_layout;
+
+/* A cluster: devices of peak FLOP/s and HBM, per_node of them on a node,
+ * the links inside and between nodes (dt_net: one direction of one
+ * device's link), and its two tuned figures: the share of peak that
+ * matrix multiplies reach and the share of a link's bandwidth that the
+ * collectives reach. Memory-bound work runs at the HBM bandwidth. */
+typedef struct {
+    const char *name;
+    const char *topo;        /* lib/net's topology preset these links are */
+    double peak16, peak32;   /* dense FLOP/s per device, 16-bit and fp32 */
+    double hbm_bytes, hbm_bw; /* per device: bytes, bytes/s */
+    int per_node;
+    dt_net intra, inter;
+    double matmul_eff, net_eff;
+} dt_sim_cluster;
+
+/* The presets by name ("dgx-a100-40gb", "dgx-a100-80gb", "dgx-h100",
+ * "laptop"), NULL when unknown; dt_sim_cluster_at(i) walks them (NULL
+ * past the last). presets.c gives each figure's source. */
+const dt_sim_cluster *dt_sim_cluster_preset(const char *name);
+const dt_sim_cluster *dt_sim_cluster_at(int i);
+
+/* The models of the published runs by name ("megatron-22b", "gpt3-175b",
+ * "mt-nlg-530b", "megatron-1t"), NULL when unknown;
+ * dt_sim_model_preset_name(i) walks their names (NULL past the last). */
+const dt_sim_model *dt_sim_model_preset(const char *name);
+const char *dt_sim_model_preset_name(int i);
+
+/* "none" "selective" "full"; "bf16" "fp16" "fp32"; "1f1b" "gpipe"; NULL
+ * out of range. The parsers take those names: -1 when unknown. */
+const char *dt_sim_recompute_name(dt_sim_recompute r);
+const char *dt_sim_dtype_name(dt_sim_dtype d);
+const char *dt_sim_schedule_name(dt_sim_schedule s);
+int dt_sim_recompute_parse(const char *name);
+int dt_sim_dtype_parse(const char *name);
+int dt_sim_schedule_parse(const char *name);
+
+/* Why arguments were refused: field (a field of dt_sim_model,
+ * dt_sim_layout, dt_sim_cluster or dt_sim_search_opts, e.g. "tp") = value
+ * breaks need (e.g. "must divide heads"); other names the field it was
+ * checked against (NULL when none) and other_value its value. */
+typedef struct {
+    const char *field;
+    double value;
+    const char *need;
+    const char *other;
+    double other_value;
+} dt_sim_bad;
+
+typedef enum { DT_SIM_GROUP_TP = 0, DT_SIM_GROUP_PP, DT_SIM_GROUP_DP } dt_sim_group;
+
+/* One kind of communication of a step: calls of an algorithm (dt/net.h)
+ * on a group of ranks, each moving bytes (n as NCCL counts it), over the
+ * link inside a node or between nodes, taking seconds per step in all on
+ * the critical path of the slowest stage (the bubble's share apart). */
+typedef struct {
+    const char *what;
+    dt_sim_group group;
+    dt_net_algo algo;
+    int ranks, inter;
+    double bytes, calls, seconds;
+} dt_sim_comm;
+
+#define DT_SIM_MAX_COMMS 8
+
+/* What one step costs: step_s = t_compute + t_tp + t_pp + t_bubble + t_dp
+ * + t_optimizer (t_pp holds the pipeline's sends and the allgathers of
+ * Narayanan et al.'s scatter/gather, which comm lists in the TP group).
+ * Memory is the device that holds the most (the first or the last stage).
+ * FLOPs are the whole step's: model_flops those of the model (forward and
+ * backward), hw_flops with the recomputation on top. */
+typedef struct {
+    double params;          /* the model's */
+    double params_device;   /* on that device's stage */
+    int devices, microbatches;
+    double inflight;        /* micro-batches of a whole stage held by the first stage */
+    double mem_params, mem_grads, mem_optim, mem_acts, mem_bytes;
+    int mem_stage;          /* 0: the first stage holds the most; pp - 1: the last */
+    int fits;               /* mem_bytes <= the device's HBM */
+    double model_flops, hw_flops;
+    double t_matmul, t_memory, t_compute; /* t_compute = t_matmul + t_memory */
+    dt_sim_comm comm[DT_SIM_MAX_COMMS];
+    int ncomm;
+    double t_tp, t_pp, t_dp;
+    double bubble;          /* (pp - 1) / (vpp m) */
+    double t_bubble, t_optimizer;
+    double step_s, tokens_per_s;
+    double tflops_per_device, hw_tflops_per_device, mfu, hfu;
+} dt_sim_cost;
+
+/* Checks the arguments (DT_ERR_INVALID_ARG with *bad filled when one is
+ * wrong), then fills *plan. */
+dt_result dt_sim_plan_eval(const dt_sim_model *m, const dt_sim_layout *l, const dt_sim_cluster *c,
+                           dt_sim_cost *plan, dt_sim_bad *bad);
+
+/* The same, recording "field = value: need (other = value)" for
+ * dt_last_error. */
+dt_result dt_sim_plan(const dt_sim_model *m, const dt_sim_layout *l, const dt_sim_cluster *c,
+                      dt_sim_cost *plan);
+
+/* Every layout of devices devices: tp dividing heads and ffn, pp dividing
+ * layers, dp the rest (dividing global_batch), each micro-batch size and
+ * vpp that divides, sp on and off (tp > 1), ZeRO 0..3 (dp > 1), each
+ * recomputation, the 1F1B schedule, in dtype. */
+typedef struct {
+    int devices, global_batch;
+    dt_sim_dtype dtype;
+} dt_sim_search_opts;
+
+typedef struct {
+    dt_sim_layout layout;
+    dt_sim_cost cost;
+} dt_sim_ranked;
+
+/* Evaluates every layout and keeps the cap fastest that fit, fastest
+ * first (ties: less memory first), in best[0 .. min(cap, *feasible));
+ * *feasible counts the layouts that fit, *tried those evaluated. cap may
+ * be 0 (count only). DT_ERR_INVALID_ARG with *bad for bad arguments. */
+dt_result dt_sim_search_eval(const dt_sim_model *m, const dt_sim_search_opts *o,
+                             const dt_sim_cluster *c, dt_sim_ranked *best, int cap,
+                             long *feasible, long *tried, dt_sim_bad *bad);
+dt_result dt_sim_search(const dt_sim_model *m, const dt_sim_search_opts *o,
+                        const dt_sim_cluster *c, dt_sim_ranked *best, int cap, long *feasible,
+                        long *tried);
 
 #ifdef __cplusplus
 }

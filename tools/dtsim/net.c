@@ -1,11 +1,15 @@
-/* dtsim - the cost of each collective algorithm for one link, buffer size
- * and rank count, as a table (the network model of dt/net.h); optionally a
- * data-parallel step and a pipeline bubble (dt/sim.h).
+/* net.c - dtsim's network mode: the cost of each collective algorithm for
+ * one link, buffer size and rank count, as a table (the network model of
+ * dt/net.h); optionally a data-parallel step and a pipeline bubble
+ * (dt/sim.h). main.c sends here every command line that is not the
+ * planner's.
  *
  *     dtsim --alpha 5us --bw 25G [--gamma 0.1ns] --bytes 256Mi --ranks 8
  *           [--comp 0.2] [--stages 4 --micro 16]
  *     dtsim --net ib100 --bytes 256Mi --ranks 8
  */
+#include "dtsim.h"
+
 #include "dt/metrics.h"
 #include "dt/sim.h"
 
@@ -14,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void usage(FILE *out)
+void dtsim_net_usage(FILE *out)
 {
     fprintf(out,
             "usage: dtsim --alpha SECONDS --bw BYTES_PER_S [--gamma S_PER_BYTE]\n"
@@ -173,16 +177,16 @@ static void print_step(const options *o)
                dt_comm_efficiency(o->comp, comm));
 }
 
-int main(int argc, char **argv)
+int dtsim_net_main(int argc, char **argv)
 {
     for (int i = 1; i < argc; i++)
         if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-            usage(stdout);
+            dtsim_net_usage(stdout);
             return 0;
         }
     options o;
     if (!parse_args(argc, argv, &o)) {
-        usage(stderr);
+        dtsim_net_usage(stderr);
         return 2;
     }
     print_table(&o);

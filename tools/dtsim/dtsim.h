@@ -1,0 +1,49 @@
+/* dtsim.h - what dtsim's files share.
+ *   main.c        picks the mode from the command line
+ *   net.c         the network mode (collective costs on one link, a DP
+ *                 step, a bubble)
+ *   plan_args.c   the planner's flags, parsed apart from everything else
+ *   plan_print.c  a plan as text, JSON or term by term (--explain)
+ *   search.c      dtsim search: every layout of a cluster, ranked */
+#ifndef DTSIM_H
+#define DTSIM_H
+
+#include "dt/sim.h"
+
+#include <stdio.h>
+
+int dtsim_net_main(int argc, char **argv);
+void dtsim_net_usage(FILE *out);
+
+/* The planner's command line. */
+typedef struct {
+    dt_sim_model model;
+    dt_sim_layout layout;
+    const dt_sim_cluster *cluster;
+    const char *model_name; /* --model, or NULL */
+    int json, explain;
+    int devices, top;       /* search only */
+} dtsim_opts;
+
+/* 1 when arg (e.g. "--tp" or "--tp=8") is one of the planner's flags. */
+int dtsim_is_plan_flag(const char *arg);
+
+/* Fills o from argv[1 ..) (search: the flags of `dtsim search`); 0 when
+ * they are good, else 2 with a message naming the flag on stderr. */
+int dtsim_plan_parse(int argc, char **argv, int search, dtsim_opts *o);
+
+void dtsim_plan_usage(FILE *out);
+
+/* Prints the core's refusal with the flags' names ("--tp 3: must divide
+ * the heads (--heads 32)"); returns 2. */
+int dtsim_refused(const dt_sim_bad *bad);
+
+/* plan_print.c */
+void dtsim_print_text(const dtsim_opts *o, const dt_sim_cost *k);
+void dtsim_print_json(const dtsim_opts *o, const dt_sim_cost *k);
+void dtsim_print_explain(const dtsim_opts *o, const dt_sim_cost *k);
+
+/* search.c */
+int dtsim_search_main(int argc, char **argv);
+
+#endif /* DTSIM_H */
