@@ -112,12 +112,21 @@ void par_slice(const dt_model *whole, int v, const float *src, int t, int r, flo
 dt_result par_compare_shard(const dt_model *shard, const dt_model *whole, const float *got,
                             const float *want, double tol, const char *what)
 {
+    return par_compare_layers(shard, whole, got, want, 0, whole->num_layers, tol, what);
+}
+
+dt_result par_compare_layers(const dt_model *shard, const dt_model *whole, const float *got,
+                             const float *want, int first, int last, double tol,
+                             const char *what)
+{
     if (shard->num_views != whole->num_views)
         return dt_fail(DT_ERR_MISMATCH, "%s: the shard has %d views, the whole model %d", what,
                        shard->num_views, whole->num_views);
     int t = shard->tp_size > 1 ? shard->tp_size : 1;
     for (int v = 0; v < whole->num_views; v++) {
         const dt_param_view *sv = &shard->views[v];
+        if (sv->layer < first || sv->layer >= last)
+            continue;
         float *slice = malloc(sv->count * sizeof *slice);
         if (!slice)
             return dt_fail(DT_ERR_NOMEM, "par_compare_shard");

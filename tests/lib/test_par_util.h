@@ -42,5 +42,9 @@ void par_slice(const dt_model *whole, int v, const float *src, int t, int r, flo
  * (relative to the slice's largest magnitude), the element and what. */
 dt_result par_compare_shard(const dt_model *shard, const dt_model *whole, const float *got,
                             const float *want, double tol, const char *what);
+/* The same for the views of layers [first, last) only. */
+dt_result par_compare_layers(const dt_model *shard, const dt_model *whole, const float *got,
+                             const float *want, int first, int last, double tol,
+                             const char *what);
 
 #endif /* TEST_PAR_UTIL_H */
