@@ -52,13 +52,18 @@ static dt_result hybrid_rank(dt_comm *w, void *arg)
         snprintf(tag, sizeof tag, "%d ranks: %d x %d x %d", dt_comm_size(w), x.groups.D,
                  x.groups.T, x.groups.P);
         dttrain_progress lines = {tag, 0};
-        /* a pipeline rank holds only its stages' trained parameters: no
-         * evaluation on the test set; one line per report, from rank 0 */
-        dt_train_config c = dttrain_run_config(o, o->pp > 1 ? NULL : &test, o->epochs, &lines);
+        /* one line per report, from rank 0; the test set after the run,
+         * so that the bytes counted are the training's */
+        dt_train_config c = dttrain_run_config(o, NULL, o->epochs, &lines);
         if (rank != 0)
             c.progress = NULL;
         r = dt_train(&x.trainer, &train, &c, &tr);
     }
+    uint64_t sent_in[3] = {sent(x.groups.tp), sent(x.groups.pp), sent(x.groups.dp)};
+    /* a pipeline rank holds only its stages' trained parameters: no test
+     * accuracy; a tensor-parallel shard evaluates with its group */
+    if (r == DT_OK && o->pp == 1)
+        r = dt_evaluate(&x.model, &test, 256, &tr.accuracy, NULL);
     /* the replicas' mean, the global batch's loss */
     if (r == DT_OK)
         r = dt_allreduce(&tr.final_loss, &tr.final_loss, 1, DT_F32, DT_AVG, x.groups.dp);
@@ -72,9 +77,7 @@ static dt_result hybrid_rank(dt_comm *w, void *arg)
         snprintf(res->update, sizeof res->update, "%s", x.trainer.update.name);
         snprintf(res->sync, sizeof res->sync, "%s", x.trainer.sync.name);
         snprintf(res->layout, sizeof res->layout, "%s", dttrain_layout_name(&x.trainer));
-        res->group_sent[0] = sent(x.groups.tp);
-        res->group_sent[1] = sent(x.groups.pp);
-        res->group_sent[2] = sent(x.groups.dp);
+        memcpy(res->group_sent, sent_in, sizeof sent_in);
         res->done = 1;
     }
     dt_parallel_free(&x);
