@@ -31,7 +31,11 @@
  * ranks call it in the same order with the same sizes. tp NULL (or of one
  * rank) is one rank with the whole layer: the calls of layers.c and
  * nothing else, so a whole model runs the same code. Sequence parallelism
- * (section 7) and the clipping of section 9 are the lab's, not here. */
+ * (section 7) and the clipping of section 9 are the lab's, not here.
+ * The clock: the collectives charge the modeled network as any call does;
+ * inside a compute region (dt_compute_begin, a trainer's DT_CLOCK_MEASURED)
+ * their wall time is counted as compute as well, so modeled figures of a
+ * tensor-parallel run come from DT_CLOCK_MODELED. */
 #ifndef DT_TP_H
 #define DT_TP_H
 
