@@ -24,6 +24,16 @@ static uint64_t sent(dt_comm *c)
     return c && dt_comm_stats(c, &s) == DT_OK ? s.bytes_sent : 0;
 }
 
+/* A report's line: the loss of the global batch (the replicas' mean) and
+ * the speed; the bytes of each group and the test accuracy come at the
+ * end (the trainer counts only the data-parallel group's). */
+static void progress(void *arg, const dt_train_progress *p)
+{
+    printf("[%s] step %6ld  loss %.4f  %8.0f samples/s\n", (const char *)arg, p->step,
+           (double)p->loss, p->samples_per_s);
+    fflush(stdout);
+}
+
 static dt_result hybrid_rank(dt_comm *w, void *arg)
 {
     const hybrid_job *j = arg;
@@ -51,12 +61,11 @@ static dt_result hybrid_rank(dt_comm *w, void *arg)
         char tag[64];
         snprintf(tag, sizeof tag, "%d ranks: %d x %d x %d", dt_comm_size(w), x.groups.D,
                  x.groups.T, x.groups.P);
-        dttrain_progress lines = {tag, 0};
+        dttrain_progress lines = {tag, 0}; /* (its own progress line below) */
         /* one line per report, from rank 0; the test set after the run,
          * so that the bytes counted are the training's */
         dt_train_config c = dttrain_run_config(o, NULL, o->epochs, &lines);
-        if (rank != 0)
-            c.progress = NULL;
+        c.progress = rank == 0 && !o->json ? progress : NULL, c.progress_arg = tag;
         r = dt_train(&x.trainer, &train, &c, &tr);
     }
     uint64_t sent_in[3] = {sent(x.groups.tp), sent(x.groups.pp), sent(x.groups.dp)};
