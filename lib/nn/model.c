@@ -5,7 +5,7 @@
  * counts views and floats, the second fills the tables. Each layer's views
  * follow each other, so a layer (and a stage of consecutive layers) owns one
  * contiguous range of the flat buffer. */
-#include "dt/nn.h"
+#include "model_internal.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -101,36 +101,40 @@ static void describe_deep(builder *b, const void *cfg)
 }
 
 /* GPT-2's initialisation: normal(0, 0.02), the projections that write into
- * the residual stream scaled by 1/sqrt(2 L), norm gains 1, biases 0. */
+ * the residual stream scaled by 1/sqrt(2 L), norm gains 1, biases 0.
+ * With t > 1 the shapes of a tensor-parallel shard (dt/tp.h): the
+ * column-parallel tensors (wte, qkv, fc, lm_head) keep 1/t of their rows,
+ * the row-parallel weights (proj, mproj) 1/t of their columns. */
 static void describe_gpt(builder *b, const void *cfg)
 {
-    const dt_gpt_config *g = cfg;
-    size_t C = g->channels, V = g->vocab, T = g->context;
+    const nn_gpt_shape *sh = cfg;
+    const dt_gpt_config *g = &sh->g;
+    size_t C = g->channels, V = g->vocab, T = g->context, t = sh->t;
     float std = 0.02f, proj_std = 0.02f / sqrtf(2.0f * (float)g->layers);
     char name[32];
     add_layer(b, DT_LAYER_EMBED, "embed", 0, C);
-    add_view(b, DT_EMBED_WTE, "wte", V, C, std, 0);
+    add_view(b, DT_EMBED_WTE, "wte", V / t, C, std, 0);
     add_view(b, DT_EMBED_WPE, "wpe", T, C, std, 0);
     for (size_t l = 0; l < g->layers; l++) {
         snprintf(name, sizeof name, "block%zu", l + 1);
         add_layer(b, DT_LAYER_BLOCK, name, C, C);
         add_view(b, DT_BLOCK_LN1_WEIGHT, "ln1.weight", C, 0, 0, 1);
         add_view(b, DT_BLOCK_LN1_BIAS, "ln1.bias", C, 0, 0, 0);
-        add_view(b, DT_BLOCK_QKV_WEIGHT, "attn.qkv.weight", 3 * C, C, std, 0);
-        add_view(b, DT_BLOCK_QKV_BIAS, "attn.qkv.bias", 3 * C, 0, 0, 0);
-        add_view(b, DT_BLOCK_PROJ_WEIGHT, "attn.proj.weight", C, C, proj_std, 0);
+        add_view(b, DT_BLOCK_QKV_WEIGHT, "attn.qkv.weight", 3 * C / t, C, std, 0);
+        add_view(b, DT_BLOCK_QKV_BIAS, "attn.qkv.bias", 3 * C / t, 0, 0, 0);
+        add_view(b, DT_BLOCK_PROJ_WEIGHT, "attn.proj.weight", C, C / t, proj_std, 0);
         add_view(b, DT_BLOCK_PROJ_BIAS, "attn.proj.bias", C, 0, 0, 0);
         add_view(b, DT_BLOCK_LN2_WEIGHT, "ln2.weight", C, 0, 0, 1);
         add_view(b, DT_BLOCK_LN2_BIAS, "ln2.bias", C, 0, 0, 0);
-        add_view(b, DT_BLOCK_FC_WEIGHT, "mlp.fc.weight", 4 * C, C, std, 0);
-        add_view(b, DT_BLOCK_FC_BIAS, "mlp.fc.bias", 4 * C, 0, 0, 0);
-        add_view(b, DT_BLOCK_MPROJ_WEIGHT, "mlp.proj.weight", C, 4 * C, proj_std, 0);
+        add_view(b, DT_BLOCK_FC_WEIGHT, "mlp.fc.weight", 4 * C / t, C, std, 0);
+        add_view(b, DT_BLOCK_FC_BIAS, "mlp.fc.bias", 4 * C / t, 0, 0, 0);
+        add_view(b, DT_BLOCK_MPROJ_WEIGHT, "mlp.proj.weight", C, 4 * C / t, proj_std, 0);
         add_view(b, DT_BLOCK_MPROJ_BIAS, "mlp.proj.bias", C, 0, 0, 0);
     }
-    add_layer(b, DT_LAYER_HEAD, "head", C, V);
+    add_layer(b, DT_LAYER_HEAD, "head", C, V / t);
     add_view(b, DT_HEAD_LNF_WEIGHT, "lnf.weight", C, 0, 0, 1);
     add_view(b, DT_HEAD_LNF_BIAS, "lnf.bias", C, 0, 0, 0);
-    add_view(b, DT_HEAD_LM_WEIGHT, "lm_head.weight", V, C, std, 0);
+    add_view(b, DT_HEAD_LM_WEIGHT, "lm_head.weight", V / t, C, std, 0);
 }
 
 /* The number of views of a layer kind: the last dt_*_view name. */
@@ -187,6 +191,7 @@ static dt_result check_out(dt_model *m, const char *fn)
     if (!m)
         return dt_fail(DT_ERR_INVALID_ARG, "%s: NULL model", fn);
     memset(m, 0, sizeof *m);
+    m->tp_size = 1; /* a whole model */
     return DT_OK;
 }
 
@@ -243,7 +248,13 @@ dt_result dt_gpt_create(dt_model *m, const dt_gpt_config *cfg, uint64_t seed)
                        cfg->channels, cfg->heads);
     if (cfg->vocab > INT32_MAX)
         return dt_fail(DT_ERR_INVALID_ARG, "dt_gpt_create: vocab %zu above 2^31", cfg->vocab);
-    DT_CHECK(build(m, DT_MODEL_GPT, describe_gpt, cfg, seed));
+    return nn_gpt_build(m, cfg, 1, seed);
+}
+
+dt_result nn_gpt_build(dt_model *m, const dt_gpt_config *cfg, size_t t, uint64_t seed)
+{
+    nn_gpt_shape sh = {*cfg, t};
+    DT_CHECK(build(m, DT_MODEL_GPT, describe_gpt, &sh, seed));
     m->gpt = *cfg;
     m->in_width = 0;
     m->num_classes = cfg->vocab;
@@ -391,8 +402,9 @@ double dt_model_flops_per_sample(const dt_model *m)
         return f;
     }
     /* per token 6 x (weights used in products); attention's two products,
-     * halved by the causal mask, cost 2 T C per token forward */
+     * halved by the causal mask, cost 2 T C per token forward; a
+     * tensor-parallel shard does 1/t of each */
     double C = (double)m->gpt.channels, T = (double)m->gpt.context, L = (double)m->gpt.layers;
-    double V = (double)m->gpt.vocab;
-    return T * (6.0 * (L * 12.0 * C * C + V * C) + 6.0 * L * T * C);
+    double V = (double)m->gpt.vocab, t = m->tp_size > 1 ? (double)m->tp_size : 1.0;
+    return T * (6.0 * (L * 12.0 * C * C + V * C) + 6.0 * L * T * C) / t;
 }

@@ -17,6 +17,7 @@
  * faster path for linear layers on a thin batch, in feature_major.c (one
  * switch: dt_acts_create_path's DT_NN_FAST). */
 #include "stage_internal.h"
+#include "dt/tp.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -52,8 +53,8 @@ static dt_result acts_fill(dt_acts *a, const dt_model *m)
         if (!(a->out[j] = nn_act_alloc(r * l->out_width)))
             return DT_ERR_NOMEM;
         if (l->kind == DT_LAYER_BLOCK) {
-            saved = nn_block_saved_floats(a->B, a->T, C, m->gpt.heads);
-            scratch = nn_block_scratch_floats(r, C);
+            saved = nn_block_saved_floats(m, a->B, a->T);
+            scratch = nn_block_scratch_floats(m, r);
         } else if (l->kind == DT_LAYER_HEAD) {
             saved = nn_head_saved_floats(r, C);
             scratch = scratch > r * C ? scratch : r * C;
@@ -66,7 +67,8 @@ static dt_result acts_fill(dt_acts *a, const dt_model *m)
             return DT_ERR_NOMEM;
     if (scratch && !(a->scratch = nn_act_alloc(scratch)))
         return DT_ERR_NOMEM;
-    if (a->last == m->num_layers && !(a->probs = nn_act_alloc(r * m->num_classes)))
+    if (a->last == m->num_layers &&
+        !(a->probs = nn_act_alloc(r * m->layers[m->num_layers - 1].out_width)))
         return DT_ERR_NOMEM;
     return DT_OK;
 }
@@ -162,10 +164,11 @@ static dt_result layer_forward(const dt_model *m, dt_acts *a, int j, const float
         if (l->kind == DT_LAYER_LINEAR_RELU)
             return dt_relu_forward(y, y, a->rows * l->out_width);
         return DT_OK;
-    case DT_LAYER_EMBED:
-        return dt_embedding_forward(y, a->tokens, dt_model_view(m, P, layer, DT_EMBED_WTE),
-                                    dt_model_view(m, P, layer, DT_EMBED_WPE), a->B, a->T,
-                                    m->gpt.channels, m->gpt.vocab);
+    case DT_LAYER_EMBED: /* split over the vocabulary on a tensor-parallel shard */
+        return dt_tp_embedding_forward(m->tp, y, a->tokens,
+                                       dt_model_view(m, P, layer, DT_EMBED_WTE),
+                                       dt_model_view(m, P, layer, DT_EMBED_WPE), a->B, a->T,
+                                       m->gpt.channels, m->gpt.vocab);
     case DT_LAYER_BLOCK:
         return nn_block_forward(m, a, layer, a->saved[j], x, y);
     case DT_LAYER_HEAD:
@@ -209,6 +212,32 @@ dt_result dt_model_forward(dt_model *m, dt_acts *a, const float *x, const int32_
     return DT_OK;
 }
 
+/* The loss of a tensor-parallel shard (dt/tp.h): the vocabulary-parallel
+ * cross-entropy, collective on m->tp; the argmax of each row over the
+ * whole vocabulary only when correct is asked for (one allreduce more).
+ * dbuf[1] (at least rows floats) holds the argmax meanwhile. */
+static dt_result tp_loss(dt_model *m, dt_acts *a, const int32_t *labels, float *loss,
+                         size_t *correct)
+{
+    size_t r = a->rows, Vl = dt_acts_output_width(a);
+    int32_t *argmax = correct ? (int32_t *)(void *)a->dbuf[1] : NULL;
+    double mean;
+    DT_CHECK(dt_tp_xent_forward(m->tp, a->probs, NULL, &mean, argmax, dt_acts_output(a), labels,
+                                r, m->num_classes));
+    memset(a->dbuf[0], 0, r * Vl * sizeof(float));
+    DT_CHECK(dt_tp_xent_backward(m->tp, a->dbuf[0], a->probs, labels, 1.0f / (float)r, r,
+                                 m->num_classes));
+    if (correct) {
+        size_t ok = 0;
+        for (size_t i = 0; i < r; i++)
+            ok += argmax[i] == labels[i];
+        *correct = ok;
+    }
+    *loss = (float)mean;
+    a->has_loss_grad = 1;
+    return DT_OK;
+}
+
 dt_result dt_model_loss(dt_model *m, dt_acts *a, const int32_t *labels, float *loss,
                         size_t *correct)
 {
@@ -223,6 +252,8 @@ dt_result dt_model_loss(dt_model *m, dt_acts *a, const int32_t *labels, float *l
     size_t r = a->rows, V = m->num_classes;
     const float *logits = dt_acts_output(a);
     double mean;
+    if (m->tp && m->tp_size > 1) /* this rank's V/t columns of the logits */
+        return tp_loss(m, a, labels, loss, correct);
     DT_CHECK(dt_softmax_xent_forward(a->probs, NULL, &mean, logits, labels, r, V));
     memset(a->dbuf[0], 0, r * V * sizeof(float));
     DT_CHECK(dt_softmax_xent_backward(a->dbuf[0], a->probs, labels, 1.0f / (float)r, r, V));
@@ -261,9 +292,9 @@ static dt_result layer_backward(const dt_model *m, dt_acts *a, int j, const floa
                                          dt_model_view(m, m->params, layer, DT_LINEAR_WEIGHT),
                                          scale, a->rows, l->in_width, l->out_width);
     case DT_LAYER_EMBED:
-        return dt_embedding_backward(dt_model_view(m, G, layer, DT_EMBED_WTE),
-                                     dt_model_view(m, G, layer, DT_EMBED_WPE), dy, a->tokens,
-                                     a->B, a->T, m->gpt.channels, m->gpt.vocab);
+        return dt_tp_embedding_backward(m->tp, dt_model_view(m, G, layer, DT_EMBED_WTE),
+                                        dt_model_view(m, G, layer, DT_EMBED_WPE), dy, a->tokens,
+                                        a->B, a->T, m->gpt.channels, m->gpt.vocab);
     case DT_LAYER_BLOCK:
         return nn_block_backward(m, a, layer, a->saved[j], x, dy, dx, G);
     case DT_LAYER_HEAD:

@@ -11,11 +11,13 @@ float *nn_act_alloc(size_t floats);
 
 /* ---------------------------------------------------------------- gpt_block.c */
 
-/* Floats a block (DT_LAYER_BLOCK) keeps for its backward (saved) and uses
- * as temporaries in it (scratch), for r = B * T rows; the head
- * (DT_LAYER_HEAD) keeps lnf, mean, rstd and uses r * C floats of scratch. */
-size_t nn_block_saved_floats(size_t B, size_t T, size_t C, size_t NH);
-size_t nn_block_scratch_floats(size_t rows, size_t C);
+/* Floats a block (DT_LAYER_BLOCK) of m keeps for its backward (saved) and
+ * uses as temporaries in it (scratch), for r = B * T rows (a
+ * tensor-parallel shard's heads and hidden units are 1/t of the whole's);
+ * the head (DT_LAYER_HEAD) keeps lnf, mean, rstd and uses r * C floats of
+ * scratch. */
+size_t nn_block_saved_floats(const dt_model *m, size_t B, size_t T);
+size_t nn_block_scratch_floats(const dt_model *m, size_t rows);
 size_t nn_head_saved_floats(size_t rows, size_t C);
 
 /* Layer `layer` of a's stage: y (rows x C) from x, keeping what the

@@ -17,6 +17,11 @@ dt_result train_update_optimizer(dt_trainer *t, dt_hook *slot);
  * backward summed m micro-batch means. */
 dt_result train_scale_micro(dt_trainer *t, size_t offset, size_t count);
 
+/* dt_train_compute_begin and _end on the clock of comm, another
+ * communicator of the rank than t->comm (the pipeline's, pipeline.c). */
+dt_result train_compute_begin_on(const dt_trainer *t, dt_comm *comm);
+dt_result train_compute_end_on(const dt_trainer *t, dt_comm *comm, double modeled_s);
+
 /* The modeled time of the forward of layers [first, last) (trainer.c). */
 double train_forward_cost(const dt_trainer *t, int first, int last);
 

@@ -82,20 +82,27 @@ void dt_train_acts_give(dt_trainer *t)
 
 /* ---------------------------------------------------------------- compute clock */
 
-dt_result dt_train_compute_begin(dt_trainer *t)
+dt_result train_compute_begin_on(const dt_trainer *t, dt_comm *comm)
 {
-    if (t->comm && t->cfg.clock == DT_CLOCK_MEASURED)
-        return dt_compute_begin(t->comm);
+    if (comm && t->cfg.clock == DT_CLOCK_MEASURED)
+        return dt_compute_begin(comm);
     return DT_OK;
 }
 
+dt_result train_compute_end_on(const dt_trainer *t, dt_comm *comm, double modeled_s)
+{
+    if (comm && t->cfg.clock == DT_CLOCK_MEASURED)
+        return dt_compute_end(comm);
+    if (comm && t->cfg.clock == DT_CLOCK_MODELED && modeled_s > 0)
+        return dt_clock_advance(comm, modeled_s);
+    return DT_OK;
+}
+
+dt_result dt_train_compute_begin(dt_trainer *t) { return train_compute_begin_on(t, t->comm); }
+
 dt_result dt_train_compute_end(dt_trainer *t, double modeled_s)
 {
-    if (t->comm && t->cfg.clock == DT_CLOCK_MEASURED)
-        return dt_compute_end(t->comm);
-    if (t->comm && t->cfg.clock == DT_CLOCK_MODELED && modeled_s > 0)
-        return dt_clock_advance(t->comm, modeled_s);
-    return DT_OK;
+    return train_compute_end_on(t, t->comm, modeled_s);
 }
 
 /* The modeled forward of layers [first, last): their entries of

@@ -1,7 +1,7 @@
 /* test_sched.c - libdt sched: building a schedule, the validator's
  * rejections (each names the step), and the simulator's times worked out by
  * hand. The formulas of chapter 06 on whole schedules are checked in
- * hidden_sched.c. */
+ * test_sched_generate.c, on the library's generators. */
 #include "grader.h"
 
 #include "dt/sched.h"

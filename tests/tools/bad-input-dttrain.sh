@@ -58,6 +58,25 @@ done <<'TABLE'
 2 | --dump x.bin: one rank                             | --dump x.bin --ranks 2
 2 | --time-budget 5: one rank only                     | --time-budget 5 --ranks 2
 2 | --ranks 1: --showcase compares 1 rank with 2 or more | --showcase --ranks 1
+2 | --tp 0: expected a whole number                   | --tp 0
+2 | --pp 65: expected a whole number                  | --pp 65
+2 | --tp 2: tensor parallelism splits a GPT's heads   | --tp 2
+2 | --tp 3: the GPT's 4 heads do not split over 3     | --model gpt:32,8,2,4,32 --data synthetic --tp 3
+2 | --tp 4: the GPT's 30 vocabulary entries do not split | --model gpt:30,8,2,4,32 --data synthetic --tp 4
+2 | --ranks 6: not a multiple of --tp 2 x --pp 2      | --model gpt:32,8,2,4,32 --data synthetic --tp 2 --pp 2 --ranks 6
+2 | --pp 5: 5 stages of a 4-layer model               | --model gpt:32,8,2,4,32 --data synthetic --pp 5
+2 | --pp 2 --vpp: 6 stages of a 4-layer model         | --model gpt:32,8,2,4,32 --data synthetic --pp 2 --schedule interleaved --vpp 3 --micro-batches 2
+2 | --schedule: goes with --pp                        | --schedule gpipe
+2 | --schedule: goes with --pp                        | --model gpt:32,8,2,4,32 --data synthetic --tp 2 --schedule gpipe
+2 | --vpp: goes with --pp                             | --vpp 2
+2 | --vpp 2: goes with --schedule interleaved         | --pp 2 --vpp 2
+2 | --vpp 1: the interleaved schedule runs 2 or more  | --pp 2 --schedule interleaved --vpp 1
+2 | --schedule 1f1f: expected gpipe, 1f1b, interleaved or zbh1 | --pp 2 --schedule 1f1f
+2 | --micro-batches 1: the interleaved schedule needs a multiple of --pp 2 | --pp 2 --schedule interleaved
+2 | --schedule zbh1: its split backward (W steps) runs stages of linear layers | --model gpt:32,8,2,4,32 --data synthetic --pp 2 --schedule zbh1
+2 | --shard-optimizer: not with --tp or --pp          | --pp 2 --shard-optimizer
+2 | --fsdp: not with --tp or --pp                     | --pp 2 --fsdp
+2 | --showcase: not with --tp or --pp                 | --pp 2 --showcase
 2 | --fsdp: needs --ranks                              | --fsdp
 2 | --fsdp: shards the optimizer already               | --fsdp --ranks 2 --shard-optimizer
 2 | --fsdp: one micro-batch a step                     | --fsdp --ranks 2 --micro-batches 2

@@ -5,7 +5,8 @@
 # step on a shard, allgather) as with the allreduce; --fsdp the same
 # whatever its prefetch, resharding and backend; one rank runs its
 # fastest correct path by default and says which ("update", "layout"), and
-# that path trains as the reference does; bad options are refused
+# that path trains as the reference does; --tp and --pp train as one rank
+# does on the global batch; bad options are refused
 # (bad-input-dttrain.sh, whose count line follows this one's).
 #   tests/tools/check-dttrain.sh BUILD
 set -uo pipefail
@@ -83,6 +84,51 @@ if [ -n "$fast" ] && awk -v a="$fast" -v b="$ref" 'BEGIN { d = a - b; exit !(d <
     pass=$((pass + 1))
 else
     echo "FAIL: final loss $fast on the fast path (fused SGD, feature-major), $ref on the reference"
+    fail=$((fail + 1))
+fi
+# --tp and --pp (chapters 06, 07, 13): a GPT on DP x TP x PP ranks trains
+# like one rank on the global batch (final loss within 1e-5, relative),
+# whatever the schedule and backend; an MLP's pipeline with ZB-H1's W steps
+# too; and the JSON names the layout
+close() { awk -v a="$1" -v b="$2" 'BEGIN { d = a - b; exit !(a != "" && d <= 1e-5 * b && -d <= 1e-5 * b) }'; }
+GPT="$BUILD/bin/dttrain --model gpt:32,8,2,4,32 --data synthetic --micro-batches 4 --steps 40 --eval-every 0 --json"
+one=$($GPT --batch 8 | num_of final_loss)
+one2=$($GPT --batch 16 | num_of final_loss)
+while read -r want args; do
+    # shellcheck disable=SC2086
+    got=$($GPT $args | num_of final_loss)
+    w=$([ "$want" = one ] && echo "$one" || echo "$one2")
+    if close "$got" "$w"; then
+        pass=$((pass + 1))
+    else
+        echo "FAIL: dttrain (GPT) $args: final loss \"$got\", one rank on the global batch $w"
+        fail=$((fail + 1))
+    fi
+done <<'CASES'
+one --batch 8 --tp 2
+one --batch 8 --pp 2
+one --batch 8 --tp 2 --pp 2
+one --batch 8 --tp 2 --pp 2 --schedule interleaved
+one --batch 8 --tp 2 --pp 2 --schedule gpipe --backend proc
+one2 --batch 8 --ranks 8 --tp 2 --pp 2
+one2 --batch 8 --ranks 4 --tp 2 --shard-optimizer
+CASES
+MLP="$BUILD/bin/dttrain --model mlp:64,128,64,10 --micro-batches 4 --batch 16 --steps 30 --eval-every 0 --json"
+want=$($MLP --no-fuse | num_of final_loss)
+got=$($MLP --pp 3 --schedule zbh1 | num_of final_loss)
+if close "$got" "$want"; then
+    pass=$((pass + 1))
+else
+    echo "FAIL: dttrain (MLP) --pp 3 --schedule zbh1: final loss \"$got\", one rank $want"
+    fail=$((fail + 1))
+fi
+j=$($GPT --batch 8 --ranks 8 --tp 2 --pp 2 --schedule interleaved --vpp 2)
+layout=$(echo "$j" | sed -n 's/.*"dp": \([0-9]*\), "tp": \([0-9]*\), "pp": \([0-9]*\), "vpp": \([0-9]*\), "schedule": "\([a-z0-9]*\)".*/\1 \2 \3 \4 \5/p')
+tpb=$(echo "$j" | num_of tp_bytes_per_step)
+if [ "$layout" = "2 2 2 2 interleaved" ] && [ -n "$tpb" ] && awk -v b="$tpb" 'BEGIN { exit !(b > 0) }'; then
+    pass=$((pass + 1))
+else
+    echo "FAIL: dttrain --ranks 8 --tp 2 --pp 2 --schedule interleaved: JSON layout \"$layout\", TP bytes \"$tpb\""
     fail=$((fail + 1))
 fi
 echo "$pass passed, $fail failed"

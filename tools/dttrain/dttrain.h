@@ -4,6 +4,8 @@
  *   train.c      one run on one rank, the trainer's set-up, the JSON
  *   parallel.c   data parallelism: one run on K ranks (chapter 03; ZeRO-1, chapter 08);
  *                parallel.h shares it with the showcase
+ *   hybrid.c     tensor and pipeline parallelism inside data parallelism (--tp, --pp;
+ *                chapters 06, 07, 13)
  *   showcase.c   `make run`: 1 rank against K ranks, side by side
  *   dump.c       --dump: one step's inputs and gradients for bench/compute_verify.py
  *   main.c       which of them runs
@@ -25,6 +27,9 @@ typedef struct {
     unsigned long long seed;
     int json, no_fuse, reference, showcase, shard_optimizer;
     int fsdp, no_prefetch, no_reshard; /* chapter 09: --fsdp and its two switches */
+    long tp, pp, vpp;        /* chapter 13: tensor- and pipeline-parallel ranks per replica,
+                                and the interleaved schedule's chunks per rank */
+    const char *schedule;    /* --pp's schedule: gpipe, 1f1b, interleaved, zbh1 */
     int distributed; /* --ranks, --backend, --net or --showcase: through dt_launch */
     int model_set;   /* --model given (--showcase has its own default) */
 } options;
@@ -73,8 +78,13 @@ const char *dttrain_layout_name(const dt_trainer *t);
 /* The JSON's fields about the machine the figures come from. */
 void dttrain_json_machine(FILE *f, const options *o);
 
+/* The trainer's config from the options (optimizer, path, clock), as
+ * dttrain_trainer uses it. */
+dt_trainer_config dttrain_trainer_config(const options *o, double compute_per_sample);
+
 int dttrain_single(const options *o);
 int dttrain_parallel(const options *o);
+int dttrain_hybrid(const options *o); /* --tp, --pp: hybrid.c */
 int dttrain_showcase(options *o);
 dt_result dttrain_dump(const options *o, dt_model *m, const dt_dataset *d);
 

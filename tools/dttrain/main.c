@@ -4,6 +4,8 @@
  *   dttrain --model mlp:784,1024,1024,10 --data synthetic --batch 64 --lr 0.01 --json
  *   dttrain --ranks 4 --backend proc --net ib100     data parallel (chapter 03)
  *   dttrain --ranks 4 --shard-optimizer              ZeRO stage 1 (chapter 08)
+ *   dttrain --model gpt:64,16,4,4,64 --data synthetic --ranks 8 --tp 2 --pp 2
+ *                                                    DP x TP x PP (chapter 13)
  *   dttrain --showcase                               what `make run` shows
  *
  * The loop is the library's (dt/train.h); dttrain chooses its hooks,
@@ -28,6 +30,8 @@ int main(int argc, char **argv)
         return dttrain_fail(r);
     if (o.showcase)
         return dttrain_showcase(&o);
+    if (o.tp > 1 || o.pp > 1)
+        return dttrain_hybrid(&o);
     if (o.distributed)
         return dttrain_parallel(&o);
     return dttrain_single(&o);

@@ -60,7 +60,15 @@ static void usage(FILE *f)
             "                   prefetched) and freed after its forward; one micro-batch\n"
             "  --no-prefetch    with --fsdp: gather each layer only when it runs (ZeRO-3)\n"
             "  --no-reshard     with --fsdp: keep a layer from its forward to its backward\n"
-            "                   (the whole parameters at the peak, as ZeRO-2; 2 psi, not 3)\n");
+            "                   (the whole parameters at the peak, as ZeRO-2; 2 psi, not 3)\n"
+            "tensor and pipeline parallelism (chapters 07, 06, 13): --ranks = DP x TP x PP\n"
+            "  --tp T           T ranks share every layer of a GPT (Megatron: heads, MLP and\n"
+            "                   vocabulary split), consecutive ranks (default 1)\n"
+            "  --pp P           the model's layers cut into P stages, a pipeline (default 1);\n"
+            "                   --ranks defaults to T x P; the rest replicates it (DP)\n"
+            "  --schedule NAME  the pipeline's: gpipe | 1f1b | interleaved | zbh1 (default\n"
+            "                   1f1b); its micro-batches are --micro-batches\n"
+            "  --vpp V          with --schedule interleaved: stages per rank (default 2)\n");
 }
 
 typedef enum { FLAG, INT, REAL, TEXT } kind;
@@ -91,6 +99,10 @@ static const spec specs[] = {
     {"--dump", TEXT, AT(dump), 0, 0, 0},
     {"--backend", TEXT, AT(backend), 0, 0, 0},
     {"--net", TEXT, AT(net), 0, 0, 0},
+    {"--schedule", TEXT, AT(schedule), 0, 0, 0},
+    {"--tp", INT, AT(tp), 1, 1024, 0},
+    {"--pp", INT, AT(pp), 1, DT_SCHED_MAX_RANKS, 0},
+    {"--vpp", INT, AT(vpp), 1, DT_SCHED_MAX_CHUNKS, 0},
     {"--batch", INT, AT(batch), 1, 1 << 20, 0},
     {"--micro-batches", INT, AT(micro_batches), 1, 1 << 20, 0},
     {"--steps", INT, AT(steps), 1, 1e9, 0},
@@ -152,6 +164,65 @@ static int one_of(const char *opt, const char *v, const char *a, const char *b, 
     return 2;
 }
 
+/* --tp, --pp and what goes with them (m: the model; after --ranks is set). */
+static int check_hybrid(options *o, const dt_model *m)
+{
+    int hybrid = o->tp > 1 || o->pp > 1, gpt = m->kind == DT_MODEL_GPT;
+    long per = o->tp * o->pp, stages = o->pp * (o->vpp ? o->vpp : 1);
+    if (!hybrid && (o->schedule || o->vpp))
+        return fprintf(stderr, "dttrain: %s: goes with --pp (a pipeline)\n", o->schedule ?
+                       "--schedule" : "--vpp"), 2;
+    if (!hybrid)
+        return 0;
+    if (o->pp == 1 && (o->schedule || o->vpp))
+        return fprintf(stderr, "dttrain: %s: goes with --pp (a pipeline)\n", o->schedule ?
+                       "--schedule" : "--vpp"), 2;
+    if (o->pp > 1 && !o->schedule)
+        o->schedule = "1f1b";
+    const char *sch = o->schedule ? o->schedule : "";
+    if (o->schedule && strcmp(sch, "gpipe") && strcmp(sch, "1f1b") &&
+        strcmp(sch, "interleaved") && strcmp(sch, "zbh1"))
+        return fprintf(stderr, "dttrain: --schedule %s: expected gpipe, 1f1b, interleaved or "
+                       "zbh1\n", sch), 2;
+    int inter = !strcmp(sch, "interleaved");
+    if (o->vpp && !inter)
+        return fprintf(stderr, "dttrain: --vpp %ld: goes with --schedule interleaved\n", o->vpp),
+               2;
+    if (inter && !o->vpp)
+        o->vpp = 2, stages = 2 * o->pp;
+    if (inter && o->vpp < 2)
+        return fprintf(stderr, "dttrain: --vpp 1: the interleaved schedule runs 2 or more "
+                       "stages per rank\n"), 2;
+    if (inter && o->micro_batches % o->pp)
+        return fprintf(stderr, "dttrain: --micro-batches %ld: the interleaved schedule needs a "
+                       "multiple of --pp %ld\n", o->micro_batches, o->pp), 2;
+    if (o->tp > 1 && !gpt)
+        return fprintf(stderr, "dttrain: --tp %ld: tensor parallelism splits a GPT's heads, MLP "
+                       "and vocabulary; --model %s is not a GPT\n", o->tp, o->model), 2;
+    if (o->tp > 1 && (m->gpt.heads % (size_t)o->tp || m->gpt.vocab % (size_t)o->tp))
+        return fprintf(stderr, "dttrain: --tp %ld: the GPT's %zu %s do not split over %ld "
+                       "ranks\n", o->tp, m->gpt.heads % (size_t)o->tp ? m->gpt.heads :
+                       m->gpt.vocab, m->gpt.heads % (size_t)o->tp ? "heads" : "vocabulary "
+                       "entries", o->tp), 2;
+    if (stages > m->num_layers)
+        return fprintf(stderr, "dttrain: --pp %ld%s: %ld stages of a %d-layer model (a stage "
+                       "needs a layer)\n", o->pp, inter ? " --vpp" : "", stages,
+                       m->num_layers), 2;
+    if (!strcmp(sch, "zbh1") && gpt)
+        return fprintf(stderr, "dttrain: --schedule zbh1: its split backward (W steps) runs "
+                       "stages of linear layers; a GPT's blocks are not split\n"), 2;
+    if (o->ranks % per)
+        return fprintf(stderr, "dttrain: --ranks %ld: not a multiple of --tp %ld x --pp %ld (a "
+                       "data-parallel replica holds tp x pp ranks)\n", o->ranks, o->tp,
+                       o->pp), 2;
+    if (o->fsdp || o->showcase || o->dump || (o->shard_optimizer && o->pp > 1))
+        return fprintf(stderr, "dttrain: --%s: not with --tp or --pp%s\n", o->fsdp ? "fsdp" :
+                       o->showcase ? "showcase" : o->dump ? "dump" : "shard-optimizer",
+                       o->shard_optimizer && !o->fsdp ? " (a pipeline updates its own stages)"
+                       : ""), 2;
+    return 0;
+}
+
 /* The options that must go together, and the values only the library can
  * judge (the model spec, the network). */
 static int check(options *o)
@@ -174,7 +245,12 @@ static int check(options *o)
     if (dt_model_create_spec(&m, o->model, 1) != DT_OK)
         return fprintf(stderr, "dttrain: --model %s: %s\n", o->model, dt_last_error()), 2;
     int gpt = m.kind == DT_MODEL_GPT;
+    if (o->ranks < 0 && (o->tp > 1 || o->pp > 1))
+        o->ranks = o->tp * o->pp;
+    int bad = check_hybrid(o, &m);
     dt_model_free(&m);
+    if (bad)
+        return bad;
     if (gpt && strcmp(o->data, "synthetic"))
         return fprintf(stderr, "dttrain: --data %s: a GPT (--model %s) takes --data synthetic "
                        "(sequences)\n", o->data, o->model), 2;
@@ -210,7 +286,8 @@ int dttrain_parse(int argc, char **argv, options *o)
 {
     *o = (options){.model = "mlp:64,128,10", .data = "digits", .optim = "sgd", .batch = 32,
                    .micro_batches = 1, .steps = 600, .eval_every = 100, .threads = 1,
-                   .lr = 0.05, .momentum = 0.9, .weight_decay = -1, .seed = 1, .ranks = -1};
+                   .lr = 0.05, .momentum = 0.9, .weight_decay = -1, .seed = 1, .ranks = -1,
+                   .tp = 1, .pp = 1};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const spec *sp = NULL;

@@ -16,6 +16,8 @@ typedef struct {
     long rss_peak_kb;         /* rank 0's peak resident memory (its process's with the
                                  proc backend; the whole job's with threads), KiB */
     uint64_t params_hash;     /* FNV-1a of the final parameters' bytes */
+    uint64_t group_sent[3];   /* --tp, --pp (hybrid.c): what rank 0 sent in its TP, PP and
+                                 DP groups during the run, bytes */
     char update[16], sync[16], layout[16];
 } dp_result;
 

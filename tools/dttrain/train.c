@@ -36,8 +36,7 @@ dt_result dttrain_data(const options *o, const dt_model *m, dt_dataset *train, d
     return dt_data_spirals(test, 1024, m->num_classes, 0.02f, seed, 1 << 20);
 }
 
-dt_result dttrain_trainer(const options *o, dt_trainer *t, dt_model *m, dt_comm *w,
-                          double compute_per_sample)
+dt_trainer_config dttrain_trainer_config(const options *o, double compute_per_sample)
 {
     dt_trainer_config tc = {0};
     int adamw = !strcmp(o->optim, "adamw");
@@ -48,6 +47,13 @@ dt_result dttrain_trainer(const options *o, dt_trainer *t, dt_model *m, dt_comm 
     tc.path = o->reference ? DT_NN_REFERENCE : DT_NN_FAST;
     tc.clock = compute_per_sample > 0 ? DT_CLOCK_MODELED : DT_CLOCK_MEASURED;
     tc.forward_s = compute_per_sample * (double)(o->batch / o->micro_batches);
+    return tc;
+}
+
+dt_result dttrain_trainer(const options *o, dt_trainer *t, dt_model *m, dt_comm *w,
+                          double compute_per_sample)
+{
+    dt_trainer_config tc = dttrain_trainer_config(o, compute_per_sample);
     DT_CHECK(dt_trainer_init(t, m, w, &tc));
     dt_result r = DT_OK;
     dt_fsdp_config fc = {0, !o->no_prefetch, !o->no_reshard, NULL, NULL};

@@ -11,6 +11,7 @@
 #include "dt/comm.h"
 #include "dt/tensor.h"
 #include "dt/nn.h"
+#include "dt/tp.h"
 #include "dt/optim.h"
 #include "dt/data.h"
 #include "dt/metrics.h"

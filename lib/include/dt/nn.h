@@ -33,6 +33,7 @@
 #ifndef DT_NN_H
 #define DT_NN_H
 
+#include "dt/comm.h"
 #include "dt/core.h"
 #include "dt/tensor.h"
 
@@ -186,8 +187,14 @@ typedef struct {
     size_t in_width;      /* floats per input row (0 for GPT: tokens) */
     size_t num_classes;   /* width of the logits */
     size_t max_seq;       /* T: 1 for the MLPs, the context for GPT */
-    dt_gpt_config gpt;    /* GPT only */
+    dt_gpt_config gpt;    /* GPT only: the WHOLE model's sizes, a shard's too */
     uint64_t seed;        /* of the initial parameters */
+    /* A tensor-parallel shard (dt_tp_shard, dt/tp.h): the group its layers
+     * communicate in (not owned), its size t and this rank's index; a
+     * whole model has NULL, 1 and 0. The views then hold this rank's
+     * slices, and the GPT's layers run the functions of dt/tp.h. */
+    dt_comm *tp;
+    int tp_size, tp_rank;
 } dt_model;
 
 /* MLP classifier: widths[0] inputs, widths[n-1] classes, n in 2..16; every

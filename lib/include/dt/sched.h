@@ -89,6 +89,29 @@ int dt_sched_rank_of(const dt_schedule *s, int stage);
  * schedule). Order and completeness are checked by dt_sched_validate. */
 dt_result dt_sched_add(dt_schedule *s, int stage, int micro, dt_step_kind kind);
 
+/* ---------------------------------------------------------------- generators */
+
+/* The schedules of chapter 06 (generate.c), the reference lab 06 has
+ * students write: each returns a new schedule in *out (free it with
+ * dt_sched_free) that dt_sched_validate accepts, for p ranks in
+ * 1..DT_SCHED_MAX_RANKS and m micro-batches in 1..DT_SCHED_MAX_MICRO, or
+ * DT_ERR_INVALID_ARG naming the values (*out NULL).
+ *   gpipe        each rank all its forwards, then all its backwards
+ *                (section 2): peak m pairs, bubble (p-1)/(m+p-1)
+ *   1f1b         the same bubble, rank r holding min(p-r, m) (section 4)
+ *   interleaved  v chunks per rank (2 <= v <= DT_SCHED_MAX_CHUNKS), m a
+ *                multiple of p: idle over busy (p-1)/(v m) (section 5)
+ *   zbh1         the backward split into B and W: idle over busy
+ *                (p-1)/(3m) with T_F = T_B = T_W and m >= p, rank r
+ *                holding at most p pairs from F to W (section 6) */
+dt_result dt_sched_gpipe(dt_schedule **out, int p, int m);
+dt_result dt_sched_1f1b(dt_schedule **out, int p, int m);
+dt_result dt_sched_interleaved(dt_schedule **out, int p, int v, int m);
+dt_result dt_sched_zbh1(dt_schedule **out, int p, int m);
+/* The one named "gpipe", "1f1b", "interleaved" (v chunks) or "zbh1" (v
+ * must be 1); an unknown name fails, listing the four. */
+dt_result dt_sched_named(dt_schedule **out, const char *name, int p, int v, int m);
+
 /* ---------------------------------------------------------------- checking */
 
 /* What dt_sched_validate finds out about a valid schedule. */

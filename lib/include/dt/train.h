@@ -50,6 +50,7 @@
 #include "dt/data.h"
 #include "dt/nn.h"
 #include "dt/optim.h"
+#include "dt/sched.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -97,6 +98,10 @@ typedef struct {
                                 when given, the forward costs their sum, not forward_s */
     const double *backward_s;/* DT_CLOCK_MODELED: each layer's backward (num_layers
                                 entries, not copied; NULL: none) */
+    const double *weight_s;  /* DT_CLOCK_MODELED, pipelines: each layer's weight-gradient
+                                half, a W step of a split backward (num_layers entries, not
+                                copied; NULL: 0); an unsplit backward costs backward_s +
+                                weight_s */
 } dt_trainer_config;
 
 /* Order of a step's micro-batches: F j or B j, and for pipelines (chapter
@@ -184,6 +189,120 @@ dt_result dt_train_use_zero1(dt_trainer *t);
  * optimizer per run of consecutive owned layers, its state sized to it.
  * The other layers' parameters never change on this rank. */
 dt_result dt_train_use_own_layers(dt_trainer *t, const unsigned char *own);
+
+/* ---------------------------------------------------------------- pipelines
+ * Pipeline parallelism (chapter 06; pipeline.c), the reference lab 06 has
+ * students write: the model's layers cut into S = v p stages, stage s on
+ * rank s % p of the pipeline (v chunks per rank), run in the order of a
+ * schedule (dt/sched.h: GPipe, 1F1B, interleaved 1F1B, ZB-H1 or one read
+ * from text). The runner replaces t's forward, backward, weight, sync and
+ * update hooks; for each step of this rank, in the schedule's order:
+ *
+ *   F (stage s, micro j)  the input: micro-batch j on stage 0, else the
+ *                         activation received from stage s-1's rank; the
+ *                         stage's forward (its activations kept), the loss
+ *                         on the last stage; the output sent on to stage
+ *                         s+1's rank without waiting (dt_isend)
+ *   B                     the gradient of the output: the loss's on the last
+ *                         stage, else received from stage s+1's rank; the
+ *                         backward (or with a split backward only its input
+ *                         gradient), the input gradient sent back; the
+ *                         activations freed unless a W still needs them
+ *   W                     the weight gradients of a split backward; then
+ *                         the pair holds nothing
+ *   sync                  the sends still in flight completed; each owned
+ *                         stage's gradients averaged over t->comm (the
+ *                         DATA-PARALLEL group: the ranks that hold the same
+ *                         stages in other pipelines; NULL or one rank: none)
+ *                         and over the m micro-batches: the mean gradient of
+ *                         the global batch; the step's loss broadcast from
+ *                         the last stage's rank, so that t->loss is the
+ *                         step's on every rank of the pipeline
+ *   update                the optimizer on this rank's stages' layers only
+ *                         (as dt_train_use_own_layers)
+ *
+ * Messages carry B T rows of the cut's width (a GPT's stage boundary is C
+ * channels per token). Every rank of the pipeline (and of a tensor-parallel
+ * group inside a stage, whose model is a shard: dt/tp.h) runs the same
+ * batch: dt_train's sampler shards the data over t->comm only. The step's
+ * micro_steps must be the schedule's m (dt_train_step names the mismatch).
+ * Compute is charged to the clock of c->pipe: DT_CLOCK_MEASURED measures
+ * each step, DT_CLOCK_MODELED charges the stage's layers' forward_layer_s
+ * (required), backward_s and weight_s. */
+typedef struct {
+    dt_comm *pipe;               /* the p ranks of this pipeline; rank i runs stages i,
+                                    i + p, ... (not owned) */
+    const dt_schedule *schedule; /* valid, for p ranks; copied */
+    const int *first;            /* S + 1 entries: stage s is layers [first[s], first[s+1]),
+                                    first[0] = 0, first[S] = num_layers, increasing; NULL:
+                                    dt_pipe_cut's */
+    dt_sched_timing *timing;     /* NULL, or made by dt_sched_timing_create for the
+                                    schedule: this rank writes the modeled start and end of
+                                    each of its steps into its row (its rank in pipe) */
+} dt_pipe_config;
+
+/* The cut of L layers into S stages of equal counts, the first L mod S one
+ * layer more: stage s is layers [first[s], first[s+1]) (S + 1 entries). */
+void dt_pipe_cut(int L, int S, int *first);
+
+/* Makes t a pipeline rank. Fails, leaving t unchanged, with
+ * DT_ERR_INVALID_ARG naming what is wrong: a schedule for another number
+ * of ranks than pipe's, an invalid one (dt_sched_validate's message), more
+ * stages than layers, several chunks on one rank (p = 1, v > 1), a cut
+ * that is not increasing, a modeled clock without forward_layer_s; and
+ * DT_ERR_UNSUPPORTED when the schedule splits the backward (W steps) and a
+ * stage of this rank holds a layer that is not linear (dt_wgrad_create:
+ * the split backward runs MLP stages only). Collective over nothing;
+ * every rank of the pipeline must call it with the same schedule. */
+dt_result dt_train_use_pipeline(dt_trainer *t, const dt_pipe_config *c);
+
+/* ---------------------------------------------------------------- 3D parallelism
+ * Data, tensor and pipeline parallelism together (chapter 13;
+ * parallel.c). A world of D x P x T ranks is laid out TP innermost (the
+ * fastest links: consecutive ranks, one node), PP next, DP outermost:
+ *
+ *   world rank w = (d P + p) T + t
+ *   tp group:  the T ranks of the same (d, p)   - a layer's shards
+ *   pp group:  the P ranks of the same (d, t)   - a pipeline, in stage order
+ *   dp group:  the D ranks of the same (p, t)   - replicas of one shard of
+ *                                                 one stage
+ *
+ * so there are D P tensor-parallel groups, D T pipelines and P T
+ * data-parallel groups. Each rank holds the shard (over its tp group) of
+ * its stages' layers; a step runs the pipeline's schedule, the layers'
+ * collectives inside it, and averages each shard's gradients over its dp
+ * group. */
+typedef struct {
+    int T, P, D;               /* the group sizes: world = D P T */
+    int tp_rank, pp_rank, dp_rank;
+    dt_comm *tp, *pp, *dp;     /* owned (dt_groups_free) */
+} dt_groups;
+
+/* Splits world into the three groups of a layout of tp x pp ranks per
+ * replica (D = world / (tp pp)). Collective over world. DT_ERR_INVALID_ARG,
+ * naming the numbers, when tp or pp is below 1 or tp pp does not divide
+ * the world's size; g is then zeroed. */
+dt_result dt_groups_create(dt_groups *g, dt_comm *world, int tp, int pp);
+void dt_groups_free(dt_groups *g);
+
+/* A rank of a 3D run: its groups, its model (the shard of the whole model
+ * over groups.tp: dt_tp_shard; a copy when T = 1) and a trainer on it whose
+ * communicator is groups.dp (the sampler shards the data over the D
+ * replicas only), with the pipeline runner over groups.pp when P > 1
+ * (schedule: for P ranks; NULL when P = 1, where the sync is DDP's
+ * allreduce over groups.dp). tc as dt_trainer_init's. Must stay where it
+ * is until dt_parallel_free (the trainer points into it). Collective over
+ * world; on failure x is left freed, with the first failure's message. */
+typedef struct {
+    dt_groups groups;
+    dt_model model;
+    dt_trainer trainer;
+    int have_trainer;
+} dt_parallel;
+
+dt_result dt_parallel_init(dt_parallel *x, dt_comm *world, const dt_model *whole, int tp, int pp,
+                           const dt_schedule *schedule, const dt_trainer_config *tc);
+void dt_parallel_free(dt_parallel *x);
 
 /* ---------------------------------------------------------------- units
  * ZeRO-2 and -3 and FSDP (chapters 08, 09; lib/train/units.c) run the
