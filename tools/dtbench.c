@@ -216,12 +216,6 @@ static dt_result empty_rank(dt_comm *c, void *arg)
     return DT_OK;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 /* The median time of dt_launch of an empty function. */
 static int bench_launch(const dt_launch_opts *o, const bench *b)
 {
@@ -235,9 +229,9 @@ static int bench_launch(const dt_launch_opts *o, const bench *b)
         }
         t[i] = dt_now() - t0;
     }
-    qsort(t, (size_t)reps, sizeof *t, cmp_double);
     printf(b->csv ? "ranks,backend,median_ms\n%d,%s,%.3f\n" : "# launch: %d ranks (%s): "
-           "median %.3f ms\n", o->nranks, dt_backend_name(o->backend), t[reps / 2] * 1e3);
+           "median %.3f ms\n", o->nranks, dt_backend_name(o->backend),
+           dt_median(t, (size_t)reps) * 1e3);
     free(t);
     return 0;
 }
