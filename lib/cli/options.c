@@ -83,8 +83,12 @@ static dt_result set_real(const dt_opt *o, const char *as, const char *v)
     double lo = o->lo, hi = o->hi, x;
     if (lo == 0 && hi == 0)
         lo = -DBL_MAX, hi = DBL_MAX;
-    TRY(dt_parse_double(as, v, lo, hi, &x));
-    if (((o->flags & DT_OPT_OPEN_LO) && x == lo) || ((o->flags & DT_OPT_OPEN_HI) && x == hi))
+    dt_result r = dt_parse_double(as, v, lo, hi, &x);
+    int open = o->flags & (DT_OPT_OPEN_LO | DT_OPT_OPEN_HI);
+    if (r != DT_OK && !open)
+        return r;
+    if (r != DT_OK || ((o->flags & DT_OPT_OPEN_LO) && x == lo) ||
+        ((o->flags & DT_OPT_OPEN_HI) && x == hi))
         return dt_fail(DT_ERR_INVALID_ARG, "%s '%s': expected a number in %s%g, %g%s", as, v,
                        o->flags & DT_OPT_OPEN_LO ? "(" : "[", lo, hi,
                        o->flags & DT_OPT_OPEN_HI ? ")" : "]");

@@ -85,8 +85,8 @@ static void default_text(char *buf, size_t n, const dt_opt *o)
     case DT_OPT_DIR:
     case DT_OPT_NET: {
         const char *v = *(const char *const *)o->value;
-        if (v)
-            snprintf(buf, n, "default %s", v[0] ? v : "''");
+        if (v && v[0])
+            snprintf(buf, n, "default %s", v);
         break;
     }
     case DT_OPT_BACKEND:
@@ -114,6 +114,30 @@ static void choice_text(char *buf, size_t n, const dt_opt *o)
         len += (size_t)snprintf(buf + len, n - len, "%s%s", i ? "|" : "", o->choices[i]);
 }
 
+/* Prints text in lines of at most 79 columns, the first starting at
+ * column indent (after the option's name) unless fresh, the others
+ * indented to it. */
+static void wrap(FILE *out, const char *text, int fresh, int indent)
+{
+    int col = fresh ? 0 : indent;
+    while (*text) {
+        size_t word = strcspn(text, " ");
+        if (col > indent && col + 1 + (int)word > 79) {
+            fputc('\n', out);
+            col = 0;
+        }
+        if (col == 0)
+            col = fprintf(out, "%*s", indent, "");
+        else if (col > indent)
+            col += fprintf(out, " ");
+        col += fprintf(out, "%.*s", (int)word, text);
+        text += word;
+        while (*text == ' ')
+            text++;
+    }
+    fputc('\n', out);
+}
+
 void dt_cli_usage(const dt_cli *cli, FILE *out)
 {
     fprintf(out, "usage: %s %s\n", cli->prog, cli->synopsis ? cli->synopsis : "[options]");
@@ -129,7 +153,7 @@ void dt_cli_usage(const dt_cli *cli, FILE *out)
         else
             snprintf(arg, sizeof arg, "%s", arg_name(o));
         int n = snprintf(head[k], sizeof head[k], "%s%s%s", o->name, arg[0] ? " " : "", arg);
-        if (o->help && n > width && n <= 28)
+        if (o->help && n > width && n <= 20)
             width = n;
         kinds |= 1 << o->kind;
     }
@@ -145,21 +169,24 @@ void dt_cli_usage(const dt_cli *cli, FILE *out)
         if (range[0] || dflt[0])
             snprintf(paren, sizeof paren, " (%s%s%s)", range, range[0] && dflt[0] ? ", " : "",
                      dflt);
+        char line[1024];
+        snprintf(line, sizeof line, "%s%s", o->help, paren);
         if ((int)strlen(head[k]) > width)
-            fprintf(out, "  %s\n  %*s  %s%s\n", head[k], width, "", o->help, paren);
+            fprintf(out, "  %s\n", head[k]);
         else
-            fprintf(out, "  %-*s  %s%s\n", width, head[k], o->help, paren);
+            fprintf(out, "  %-*s  ", width, head[k]);
+        wrap(out, line, (int)strlen(head[k]) > width, width + 4);
     }
     if (cli->more)
         fprintf(out, "%s%s", cli->more, cli->more[strlen(cli->more) - 1] == '\n' ? "" : "\n");
     if (kinds & (1 << DT_OPT_BYTES))
-        fprintf(out, "Sizes: K, M, G, T are 2^10, 2^20, 2^30, 2^40 bytes (Ki, Mi, Gi, Ti the "
-                "same: 256M = 256Mi = 268435456);\n  a decimal size is a plain number (1e6).\n");
+        fprintf(out, "SIZE: K, M, G, T are 2^10, 2^20, 2^30, 2^40 bytes (Ki, Mi, Gi, Ti the "
+                "same:\n  256M = 256Mi = 268435456); a decimal size is a plain number (1e6).\n");
     if (kinds & (1 << DT_OPT_NET))
-        fprintf(out, "NET: a network of dt/net.h, as DT_NET takes it: a preset (none, ib100, "
-                "eth10, nvlink, ...)\n  or alpha=2us,bw=10GB/s,gamma=0.1ns.\n");
+        fprintf(out, "NET: a network as DT_NET takes it (dt/net.h): a preset (none, ib100, "
+                "eth10,\n  nvlink, ...) or alpha=2us,bw=10GB/s,gamma=0.1ns.\n");
     if (kinds & ((1 << DT_OPT_SECONDS) | (1 << DT_OPT_RATE)))
-        fprintf(out, "Times and rates as DT_NET writes them: s, ms, us, ns; B/s, KB/s, MB/s, "
-                "GB/s, TB/s\n  (powers of 1000), Mb/s, Gb/s (bits).\n");
+        fprintf(out, "TIME and RATE as DT_NET writes them: s, ms, us, ns; B/s, KB/s, MB/s, "
+                "GB/s,\n  TB/s (powers of 1000), Mb/s, Gb/s (bits).\n");
     fprintf(out, "-h, --help prints this.\n");
 }
