@@ -138,11 +138,27 @@ static void wrap(FILE *out, const char *text, int fresh, int indent)
     fputc('\n', out);
 }
 
+/* A text of lines: each one longer than 79 columns wrapped. */
+static void paragraph(FILE *out, const char *text)
+{
+    char line[1024];
+    for (const char *p = text; *p;) {
+        size_t n = strcspn(p, "\n");
+        if (n < 80)
+            fprintf(out, "%.*s\n", (int)n, p);
+        else {
+            snprintf(line, sizeof line, "%.*s", (int)n, p);
+            wrap(out, line, 1, 0);
+        }
+        p += n + (p[n] == '\n');
+    }
+}
+
 void dt_cli_usage(const dt_cli *cli, FILE *out)
 {
     fprintf(out, "usage: %s %s\n", cli->prog, cli->synopsis ? cli->synopsis : "[options]");
     if (cli->about)
-        fprintf(out, "%s%s", cli->about, cli->about[strlen(cli->about) - 1] == '\n' ? "" : "\n");
+        paragraph(out, cli->about);
     char head[DT_CLI_MAX_OPTS][96];
     int width = 0, kinds = 0;
     for (int k = 0; k < cli->nopts; k++) {
@@ -178,7 +194,7 @@ void dt_cli_usage(const dt_cli *cli, FILE *out)
         wrap(out, line, (int)strlen(head[k]) > width, width + 4);
     }
     if (cli->more)
-        fprintf(out, "%s%s", cli->more, cli->more[strlen(cli->more) - 1] == '\n' ? "" : "\n");
+        paragraph(out, cli->more);
     if (kinds & (1 << DT_OPT_BYTES))
         fprintf(out, "SIZE: K, M, G, T are 2^10, 2^20, 2^30, 2^40 bytes (Ki, Mi, Gi, Ti the "
                 "same:\n  256M = 256Mi = 268435456); a decimal size is a plain number (1e6).\n");
