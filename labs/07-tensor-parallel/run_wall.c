@@ -84,15 +84,13 @@ static dt_result wall_rank(dt_comm *c, void *arg)
             times[k] = mine, comm[k] = st.time_comm_wall;
     }
     if (res == DT_OK && rank == 0) {
-        /* the median step, and its communication */
+        /* the median step (WALL_STEPS is odd: one of them), and its communication */
+        double sorted[WALL_STEPS];
+        memcpy(sorted, times, sizeof sorted);
+        double med = dt_median(sorted, WALL_STEPS);
         int m = 0;
-        for (int i = 0; i < WALL_STEPS; i++) {
-            int below = 0;
-            for (int j = 0; j < WALL_STEPS; j++)
-                below += times[j] < times[i];
-            if (below == WALL_STEPS / 2)
-                m = i;
-        }
+        while (m < WALL_STEPS - 1 && times[m] != med)
+            m++;
         if (t == 1)
             p->t1 = times[m];
         /* the cost model: 4L + 2 allreduces of 4NC bytes (the blocks', the
