@@ -295,9 +295,10 @@ dt_result dt_cli_parse(dt_cli *cli, int argc, char **argv)
     /* a default folder that is not there fails now, not after the run */
     for (int k = 0; k < cli->nopts; k++) {
         const dt_opt *o = &cli->opts[k];
-        const char *v = o->value ? *(const char **)o->value : NULL;
-        if ((o->kind == DT_OPT_FILE || o->kind == DT_OPT_DIR) && !cli->given[k] && v &&
-            set_value(o, o->name, v) != DT_OK) {
+        if ((o->kind != DT_OPT_FILE && o->kind != DT_OPT_DIR) || cli->given[k] || !o->value)
+            continue;
+        const char *v = *(const char *const *)o->value;
+        if (v && set_value(o, o->name, v) != DT_OK) {
             char why[400];
             snprintf(why, sizeof why, "%s", dt_last_error());
             return dt_fail(DT_ERR_INVALID_ARG, "%s (the default of %s: give another)", why,
