@@ -7,7 +7,9 @@
 #   tools/<name>.c            -> build/bin/<name>
 #   tools/<name>/*.c          -> build/bin/<name> (a tool too big for one file)
 #   tests/lib/*.c             -> build/tests/lib/grade (libdt's unit tests)
-#   $(IMPL)/NN-topic/*.c      -> the lab's code; run.c, if present, is the lab's program
+#   $(IMPL)/NN-topic/*.c      -> the lab's code; run.c, if present, is the lab's program,
+#                             with run_*.c (its parts, linked into it alone); a file
+#                             IMPL lacks comes from labs/NN-topic/
 #   tests/NN-topic/*.c        -> build/<impl>/NN-topic/grade (the graded tests)
 #   tests/NN-topic/mutants/*.patch   known-bad variants of the solution (make test)
 #   tests/NN-topic/hidden_*.c        hidden tests (left out of the student tree)
@@ -249,28 +251,43 @@ $(BUILD)/obj/headers/umbrella.ok: $(HEADERS)
 	  if [ -n "$$missing" ]; then echo "lib/include/dt/dt.h does not include:$$missing"; exit 1; fi
 	$(Q)touch $@
 
-# One lab's rules: its code from $(IMPL), its graded tests, its program.
+# One lab's rules: its code from $(IMPL), its graded tests, its program
+# (run.c and its parts run_*.c: they stay out of the test binary).
+# A file with no student fence (a header, run.c, a figures file) lives only
+# in LAB_BASE (labs/, or the official copy of a student tree): a file that
+# $(IMPL)/NN-topic/ lacks is taken from there, for solutions/, a student's
+# copy or a mutant alike. The pattern rule of $(IMPL) comes first, so that
+# a file it has is its own (with IMPL=labs both rules are the same one).
+LAB_BASE   = $(OFFICIAL)
 define LAB_RULES
-$(1)_CODE  := $$(filter-out %/run.c,$$(sort $$(wildcard $(IMPL)/$(1)/*.c)))
-$(1)_OBJS  := $$($(1)_CODE:$(IMPL)/%.c=$(IMPL_DIR)/obj/%.o)
+$(1)_OWN   := $$(sort $$(wildcard $(IMPL)/$(1)/*.c))
+$(1)_SRCS  := $$($(1)_OWN) $$(filter-out $$(patsubst $(IMPL)/%,$(LAB_BASE)/%,$$($(1)_OWN)),$$(sort $$(wildcard $(LAB_BASE)/$(1)/*.c)))
+$(1)_CODE  := $$(filter-out run.c run_%.c,$$(notdir $$($(1)_SRCS)))
+$(1)_OBJS  := $$($(1)_CODE:%.c=$(IMPL_DIR)/obj/$(1)/%.o)
+$(1)_ROBJS := $$(patsubst %.c,$(IMPL_DIR)/obj/$(1)/%.o,$$(filter run.c run_%.c,$$(notdir $$($(1)_SRCS))))
 $(1)_TOBJS := $$(patsubst %.c,$(IMPL_DIR)/obj/tests/%.o,$$(sort $$(wildcard tests/$(1)/*.c)))
+$(1)_INC   := -I$(IMPL)/$(1) $$(if $$(filter-out $(IMPL),$(LAB_BASE)),-I$(LAB_BASE)/$(1))
 $(IMPL_DIR)/obj/$(1)/%.o: $(IMPL)/$(1)/%.c $(IDENTITY)
 	@mkdir -p $$(dir $$@)
 	$$(call step,CC,$$<)
-	$$(Q)$$(CC) $$(CFLAGS) -I$(IMPL)/$(1) -c $$< -o $$@
+	$$(Q)$$(CC) $$(CFLAGS) $$($(1)_INC) -c $$< -o $$@
+$(IMPL_DIR)/obj/$(1)/%.o: $(LAB_BASE)/$(1)/%.c $(IDENTITY)
+	@mkdir -p $$(dir $$@)
+	$$(call step,CC,$$<)
+	$$(Q)$$(CC) $$(CFLAGS) $$($(1)_INC) -c $$< -o $$@
 $(IMPL_DIR)/obj/tests/tests/$(1)/%.o: tests/$(1)/%.c $(IDENTITY)
 	@mkdir -p $$(dir $$@)
 	$$(call step,CC,$$<)
-	$$(Q)$$(CC) $$(CFLAGS) -Itests/grader -I$(IMPL)/$(1) -c $$< -o $$@
+	$$(Q)$$(CC) $$(CFLAGS) -Itests/grader $$($(1)_INC) -c $$< -o $$@
 $(IMPL_DIR)/$(1)/grade: $$($(1)_OBJS) $$($(1)_TOBJS) $(GRADER_OBJ) $(LIBDT) $(IDENTITY)
 	@mkdir -p $$(dir $$@)
 	$$(call step,LINK,$$@)
 	$$(LINK)
-$(IMPL_DIR)/$(1)/run: $(IMPL_DIR)/obj/$(1)/run.o $$($(1)_OBJS) $(LIBDT) $(IDENTITY)
+$(IMPL_DIR)/$(1)/run: $$($(1)_ROBJS) $$($(1)_OBJS) $(LIBDT) $(IDENTITY)
 	@mkdir -p $$(dir $$@)
 	$$(call step,LINK,$$@)
 	$$(LINK)
-LAB_BINS += $(IMPL_DIR)/$(1)/grade $(if $(wildcard $(IMPL)/$(1)/run.c),$(IMPL_DIR)/$(1)/run)
+LAB_BINS += $(IMPL_DIR)/$(1)/grade $$(if $$(filter %/run.c,$$($(1)_SRCS)),$(IMPL_DIR)/$(1)/run)
 endef
 $(foreach lab,$(LABS),$(eval $(call LAB_RULES,$(lab))))
 
@@ -293,7 +310,7 @@ run:
 
 run-lab:
 	@test -n "$(SEL_LABS)" || { echo "run-lab: LAB=NN names no lab (labs: $(LABS))"; exit 2; }
-	@test -f $(IMPL)/$(SEL_LABS)/run.c || { echo "run-lab: $(IMPL)/$(SEL_LABS) has no run.c"; exit 2; }
+	@test -f $(IMPL)/$(SEL_LABS)/run.c -o -f $(LAB_BASE)/$(SEL_LABS)/run.c || { echo "run-lab: $(LAB_BASE)/$(SEL_LABS) has no run.c"; exit 2; }
 	$(call build_quietly,$(IMPL_DIR)/$(SEL_LABS)/run,$(IMPL))
 	@echo "  RUN     $(IMPL_DIR)/$(SEL_LABS)/run $(ARGS)"
 	@BUILD=$(BUILD) $(IMPL_DIR)/$(SEL_LABS)/run $(ARGS)

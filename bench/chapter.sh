@@ -44,12 +44,12 @@ table() { echo; echo "#### chapter $nn: $*"; }
 case "$nn" in
 00)
     table "section 7, exercises (costs on 8 ranks); section 8 (what each rank reports)"
-    run_lab 00 8
-    run_lab 00 4
+    run_lab 00 --ranks 8
+    run_lab 00 --ranks 4
     ;;
 01)
     table "section 9, the table of each rank's clock; the figure 01-bcast-time over N = 1..16"
-    run_lab 01 --plot "$FIG/01-bcast-time.svg"
+    run_lab 01 --svg "$FIG/01-bcast-time.svg"
     table "section 9, the ring pass on an odd number of ranks (N = 5)"
     run_lab 01 --ranks 5 --barriers 100
     table "section 4, microseconds per barrier (wall clock: varies with the machine's load)"
@@ -63,11 +63,11 @@ case "$nn" in
     ;;
 02)
     table "section 9, K = 8 on ib100; figures 02-busbw-ib100 (modeled) and 02-busbw-wall"
-    run_lab 02 -n 8 -net ib100 -max 16M -o "$FIG/02-busbw-ib100.svg" -wall "$FIG/02-busbw-wall.svg"
+    run_lab 02 --ranks 8 --net ib100 --max 16M --svg "$FIG/02-busbw-ib100.svg" --wall-svg "$FIG/02-busbw-wall.svg"
     table "section 9, K = 8 on eth10"
-    run_lab 02 -n 8 -net eth10 -max 16M -o "$BUILD/02-busbw-eth10.svg" -wall "$BUILD/02-busbw-eth10-wall.svg"
+    run_lab 02 --ranks 8 --net eth10 --max 16M --svg "$BUILD/02-busbw-eth10.svg" --wall-svg "$BUILD/02-busbw-eth10-wall.svg"
     table "section 9, recursive doubling on K = 6, ib100"
-    run_lab 02 -n 6 -net ib100 -max 16M -o "$BUILD/02-busbw-k6.svg" -wall "$BUILD/02-busbw-k6-wall.svg"
+    run_lab 02 --ranks 6 --net ib100 --max 16M --svg "$BUILD/02-busbw-k6.svg" --wall-svg "$BUILD/02-busbw-k6-wall.svg"
     ;;
 03)
     table "section 10, every table (memory per rank by tag: table 5); the figure 03-overlap"
@@ -125,19 +125,19 @@ case "$nn" in
     ;;
 10)
     table "section 11, every table; the figure 10-loss"
-    run_lab 10 --out "$FIG"
+    run_lab 10 --figures "$FIG"
     table "section 12, exercise 1: error feedback with momentum"
-    run_lab 10 --only 1 --momentum 0.9 --lr 0.02 --out "$BUILD"
+    run_lab 10 --only 1 --momentum 0.9 --lr 0.02 --figures "$BUILD"
     ;;
 11)
     table "section 9, every table (the wall clock varies with the machine's load); figures 11-loss and 11-ckpt-memory"
-    run_lab 11 --out "$FIG"
+    run_lab 11 --figures "$FIG"
     ;;
 12)
     table "section 11, every table; figures 12-speedup and 12-efficiency (eth10)"
-    run_lab 12 --out "$FIG"
+    run_lab 12 --figures "$FIG"
     table "section 12, the column 'none' (a network that costs nothing)"
-    run_lab 12 --net none --out "$BUILD"
+    run_lab 12 --net none --figures "$BUILD"
     ;;
 *)
     echo "usage: bash bench/chapter.sh NN [FIGURES]   (NN: 00 01 02 03 04 05 06 07 08 09 10 11 12)" >&2

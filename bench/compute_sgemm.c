@@ -39,12 +39,6 @@ static void run(int impl, size_t n, const float *A, const float *B, float *C)
 #endif
 }
 
-static int cmp(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 /* One size: the implementations in turns, the fastest round of each.
  * Returns 1 when their results differ. */
 static int measure(size_t n, int with_builtin, int csv)
@@ -70,7 +64,7 @@ static int measure(size_t n, int with_builtin, int csv)
             t[i][r] = dt_now() - t0;
         }
     for (int i = 0; i < nimpl; i++) {
-        qsort(t[i], (size_t)reps, sizeof(double), cmp);
+        dt_sort_doubles(t[i], (size_t)reps);
         gf[i] = flop / t[i][0] / 1e9;
         /* integer data: every implementation gives the exact same C */
         if (memcmp(C[i], C[IMPL_CBLAS], n * n * sizeof(float))) {

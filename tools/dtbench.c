@@ -1,14 +1,15 @@
 /* dtbench - collective benchmark in the manner of nccl-tests.
  *
- *   dtbench COLL [-b MIN] [-e MAX] [-f FACTOR] [-n RANKS] [--backend thread|proc|mpi]
+ *   dtbench COLL [-b MIN] [-e MAX] [-f FACTOR] [-n|--ranks RANKS] [--backend thread|proc|mpi]
  *                [--iters N] [--warmup N] [-d DTYPE] [-o OP] [--algo A] [--net NET]
  *                [--check 0|1] [--csv] [--shared]
  *
  * COLL: allreduce, broadcast, reduce, allgather, reduce_scatter, alltoall,
  * sendrecv (a ring shift), barrier, or launch (the time of dt_launch of an
- * empty function). Sizes take K, M, G suffixes (powers of 2) and are, as in
- * nccl-tests, the bytes of one rank's full buffer: the allreduce vector,
- * the allgather output, the reduce-scatter input.
+ * empty function). Sizes are every tool's (dt_parse_bytes: -b 8M is 8 MiB,
+ * as in nccl-tests; 8Mi the same; 1e6 decimal) and are, as in nccl-tests,
+ * the bytes of one rank's full buffer: the allreduce vector, the allgather
+ * output, the reduce-scatter input.
  *
  * Per size it prints time (the slowest rank's mean over --iters, after
  * --warmup untimed calls), algbw = size / time and busbw = algbw x the
@@ -21,6 +22,7 @@
  * bench/ddp.sh). Ranks are bound to cores (DT_BIND=1) unless DT_BIND says
  * otherwise, as mpirun binds its ranks. With --backend mpi, run it as
  * `mpirun -np RANKS dtbench ... --backend mpi -n RANKS`: MPI rank 0 prints. */
+#include "dt/cli.h"
 #include "dt/comm.h"
 
 #include <math.h>
@@ -216,12 +218,6 @@ static dt_result empty_rank(dt_comm *c, void *arg)
     return DT_OK;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 /* The median time of dt_launch of an empty function. */
 static int bench_launch(const dt_launch_opts *o, const bench *b)
 {
@@ -235,24 +231,11 @@ static int bench_launch(const dt_launch_opts *o, const bench *b)
         }
         t[i] = dt_now() - t0;
     }
-    qsort(t, (size_t)reps, sizeof *t, cmp_double);
     printf(b->csv ? "ranks,backend,median_ms\n%d,%s,%.3f\n" : "# launch: %d ranks (%s): "
-           "median %.3f ms\n", o->nranks, dt_backend_name(o->backend), t[reps / 2] * 1e3);
+           "median %.3f ms\n", o->nranks, dt_backend_name(o->backend),
+           dt_median(t, (size_t)reps) * 1e3);
     free(t);
     return 0;
-}
-
-static void usage(FILE *out)
-{
-    fprintf(out,
-            "usage: dtbench COLL [-b MIN] [-e MAX] [-f FACTOR] [-n RANKS]\n"
-            "               [--backend thread|proc|mpi] [--iters N] [--warmup N] [-d DTYPE]\n"
-            "               [-o OP] [--algo A] [--net NET] [--check 0|1] [--csv] [--shared]\n"
-            "  COLL: allreduce broadcast reduce allgather reduce_scatter alltoall\n"
-            "        sendrecv barrier launch\n"
-            "  MIN, MAX: bytes, with K, M or G for powers of 1024 (default 8 and 64M)\n"
-            "  FACTOR: each size is the previous one times FACTOR, > 1 (default 4)\n"
-            "  DTYPE: f32 f16 bf16 i32 i8 u8; OP: sum prod max min avg\n");
 }
 
 /* "dtbench: <message>" on stderr; the exit status of a bad option. */
@@ -268,8 +251,8 @@ static int bad(const char *fmt, ...)
     return EXIT_USAGE;
 }
 
-#define MAX_BYTES ((size_t)1 << 40) /* a rank's buffer: 1 TiB is surely a typo */
-#define MAX_ITERS 1000000000L
+#define MAX_BYTES ((size_t)1 << 38) /* a rank's buffer: above 256 GiB, surely a typo */
+#define MAX_ITERS 1000000000
 
 static int parse_coll(const char *name, bench *b)
 {
@@ -288,117 +271,64 @@ static int parse_coll(const char *name, bench *b)
     return 0;
 }
 
-/* -d and -o: a name from dt_dtype_name / dt_redop_name. */
-static int parse_dtype(const char *v, dt_dtype *out)
-{
-    for (int t = 0; t < DT_NUM_DTYPES; t++)
-        if (!strcmp(v, dt_dtype_name((dt_dtype)t))) {
-            *out = (dt_dtype)t;
-            return 0;
-        }
-    return bad("-d '%s': unknown dtype (f32 f16 bf16 i32 i8 u8)", v);
-}
-
-static int parse_op(const char *v, dt_redop *out)
-{
-    for (int k = 0; k < DT_NUM_REDOPS; k++)
-        if (!strcmp(v, dt_redop_name((dt_redop)k))) {
-            *out = (dt_redop)k;
-            return 0;
-        }
-    return bad("-o '%s': unknown op (sum prod max min avg)", v);
-}
-
-static int parse_int(const char *opt, const char *v, long lo, long hi, int *out)
-{
-    long n;
-    if (dt_parse_long(opt, v, lo, hi, &n) != DT_OK)
-        return bad("%s", dt_last_error());
-    *out = (int)n;
-    return 0;
-}
-
-/* One option with its value v; 0, or the exit status of a bad one. */
-static int parse_option(const char *a, const char *v, bench *b, dt_launch_opts *o)
-{
-    if (!strcmp(a, "-b") || !strcmp(a, "-e")) {
-        if (dt_parse_bytes(a, v, 0, MAX_BYTES, a[1] == 'b' ? &b->min : &b->max) != DT_OK)
-            return bad("%s", dt_last_error());
-    } else if (!strcmp(a, "-f")) {
-        if (dt_parse_double(a, v, 1, 1e6, &b->factor) != DT_OK || b->factor == 1)
-            return bad("-f '%s': expected a factor > 1 and at most 1e+06 (each size is the "
-                       "previous one times it)", v);
-    } else if (!strcmp(a, "-n")) {
-        return parse_int(a, v, 1, DT_MAX_RANKS, &o->nranks);
-    } else if (!strcmp(a, "--iters")) {
-        return parse_int(a, v, 1, MAX_ITERS, &b->iters);
-    } else if (!strcmp(a, "--warmup")) {
-        return parse_int(a, v, 0, MAX_ITERS, &b->warmup);
-    } else if (!strcmp(a, "--check")) {
-        return parse_int(a, v, 0, 1, &b->check);
-    } else if (!strcmp(a, "--net")) {
-        if (dt_net_parse(v, NULL, NULL) != DT_OK)
-            return bad("--net: %s", dt_last_error());
-        o->net = v;
-    } else if (!strcmp(a, "--backend")) {
-        if (dt_backend_parse(v, &o->backend) != DT_OK)
-            return bad("--backend: %s", dt_last_error());
-        if (o->backend == DT_BACKEND_NCCL)
-            return bad("--backend '%s': not available here (thread, proc or mpi)", v);
-        if (o->backend == DT_BACKEND_MPI && !getenv("OMPI_COMM_WORLD_SIZE") && !getenv("PMI_SIZE"))
-            return bad("--backend 'mpi': not available outside an MPI job (mpirun -np N "
-                       "dtbench ... -n N --backend mpi)");
-    } else if (!strcmp(a, "--algo")) {
-        if (dt_algo_parse(v, &o->algo) != DT_OK)
-            return bad("--algo: %s", dt_last_error());
-    } else if (!strcmp(a, "-d")) {
-        return parse_dtype(v, &b->dtype);
-    } else if (!strcmp(a, "-o")) {
-        return parse_op(v, &b->op);
-    }
-    return 0;
-}
-
-static int takes_value(const char *opt)
-{
-    static const char *const opts[] = {"-b", "-e", "-f", "-n", "--iters", "--warmup", "--check",
-                                       "--net", "--backend", "--algo", "-d", "-o"};
-    for (size_t i = 0; i < sizeof opts / sizeof opts[0]; i++)
-        if (!strcmp(opt, opts[i]))
-            return 1;
-    return 0;
-}
-
-/* The whole command line; 0, or the exit status of a bad option. */
+/* The whole command line: DT_CLI_GO, or the exit status (0 after --help). */
 static int parse_args(int argc, char **argv, bench *b, dt_launch_opts *o)
 {
-    int st = parse_coll(argv[1], b);
-    for (int i = 2; st == 0 && i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "--csv"))
-            b->csv = 1;
-        else if (!strcmp(a, "--shared"))
-            b->shared = 1;
-        else if (a[0] != '-')
-            st = bad("unexpected argument '%s'", a);
-        else if (!takes_value(a))
-            st = bad("unknown option '%s'", a);
-        else if (i + 1 >= argc)
-            st = bad("%s needs a value", a);
-        else
-            st = parse_option(a, argv[++i], b, o);
+    static const char *dtypes[DT_NUM_DTYPES + 1], *ops[DT_NUM_REDOPS + 1];
+    for (int t = 0; t < DT_NUM_DTYPES; t++)
+        dtypes[t] = dt_dtype_name((dt_dtype)t);
+    for (int k = 0; k < DT_NUM_REDOPS; k++)
+        ops[k] = dt_redop_name((dt_redop)k);
+    int dtype = (int)b->dtype, op = (int)b->op;
+    const dt_opt opts[] = {
+        {"-b", DT_OPT_BYTES, &b->min, .help = "smallest size: bytes of one rank's full buffer "
+         "(the allreduce vector, the allgather output, the reduce-scatter input)",
+         .hi = (double)MAX_BYTES},
+        {"-e", DT_OPT_BYTES, &b->max, .help = "largest size", .hi = (double)MAX_BYTES},
+        {"-f", DT_OPT_REAL, &b->factor, .help = "each size is the previous one times FACTOR",
+         .lo = 1, .hi = 1e6, .flags = DT_OPT_OPEN_LO, .arg = "FACTOR"},
+        {"-n|--ranks", DT_OPT_INT, &o->nranks, .help = "ranks", .lo = 1, .hi = DT_MAX_RANKS},
+        {"--backend", DT_OPT_BACKEND, &o->backend, .help = "thread, proc, or mpi (under mpirun "
+         "-np RANKS dtbench ... --backend mpi -n RANKS: MPI rank 0 prints)"},
+        {"--iters", DT_OPT_INT, &b->iters, .help = "timed calls per size", .lo = 1,
+         .hi = MAX_ITERS},
+        {"--warmup", DT_OPT_INT, &b->warmup, .help = "untimed calls before them", .lo = 0,
+         .hi = MAX_ITERS},
+        {"-d", DT_OPT_CHOICE, &dtype, .help = "element type", .choices = dtypes},
+        {"-o", DT_OPT_CHOICE, &op, .help = "reduction", .choices = ops},
+        {"--algo", DT_OPT_ALGO, &o->algo, .help = "the collectives' algorithm"},
+        {"--net", DT_OPT_NET, &o->net, .help = "modeled network (default DT_NET's, else none)"},
+        {"--check", DT_OPT_INT, &b->check, .help = "1: count the wrong elements of a separate "
+         "call with exact integer data (sums only)", .lo = 0, .hi = 1},
+        {"--csv", DT_OPT_FLAG, &b->csv, .help = "CSV instead of the table"},
+        {"--shared", DT_OPT_FLAG, &b->shared, .help = "buffers from dt_alloc_shared (the job's "
+         "shared memory, which the proc backend's ranks address directly)"},
+    };
+    dt_cli cli = {.prog = "dtbench", .opts = opts, .nopts = (int)(sizeof opts / sizeof opts[0]),
+                  .max_args = 1, .synopsis = "COLL [options]",
+                  .about = "COLL: allreduce broadcast reduce allgather reduce_scatter alltoall "
+                           "sendrecv\n      barrier launch (the time of dt_launch of an empty "
+                           "function)\nPrints, per size, the time (slowest rank, mean of "
+                           "--iters), algbw, busbw and\n#wrong, as nccl-tests (-b -e -f as "
+                           "there)."};
+    int st = dt_cli_read(&cli, argc, argv);
+    if (st != DT_CLI_GO)
+        return st;
+    if (cli.nargs == 0) {
+        dt_cli_usage(&cli, stderr);
+        return EXIT_USAGE;
     }
-    if (st == 0 && b->min > b->max)
-        st = bad("-b %zu is larger than -e %zu", b->min, b->max);
-    return st;
+    if (parse_coll(cli.arg[0], b) != 0)
+        return EXIT_USAGE;
+    b->dtype = (dt_dtype)dtype;
+    b->op = (dt_redop)op;
+    if (b->min > b->max)
+        return dt_cli_fail(&cli, "-b %zu is larger than -e %zu", b->min, b->max);
+    return DT_CLI_GO;
 }
 
 int main(int argc, char **argv)
 {
-    if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
-        usage(argc < 2 ? stderr : stdout);
-        return argc < 2 ? EXIT_USAGE : 0;
-    }
     bench b = {.coll = COLL_NONE, .min = 8, .max = 64 << 20, .factor = 4, .iters = 20,
                .warmup = 5, .check = 1, .dtype = DT_F32, .op = DT_SUM};
     setenv("DT_BIND", "1", 0); /* one core per rank, as mpirun binds */
@@ -407,7 +337,7 @@ int main(int argc, char **argv)
         return bad("%s", dt_last_error());
     o.nranks = 2;
     int st = parse_args(argc, argv, &b, &o);
-    if (st != 0)
+    if (st != DT_CLI_GO)
         return st;
     if (b.op != DT_SUM)
         b.check = 0; /* the exact answers below are for sums */

@@ -14,6 +14,7 @@
  *     0,0,1,forward,F0
  *
  * Lines starting with '#' are comments. */
+#include "dt/cli.h"
 #include "dt/metrics.h"
 
 #include <errno.h>
@@ -26,17 +27,6 @@
 #define MAX_LINE 4096
 #define MAX_ROWS 4096 /* rows of a Gantt chart */
 
-static void usage(FILE *out)
-{
-    fprintf(out,
-            "usage: dtplot [options] INPUT.csv OUTPUT.svg\n"
-            "  --title T, --xlabel X, --ylabel Y   texts of the plot\n"
-            "  --logx 2|10, --logy 2|10             log axes (every value > 0)\n"
-            "  --style points|line|both             how series are drawn (default both)\n"
-            "  --gantt                              rows are row,start,end,kind[,label]\n"
-            "A line plot's first CSV row names the columns: x, then one column per series.\n");
-}
-
 typedef struct {
     const char *title, *xlabel, *ylabel, *in, *out;
     dt_axis_scale xscale, yscale;
@@ -44,50 +34,40 @@ typedef struct {
     int gantt;
 } options;
 
-static int parse_scale(const char *s, dt_axis_scale *out)
-{
-    if (!strcmp(s, "2")) *out = DT_AXIS_LOG2;
-    else if (!strcmp(s, "10")) *out = DT_AXIS_LOG10;
-    else return 0;
-    return 1;
-}
-
+/* Fills o from argv: DT_CLI_GO, or the exit status (0 after --help). */
 static int parse_args(int argc, char **argv, options *o)
 {
-    memset(o, 0, sizeof *o);
-    o->title = o->xlabel = o->ylabel = "";
-    o->style = DT_SERIES_POINTS_AND_LINE;
-    const char *files[2];
-    int nfiles = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        int takes = !strcmp(a, "--title") || !strcmp(a, "--xlabel") || !strcmp(a, "--ylabel") ||
-                    !strcmp(a, "--logx") || !strcmp(a, "--logy") || !strcmp(a, "--style");
-        if (takes && i + 1 >= argc) return fprintf(stderr, "dtplot: %s needs a value\n", a), 0;
-        const char *v = takes ? argv[++i] : NULL;
-        if (!strcmp(a, "--title")) o->title = v;
-        else if (!strcmp(a, "--xlabel")) o->xlabel = v;
-        else if (!strcmp(a, "--ylabel")) o->ylabel = v;
-        else if (!strcmp(a, "--logx") && !parse_scale(v, &o->xscale))
-            return fprintf(stderr, "dtplot: --logx '%s': expected 2 or 10\n", v), 0;
-        else if (!strcmp(a, "--logy") && !parse_scale(v, &o->yscale))
-            return fprintf(stderr, "dtplot: --logy '%s': expected 2 or 10\n", v), 0;
-        else if (!strcmp(a, "--style")) {
-            if (!strcmp(v, "points")) o->style = DT_SERIES_POINTS;
-            else if (!strcmp(v, "line")) o->style = DT_SERIES_LINE;
-            else if (!strcmp(v, "both")) o->style = DT_SERIES_POINTS_AND_LINE;
-            else return fprintf(stderr, "dtplot: --style '%s': expected points, line or both\n", v), 0;
-        } else if (!strcmp(a, "--gantt")) o->gantt = 1;
-        else if (!takes && a[0] == '-' && a[1]) return fprintf(stderr, "dtplot: unknown option '%s'\n", a), 0;
-        else if (!takes) {
-            if (nfiles == 2) return fprintf(stderr, "dtplot: '%s': a third file (an input CSV and an output SVG only)\n", a), 0;
-            files[nfiles++] = a;
-        }
-    }
-    if (nfiles != 2) return fprintf(stderr, "dtplot: needs an input CSV and an output SVG\n"), 0;
-    o->in = files[0];
-    o->out = files[1];
-    return 1;
+    static const char *const logs[] = {"none", "2", "10", NULL};
+    static const char *const styles[] = {"points", "line", "both", NULL};
+    static const dt_axis_scale scales[] = {DT_AXIS_LINEAR, DT_AXIS_LOG2, DT_AXIS_LOG10};
+    static const dt_series_style drawn[] = {DT_SERIES_POINTS, DT_SERIES_LINE,
+                                            DT_SERIES_POINTS_AND_LINE};
+    *o = (options){.title = "", .xlabel = "", .ylabel = ""};
+    int logx = 0, logy = 0, style = 2;
+    const dt_opt opts[] = {
+        {"--title", DT_OPT_TEXT, &o->title, .help = "the plot's title", .arg = "T"},
+        {"--xlabel", DT_OPT_TEXT, &o->xlabel, .help = "the x axis's label", .arg = "X"},
+        {"--ylabel", DT_OPT_TEXT, &o->ylabel, .help = "the y axis's label", .arg = "Y"},
+        {"--logx", DT_OPT_CHOICE, &logx, .help = "log x axis (every x > 0)", .choices = logs},
+        {"--logy", DT_OPT_CHOICE, &logy, .help = "log y axis (every y > 0)", .choices = logs},
+        {"--style", DT_OPT_CHOICE, &style, .help = "how series are drawn", .choices = styles},
+        {"--gantt", DT_OPT_FLAG, &o->gantt, .help = "rows are row,start,end,kind[,label]"},
+    };
+    dt_cli cli = {.prog = "dtplot", .opts = opts, .nopts = (int)(sizeof opts / sizeof opts[0]),
+                  .max_args = 2, .synopsis = "[options] INPUT.csv OUTPUT.svg",
+                  .more = "A line plot's first CSV row names the columns: x, then one column "
+                          "per series."};
+    int st = dt_cli_read(&cli, argc, argv);
+    if (st != DT_CLI_GO)
+        return st;
+    if (cli.nargs != 2)
+        return dt_cli_fail(&cli, "needs an input CSV and an output SVG");
+    o->in = cli.arg[0];
+    o->out = cli.arg[1];
+    o->xscale = scales[logx];
+    o->yscale = scales[logy];
+    o->style = drawn[style];
+    return DT_CLI_GO;
 }
 
 /* Splits line at commas in place (no quoting); returns the number of cells. */
@@ -223,16 +203,10 @@ static int plot_gantt(FILE *f, const options *o)
 
 int main(int argc, char **argv)
 {
-    for (int i = 1; i < argc; i++)
-        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-            usage(stdout);
-            return 0;
-        }
     options o;
-    if (!parse_args(argc, argv, &o)) {
-        usage(stderr);
-        return 2;
-    }
+    int st = parse_args(argc, argv, &o);
+    if (st != DT_CLI_GO)
+        return st;
     FILE *f = fopen(o.in, "r");
     if (!f)
         return bad("cannot open the input '%s': %s", o.in, strerror(errno));

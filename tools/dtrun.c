@@ -19,6 +19,7 @@
  * status of a rank (128 + the signal of a killed one), after a line on
  * stderr naming the rank and how it ended; 128 + the signal when
  * interrupted. 2 on a bad option or variable, named with its value. */
+#include "dt/cli.h"
 #include "dt/comm.h"
 
 #include <signal.h>
@@ -28,19 +29,6 @@
 #include <string.h>
 
 #define EXIT_USAGE 2
-
-static void usage(FILE *out)
-{
-    fprintf(out,
-            "usage: dtrun -n N [--backend proc] [--net NET] [--timeout S] [--algo A]\n"
-            "             [--debug] [--trace FILE] [--fault SPEC] prog [args...]\n"
-            "  -n N  (also -np, --nproc-per-node) ranks, 1 .. %d\n"
-            "  NET:  none, nvlink, pcie4, ib100, ib400, eth10, eth100, or alpha=2us,bw=10GB/s\n"
-            "  S:    seconds each blocking wait may take, 0.001 .. 1e6 (default 30)\n"
-            "  A:    auto, ring, tree, direct\n"
-            "  SPEC: kill:rank=2:at=allreduce#5 or delay:rank=1:ms=20 (';' between several)\n",
-            DT_MAX_RANKS);
-}
 
 /* "dtrun: <message>" and the exit status of a bad option. */
 static int bad(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -55,95 +43,63 @@ static int bad(const char *fmt, ...)
     return EXIT_USAGE;
 }
 
-/* The library's message for a value it refused, after the option's name. */
-static int refused(const char *opt)
-{
-    return bad("%s: %s", opt, dt_last_error());
-}
-
-static int takes_value(const char *opt)
-{
-    static const char *const opts[] = {"-n", "-np", "--nproc-per-node", "--backend", "--net",
-                                       "--timeout", "--algo", "--trace", "--fault"};
-    for (size_t i = 0; i < sizeof opts / sizeof opts[0]; i++)
-        if (!strcmp(opt, opts[i]))
-            return 1;
-    return 0;
-}
-
 /* Reads the options up to the program's name into o; *prog is the index
- * of the program's name. 0, or the exit status of a bad option. */
+ * of the program's name. DT_CLI_GO, or the exit status (0 after --help). */
 static int parse_args(int argc, char **argv, dt_launch_opts *o, int *prog)
 {
-    int i = 1;
-    for (; i < argc && argv[i][0] == '-'; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "--")) {
-            i++;
-            break;
-        }
-        if (!strcmp(a, "--debug")) {
-            o->debug = 1;
-            continue;
-        }
-        if (!takes_value(a))
-            return bad("unknown option '%s'", a);
-        if (i + 1 >= argc)
-            return bad("%s needs a value", a);
-        const char *v = argv[++i];
-        if (!strcmp(a, "-n") || !strcmp(a, "-np") || !strcmp(a, "--nproc-per-node")) {
-            long n;
-            if (dt_parse_long(a, v, 1, DT_MAX_RANKS, &n) != DT_OK)
-                return bad("%s", dt_last_error());
-            o->nranks = (int)n;
-        } else if (!strcmp(a, "--backend")) {
-            if (strcmp(v, "proc") != 0)
-                return bad("--backend '%s': a program's ranks are processes: only proc (for "
-                           "thread ranks, call dt_launch from the program)", v);
-        } else if (!strcmp(a, "--net")) {
-            if (dt_net_parse(v, NULL, NULL) != DT_OK)
-                return refused(a);
-            o->net = v;
-        } else if (!strcmp(a, "--timeout")) {
-            if (dt_parse_double(a, v, 1e-3, 1e6, &o->timeout_s) != DT_OK)
-                return bad("%s", dt_last_error());
-        } else if (!strcmp(a, "--algo")) {
-            if (dt_algo_parse(v, &o->algo) != DT_OK)
-                return refused(a);
-        } else if (!strcmp(a, "--trace")) {
-            if (!v[0])
-                return bad("--trace '': expected a file name");
-            o->trace_path = v;
-        } else if (!strcmp(a, "--fault")) {
-            if (dt_fault_spec_check(v) != DT_OK)
-                return refused(a);
-            o->fault = v;
-        }
-    }
+    const char *backend = "proc", *fault = NULL;
+    int debug = 0;
+    o->nranks = 0;
+    const dt_opt opts[] = {
+        {"-n|-np|--nproc-per-node", DT_OPT_INT, &o->nranks, .help = "ranks (required)",
+         .lo = 1, .hi = DT_MAX_RANKS, .flags = DT_OPT_NO_DEFAULT},
+        {"--backend", DT_OPT_TEXT, &backend, .help = "a program's ranks are processes: proc "
+         "only (for thread ranks, call dt_launch from the program)", .arg = "proc"},
+        {"--net", DT_OPT_NET, &o->net, .help = "the modeled network (DT_NET)"},
+        {"--timeout", DT_OPT_REAL, &o->timeout_s, .help = "seconds each blocking wait may take "
+         "(DT_TIMEOUT)", .lo = 1e-3, .hi = 1e6, .arg = "S"},
+        {"--algo", DT_OPT_ALGO, &o->algo, .help = "the collectives' algorithm (DT_ALGO)"},
+        {"--debug", DT_OPT_FLAG, &debug, .help = "check that collectives match across ranks "
+         "(DT_DEBUG=1)"},
+        {"--trace", DT_OPT_FILE, &o->trace_path, .help = "write the job's Chrome trace there "
+         "(DT_TRACE)"},
+        {"--fault", DT_OPT_TEXT, &fault, .help = "inject faults (DT_FAULT): "
+         "kill:rank=2:at=allreduce#5 or delay:rank=1:ms=20, ';' between several", .arg = "SPEC"},
+    };
+    dt_cli cli = {.prog = "dtrun", .opts = opts, .nopts = (int)(sizeof opts / sizeof opts[0]),
+                  .rest = 1, .synopsis = "-n N [options] prog [args...]",
+                  .about = "Starts N processes of prog, each with RANK, LOCAL_RANK, "
+                           "WORLD_SIZE,\nLOCAL_WORLD_SIZE and DT_SHM in its environment (it "
+                           "joins with dt_init)."};
+    int st = dt_cli_read(&cli, argc, argv);
+    if (st != DT_CLI_GO)
+        return st;
+    if (strcmp(backend, "proc") != 0)
+        return dt_cli_fail(&cli, "--backend '%s': a program's ranks are processes: only proc "
+                           "(for thread ranks, call dt_launch from the program)", backend);
+    if (fault && dt_fault_spec_check(fault) != DT_OK)
+        return dt_cli_fail(&cli, "--fault: %s", dt_last_error());
+    o->fault = fault ? fault : o->fault;
+    if (debug)
+        o->debug = 1;
     if (o->nranks <= 0)
-        return bad("-n N is required: the number of ranks");
-    if (i >= argc)
-        return bad("no program to run");
-    *prog = i;
-    return 0;
+        return dt_cli_fail(&cli, "-n N is required: the number of ranks");
+    if (!cli.rest_at)
+        return dt_cli_fail(&cli, "no program to run");
+    *prog = cli.rest_at;
+    return DT_CLI_GO;
 }
 
 int main(int argc, char **argv)
 {
-    for (int i = 1; i < argc && argv[i][0] == '-'; i++)
-        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-            usage(stdout);
-            return 0;
-        }
     /* the ranks are waited for: SIGCHLD must not be ignored (a caller's
      * SIG_IGN would have the kernel reap them unseen) */
     signal(SIGCHLD, SIG_DFL);
     dt_launch_opts o;
     if (dt_launch_opts_init(&o) != DT_OK)
         return bad("%s", dt_last_error());
-    o.nranks = 0;
     int prog = 0, st = parse_args(argc, argv, &o, &prog);
-    if (st != 0)
+    if (st != DT_CLI_GO)
         return st;
     /* the programs read the same knobs from the environment */
     if (o.net)

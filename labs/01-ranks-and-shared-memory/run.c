@@ -12,11 +12,13 @@
  *   --barriers K   barriers in a row for the barrier timing (default 10000)
  *   --spin P       polls spent spinning before yielding (default LAB_SPIN_POLLS)
  *   --yield P      polls spent yielding before napping (default LAB_YIELD_POLLS)
- *   --plot FILE    also sweep N = 1..16 and write an SVG plot of the modeled
+ *   --svg FILE     also sweep N = 1..16 and write an SVG plot of the modeled
  *                  broadcast time against N, measured and predicted
+ * (run --help lists them with their ranges.)
  */
 #include "ranks.h"
 
+#include "dt/cli.h"
 #include "dt/metrics.h"
 
 #include <math.h>
@@ -246,55 +248,42 @@ static dt_result write_plot(const char *path, const char *net, size_t count)
     return r;
 }
 
-static void usage(const char *prog)
-{
-    fprintf(stderr,
-            "usage: %s [--ranks N] [--root R] [--count C] [--net NAME] [--barriers K]\n"
-            "          [--spin P] [--yield P] [--plot FILE.svg]\n",
-            prog);
-}
-
 int main(int argc, char **argv)
 {
     int nranks = 8, root = 0, barriers = 10000;
-    long long count = 1 << 20;
+    long count = 1 << 20, spin_opt = -1, yield_opt = -1;
     const char *net = "ib100", *plot = NULL;
-    uint64_t spin = UINT64_MAX, yield = UINT64_MAX;
-    for (int i = 1; i < argc; i++) {
-        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!v) {
-            usage(argv[0]);
-            return 2;
-        }
-        if (!strcmp(argv[i], "--ranks"))
-            nranks = atoi(v);
-        else if (!strcmp(argv[i], "--root"))
-            root = atoi(v);
-        else if (!strcmp(argv[i], "--count"))
-            count = atoll(v);
-        else if (!strcmp(argv[i], "--net"))
-            net = v;
-        else if (!strcmp(argv[i], "--barriers"))
-            barriers = atoi(v);
-        else if (!strcmp(argv[i], "--spin"))
-            spin = strtoull(v, NULL, 10);
-        else if (!strcmp(argv[i], "--yield"))
-            yield = strtoull(v, NULL, 10);
-        else if (!strcmp(argv[i], "--plot"))
-            plot = v;
-        else {
-            usage(argv[0]);
-            return 2;
-        }
-        i++;
-    }
+    const dt_opt opts[] = {
+        {"--ranks", DT_OPT_INT, &nranks, .help = "ranks", .lo = 1, .hi = 64},
+        {"--root", DT_OPT_INT, &root, .help = "root of the broadcasts, below --ranks", .lo = 0,
+         .hi = 63},
+        {"--count", DT_OPT_LONG, &count, .help = "f32 elements per message", .lo = 0,
+         .hi = 1 << 28},
+        {"--net", DT_OPT_NET, &net, .help = "the modeled network"},
+        {"--barriers", DT_OPT_INT, &barriers, .help = "barriers in a row for the barrier timing",
+         .lo = 0, .hi = 1e9},
+        {"--spin", DT_OPT_LONG, &spin_opt, .help = "polls spent spinning before yielding "
+         "(default LAB_SPIN_POLLS)", .lo = 0, .hi = 1e18, .arg = "P", .flags = DT_OPT_NO_DEFAULT},
+        {"--yield", DT_OPT_LONG, &yield_opt, .help = "polls spent yielding before napping "
+         "(default LAB_YIELD_POLLS)", .lo = 0, .hi = 1e18, .arg = "P",
+         .flags = DT_OPT_NO_DEFAULT},
+        {"--svg", DT_OPT_FILE, &plot, .help = "also sweep N = 1..16 and plot the modeled "
+         "broadcast time against N, measured and predicted"},
+        {"--plot", DT_OPT_RENAMED, NULL, .arg = "--svg"},
+    };
+    dt_cli cli = {.prog = "run", .opts = opts, .nopts = (int)(sizeof opts / sizeof opts[0]),
+                  .about = "Lab 01: your barrier, broadcasts and ring pass on --ranks ranks "
+                           "(threads) over a\nmodeled network, with each rank's messages, "
+                           "bytes and modeled clock."};
+    int st = dt_cli_read(&cli, argc, argv);
+    if (st != DT_CLI_GO)
+        return st;
+    if (root >= nranks)
+        return dt_cli_fail(&cli, "--root %d: not a rank of --ranks %d", root, nranks);
+    uint64_t spin = spin_opt < 0 ? UINT64_MAX : (uint64_t)spin_opt;
+    uint64_t yield = yield_opt < 0 ? UINT64_MAX : (uint64_t)yield_opt;
     double alpha, beta;
-    if (nranks < 1 || nranks > 64 || root < 0 || root >= nranks || count < 0 ||
-        barriers < 0 || dt_net_parse(net, &alpha, &beta) != DT_OK) {
-        usage(argv[0]);
-        fprintf(stderr, "(ranks 1..64, root in [0, ranks), count >= 0, a known net)\n");
-        return 2;
-    }
+    dt_net_parse(net, &alpha, &beta); /* checked by the parse */
     double bytes = (double)count * sizeof(float);
     printf("lab 01 on %d ranks; network %s: alpha = %.3g us, beta = %.4g GB/s\n", nranks, net,
            alpha * 1e6, beta / 1e9);

@@ -3,24 +3,28 @@
  * Runs your three allreduce algorithms, the library's binomial tree
  * (dt_allreduce under DT_ALGO_BINOMIAL: a reduce to rank 0, then a
  * broadcast, chapter 02 section 6) and the library's dt_allreduce on K
- * ranks for message sizes from -min to -max bytes (f32, doubling), and
+ * ranks for message sizes from --min to --max bytes (f32, doubling), and
  * prints for each: the wall time of one call on this machine, its algorithm
- * and bus bandwidth, the modeled time of one call on the network -net, the
+ * and bus bandwidth, the modeled time of one call on the network --net, the
  * alpha-beta formula's prediction, and the modeled bus bandwidth. Writes
- * two SVG plots of bus bandwidth against size: modeled (-o) and wall (-wall).
+ * two SVG plots of bus bandwidth against size: modeled (--svg) and wall
+ * (--wall-svg).
  *
- *   -n K          ranks (default 8)
- *   -net NAME     network preset or "alpha=..,bw=.." (default ib100)
- *   -min BYTES    smallest message (default 1024); suffixes K, M
- *   -max BYTES    largest message (default 4M)
- *   -o PATH       modeled busbw plot (default $BUILD/02-busbw.svg, where
- *                 make run-lab sets BUILD: build/ unless told otherwise)
- *   -wall PATH    wall-clock busbw plot (default $BUILD/02-busbw-wall.svg)
+ *   --ranks K         ranks (default 8)
+ *   --net NAME        network preset or "alpha=..,bw=.." (default ib100)
+ *   --min SIZE        smallest message (default 1K); sizes as every tool
+ *   --max SIZE        largest message (default 4M)   (K, M: powers of 1024)
+ *   --svg FILE        modeled busbw plot (default $BUILD/02-busbw.svg, where
+ *                     make run-lab sets BUILD: build/ unless told otherwise)
+ *   --wall-svg FILE   wall-clock busbw plot (default $BUILD/02-busbw-wall.svg)
+ * The old spellings -n, -net, -min, -max, -o, -wall are refused, naming
+ * these.
  *
  * algbw = n / t and busbw = algbw * 2 (K-1) / K (chapter 02, section 7).
  * The ranks are threads (thread backend): the table is built in this
  * process from what rank 0 reports. */
 #include "collectives.h"
+#include "dt/cli.h"
 #include "dt/metrics.h"
 #include "dt/net.h"
 
@@ -111,42 +115,19 @@ static dt_result bench_rank(dt_comm *world, void *argp)
  *   ring   2 (K-1) (alpha + n / (K beta));
  *   rd     log2 K (alpha + n / beta), or at most (floor(log2 K) + 2) rounds;
  *   tree   2 ceil(log2 K) (alpha + n / beta) (exact for a power of two);
- *   dt_allreduce (auto): recursive doubling up to 32 KiB, ring above. */
+ *   dt_allreduce (auto): recursive doubling up to DT_ALGO_AUTO_TREE_MAX
+ *          bytes (32 KiB), ring above. */
 static double predict(int alg, const dt_net *link, double n, int k)
 {
     switch (alg) {
-    case ALG_NAIVE:
-        return dt_net_naive_allreduce(link, n, k) +
-               (n > DT_NET_EAGER_MAX && k > 2 ? (k - 2) * link->alpha : 0);
+    case ALG_NAIVE: return dt_net_naive_allreduce_in_turn(link, n, k);
     case ALG_RING: return dt_net_ring_allreduce(link, n, k);
     case ALG_RD: return dt_net_recursive_doubling_allreduce(link, n, k);
     case ALG_TREE: return dt_net_tree_allreduce(link, n, k);
     default:
-        return n <= 32768 ? dt_net_recursive_doubling_allreduce(link, n, k)
-                          : dt_net_ring_allreduce(link, n, k);
+        return n <= DT_ALGO_AUTO_TREE_MAX ? dt_net_recursive_doubling_allreduce(link, n, k)
+                                          : dt_net_ring_allreduce(link, n, k);
     }
-}
-
-static size_t parse_size(const char *s)
-{
-    char *end;
-    double v = strtod(s, &end);
-    if (*end == 'K' || *end == 'k')
-        v *= 1024;
-    else if (*end == 'M' || *end == 'm')
-        v *= 1024 * 1024;
-    else if (*end == 'G' || *end == 'g')
-        v *= 1024.0 * 1024 * 1024;
-    return v >= 4 ? (size_t)v : 0;
-}
-
-static int usage(const char *prog)
-{
-    fprintf(stderr,
-            "usage: %s [-n ranks] [-net preset] [-min bytes] [-max bytes] [-o busbw.svg] "
-            "[-wall busbw-wall.svg]\n",
-            prog);
-    return 2;
 }
 
 static double flat(double x, void *ctx)
@@ -183,35 +164,36 @@ static dt_result write_plot(const char *path, const char *title, size_t nsizes,
 int main(int argc, char **argv)
 {
     int k = 8;
-    const char *build = getenv("BUILD"); /* where make run-lab builds */
-    if (!build || !*build)
-        build = "build";
     char svg_default[4096], wall_default[4096];
-    snprintf(svg_default, sizeof svg_default, "%s/02-busbw.svg", build);
-    snprintf(wall_default, sizeof wall_default, "%s/02-busbw-wall.svg", build);
+    snprintf(svg_default, sizeof svg_default, "%s/02-busbw.svg", dt_cli_build_dir());
+    snprintf(wall_default, sizeof wall_default, "%s/02-busbw-wall.svg", dt_cli_build_dir());
     const char *net = "ib100", *svg = svg_default, *wall_svg = wall_default;
     size_t min_b = 1024, max_b = 4u << 20;
-    for (int i = 1; i < argc; i++) {
-        if (i + 1 >= argc)
-            return usage(argv[0]);
-        if (!strcmp(argv[i], "-n"))
-            k = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "-net"))
-            net = argv[++i];
-        else if (!strcmp(argv[i], "-min"))
-            min_b = parse_size(argv[++i]);
-        else if (!strcmp(argv[i], "-max"))
-            max_b = parse_size(argv[++i]);
-        else if (!strcmp(argv[i], "-o"))
-            svg = argv[++i];
-        else if (!strcmp(argv[i], "-wall"))
-            wall_svg = argv[++i];
-        else
-            return usage(argv[0]);
-    }
+    const dt_opt opts[] = {
+        {"--ranks", DT_OPT_INT, &k, .help = "ranks (threads)", .lo = 1, .hi = 64},
+        {"--net", DT_OPT_NET, &net, .help = "the modeled network"},
+        {"--min", DT_OPT_BYTES, &min_b, .help = "smallest message", .lo = 4, .hi = 1 << 30},
+        {"--max", DT_OPT_BYTES, &max_b, .help = "largest message (sizes double up to it)",
+         .lo = 4, .hi = 1 << 30},
+        {"--svg", DT_OPT_FILE, &svg, .help = "the modeled bus bandwidth's plot"},
+        {"--wall-svg", DT_OPT_FILE, &wall_svg, .help = "the wall clock's"},
+        {"-n", DT_OPT_RENAMED, NULL, .arg = "--ranks"},
+        {"-net", DT_OPT_RENAMED, NULL, .arg = "--net"},
+        {"-min", DT_OPT_RENAMED, NULL, .arg = "--min"},
+        {"-max", DT_OPT_RENAMED, NULL, .arg = "--max"},
+        {"-o", DT_OPT_RENAMED, NULL, .arg = "--svg"},
+        {"-wall", DT_OPT_RENAMED, NULL, .arg = "--wall-svg"},
+    };
+    dt_cli cli = {.prog = "run", .opts = opts, .nopts = (int)(sizeof opts / sizeof opts[0]),
+                  .about = "Lab 02: your allreduce algorithms beside the library's, per message "
+                           "size:\nwall time, modeled time, the formula, bus bandwidth."};
+    int st = dt_cli_read(&cli, argc, argv);
+    if (st != DT_CLI_GO)
+        return st;
+    if (max_b < min_b)
+        return dt_cli_fail(&cli, "--max %zu is below --min %zu", max_b, min_b);
     dt_net link;
-    if (k < 1 || k > 64 || !min_b || max_b < min_b || dt_net_link(net, &link) != DT_OK)
-        return usage(argv[0]);
+    dt_net_link(net, &link); /* checked by the parse */
 
     double x[MAX_SIZES], busbw_model[NUM_ALG][MAX_SIZES], busbw_wall[NUM_ALG][MAX_SIZES];
     int ok[NUM_ALG];

@@ -1,4 +1,5 @@
-/* run.c - lab 03's program: `make run-lab LAB=03 [ARGS="--ranks 4 --net eth10\n * --svg chapters/figures/03-overlap.svg"]`.
+/* run.c - lab 03's program: `make run-lab LAB=03 [ARGS="--ranks 4 --net eth10
+ * --svg chapters/figures/03-overlap.svg"]`.
  *
  * Runs your DDP (ddp.c) and prints the measurements that confirm the
  * chapter's formulas:
@@ -20,6 +21,7 @@
  * read back from the communicator's trace. Collectives run the ring
  * algorithm, so that the measured times are those of the ring formula. */
 #include "ddp.h"
+#include "dt/cli.h"
 #include "dt/metrics.h"
 #include "dt/net.h"
 
@@ -456,36 +458,28 @@ out:
     return rc;
 }
 
-static void usage(const char *prog)
-{
-    fprintf(stderr, "usage: %s [--ranks K (2..%d, default 4)] [--net NAME (default eth10)] "
-            "[--svg PATH]\n       %s --example   (only section 5's worked example: 8 ranks, "
-            "100 MB, about 1.8 GB of memory)\n", prog, MAX_RANKS, prog);
-}
-
 int main(int argc, char **argv)
 {
-    int K = 4;
+    int K = 4, example = 0;
     const char *net = "eth10", *svg = NULL;
-    double a, b;
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--ranks") == 0 && i + 1 < argc)
-            K = atoi(argv[++i]);
-        else if (strcmp(argv[i], "--net") == 0 && i + 1 < argc)
-            net = argv[++i];
-        else if (strcmp(argv[i], "--svg") == 0 && i + 1 < argc)
-            svg = argv[++i];
-        else if (strcmp(argv[i], "--example") == 0 && argc == 2)
-            return worked_example() ? 1 : 0;
-        else {
-            usage(argv[0]);
-            return 2;
-        }
-    }
-    if (K < 2 || K > MAX_RANKS || dt_net_preset(net, &a, &b) != DT_OK) {
-        usage(argv[0]);
-        return 2;
-    }
+    const dt_opt opts[] = {
+        {"--ranks", DT_OPT_INT, &K, .help = "ranks", .lo = 2, .hi = MAX_RANKS},
+        {"--net", DT_OPT_NET, &net, .help = "the modeled network"},
+        {"--svg", DT_OPT_FILE, &svg, .help = "also draw rank 0's last step, without and with "
+         "overlap (a Gantt chart of the modeled clock)"},
+        {"--example", DT_OPT_FLAG, &example, .help = "only section 5's worked example (8 ranks, "
+         "100 MB: about 1.8 GB of memory), alone"},
+    };
+    dt_cli cli = {.prog = "run", .opts = opts, .nopts = (int)(sizeof opts / sizeof opts[0]),
+                  .about = "Lab 03: your DDP (ddp.c) and the measurements that confirm "
+                           "chapter 03's formulas."};
+    int st = dt_cli_read(&cli, argc, argv);
+    if (st != DT_CLI_GO)
+        return st;
+    if (example && argc != 2)
+        return dt_cli_fail(&cli, "--example runs alone (it has its ranks and networks)");
+    if (example)
+        return worked_example() ? 1 : 0;
     if (equivalence() || flat_cost(net, K) || overlap_table(net, K) || accumulation(net, K) ||
         memory_table(K))
         return 1;

@@ -16,6 +16,7 @@
  * Compute is charged to the modeled clock from FLOPs at 30 GFLOP/s (as in
  * chapter 03), so the modeled tables are the same on every machine. */
 #include "mp.h"
+#include "dt/cli.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -269,14 +270,8 @@ static int measure_layers(dt_model *m, double *t)
             if (r != DT_OK)
                 return -1;
         }
-    for (int l = 0; l < m->num_layers; l++) { /* the median, by insertion sort */
-        for (int i = 1; i < REPS; i++)
-            for (int k = i; k > 0 && s[l][k] < s[l][k - 1]; k--) {
-                double tmp = s[l][k];
-                s[l][k] = s[l][k - 1], s[l][k - 1] = tmp;
-            }
-        t[l] = s[l][REPS / 2];
-    }
+    for (int l = 0; l < m->num_layers; l++)
+        t[l] = dt_median(s[l], REPS);
     for (int l = 0; l < m->num_layers; l++)
         dt_acts_free(a[l]);
     free(g);
@@ -336,46 +331,24 @@ static int balance(int K, int measure)
     return 0;
 }
 
-/* ------------------------------------------------------------ options */
-
-static int usage(const char *prog, const char *why)
-{
-    if (why)
-        fprintf(stderr, "run: %s\n", why);
-    fprintf(why ? stderr : stdout, "usage: %s [--ranks K (1..%d, default 4)] [--net NAME "
-            "(default eth10)] [--measure]\n", prog, MAX_RANKS);
-    return why ? 2 : 0;
-}
+/* ------------------------------------------------------------ main */
 
 int main(int argc, char **argv)
 {
     int K = 4, measure = 0;
     const char *net = "eth10";
-    char why[160];
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--ranks") == 0 && i + 1 < argc) {
-            char *end;
-            long v = strtol(argv[++i], &end, 10);
-            if (*end || v < 1 || v > MAX_RANKS) {
-                snprintf(why, sizeof why, "--ranks '%s': need an integer in 1..%d", argv[i],
-                         MAX_RANKS);
-                return usage(argv[0], why);
-            }
-            K = (int)v;
-        } else if (strcmp(argv[i], "--net") == 0 && i + 1 < argc) {
-            double a, b;
-            net = argv[++i];
-            if (dt_net_parse(net, &a, &b) != DT_OK) {
-                snprintf(why, sizeof why, "--net '%s': %s", net, dt_last_error());
-                return usage(argv[0], why);
-            }
-        } else if (strcmp(argv[i], "--measure") == 0) {
-            measure = 1;
-        } else {
-            snprintf(why, sizeof why, "unknown or incomplete option '%s'", argv[i]);
-            return usage(argv[0], strcmp(argv[i], "--help") ? why : NULL);
-        }
-    }
+    const dt_opt opts[] = {
+        {"--ranks", DT_OPT_INT, &K, .help = "ranks", .lo = 1, .hi = MAX_RANKS},
+        {"--net", DT_OPT_NET, &net, .help = "the modeled network"},
+        {"--measure", DT_OPT_FLAG, &measure, .help = "balance the partitions by each layer's "
+         "time measured here (wall clock) instead of its FLOPs"},
+    };
+    dt_cli cli = {.prog = "run", .opts = opts, .nopts = (int)(sizeof opts / sizeof opts[0]),
+                  .about = "Lab 05: your model parallelism (mp.c) on the deep MLP " SPEC
+                           " and the measurements that confirm chapter 05's formulas."};
+    int st = dt_cli_read(&cli, argc, argv);
+    if (st != DT_CLI_GO)
+        return st;
     dt_model m = {0};
     double f[LAB_MP_MAX_LAYERS], b[LAB_MP_MAX_LAYERS];
     if (dt_model_create_spec(&m, SPEC, 1) != DT_OK)

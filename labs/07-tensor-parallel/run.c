@@ -11,9 +11,10 @@
  *   4. wall clock of one training step, TP = 2 on 2 ranks (thread and proc)
  *      against 1 rank, with the communication's share measured and
  *      predicted from the cost model (section 11).
- *
- * usage: run [--steps N] [--ranks t] [--net NAME] [--no-wall] [--svg PATH] */
-#include "tp.h"
+ * Table 4 is run_wall.c's. `run --help` lists the options. */
+#include "run.h"
+
+#include "dt/cli.h"
 
 #include "dt/data.h"
 #include "dt/metrics.h"
@@ -33,8 +34,7 @@
 static const dt_gpt_config small = {32, 16, 2, 4, 64};
 enum { SMALL_B = 8 };
 
-/* dt_launch of fn on t ranks. */
-static dt_result launch(int t, dt_backend b, const char *net, dt_rank_fn fn, void *arg)
+dt_result launch(int t, dt_backend b, const char *net, dt_rank_fn fn, void *arg)
 {
     dt_launch_opts o;
     dt_launch_opts_init(&o);
@@ -45,16 +45,8 @@ static dt_result launch(int t, dt_backend b, const char *net, dt_rank_fn fn, voi
     return dt_launch(&o, fn, arg);
 }
 
-/* What a rank builds for a run: the group, the shard of the whole model
- * (made from seed 1 on every rank, then freed), activations. */
-typedef struct {
-    lab_tp tp;
-    lab_tp_model m;
-    lab_tp_acts a;
-} rank_model;
-
-static dt_result open_model(rank_model *r, dt_comm *c, const dt_gpt_config *cfg, size_t B,
-                            int sp, size_t *param_bytes)
+dt_result open_model(rank_model *r, dt_comm *c, const dt_gpt_config *cfg, size_t B, int sp,
+                     size_t *param_bytes)
 {
     dt_model whole = {0};
     dt_mem_stats m0, m1;
@@ -73,7 +65,7 @@ static dt_result open_model(rank_model *r, dt_comm *c, const dt_gpt_config *cfg,
     return res;
 }
 
-static void close_model(rank_model *r)
+void close_model(rank_model *r)
 {
     lab_tp_acts_free(&r->a);
     lab_tp_model_free(&r->m);
@@ -350,177 +342,36 @@ static int training(int steps, const char *svg)
     return 0;
 }
 
-/* ================================================================ 4. wall clock */
-
-/* A tiny GPT large enough that compute dominates one step: vocabulary
- * 256, context 64, 2 blocks, 8 heads, 256 channels; 4 sequences. */
-static const dt_gpt_config big = {256, 64, 2, 8, 256};
-enum { BIG_B = 4, WALL_STEPS = 5 };
-
-typedef struct {
-    const char *backend;   /* for the table */
-    double t1;             /* the 1-rank step (s), filled by the first run */
-} wall_probe;
-
-/* alpha and beta of this machine's allreduce on this backend, fitted to
- * the ring formula from a small and a large message: the cost model's
- * parameters for the prediction. */
-static dt_result calibrate(dt_comm *c, float *buf, double *alpha, double *beta)
-{
-    int t = dt_comm_size(c);
-    const size_t big_n = (size_t)1 << 20; /* floats: 4 MiB */
-    double ts[2];
-    size_t counts[2] = {2, big_n};
-    for (int k = 0; k < 2; k++) {
-        int reps = k ? 10 : 200;
-        DT_CHECK(dt_barrier(c));
-        double t0 = dt_now();
-        for (int i = 0; i < reps; i++)
-            DT_CHECK(dt_allreduce(buf, buf, counts[k], DT_F32, DT_SUM, c));
-        ts[k] = (dt_now() - t0) / reps;
-    }
-    *alpha = ts[0] / (2.0 * (t - 1));
-    double per_byte = (ts[1] / (2.0 * (t - 1)) - *alpha) * t / (4.0 * big_n);
-    *beta = per_byte > 0 ? 1 / per_byte : 1e30; /* a noisy fit: no bandwidth term */
-    return DT_OK;
-}
-
-static dt_result wall_rank(dt_comm *c, void *arg)
-{
-    wall_probe *p = arg;
-    int t = dt_comm_size(c), rank = dt_comm_rank(c);
-    rank_model r;
-    lab_tp_train s = {0};
-    dt_optim_config oc = dt_sgd_config(1e-3f, 0, 0);
-    size_t N = BIG_B * big.context, C = big.channels;
-    int32_t *tok = malloc(N * sizeof *tok);
-    float *buf = malloc(((size_t)1 << 20) * sizeof(float));
-    double alpha = 0, beta = INFINITY, times[WALL_STEPS], comm[WALL_STEPS];
-    dt_result res = open_model(&r, c, &big, BIG_B, 0, NULL);
-    if (res == DT_OK && (!tok || !buf))
-        res = dt_fail(DT_ERR_NOMEM, "wall_rank");
-    for (size_t i = 0; tok && i < N; i++)
-        tok[i] = (int32_t)((i * 31) % big.vocab);
-    dt_batch batch = {NULL, tok, tok, BIG_B, big.context, 1};
-    if (res == DT_OK)
-        res = lab_tp_train_init(&s, &r.tp, &r.m, &r.a, &oc, 1.0f);
-    if (res == DT_OK && t > 1) {
-        memset(buf, 0, ((size_t)1 << 20) * sizeof(float));
-        res = calibrate(c, buf, &alpha, &beta);
-    }
-    for (int k = -1; res == DT_OK && k < WALL_STEPS; k++) { /* step -1 warms up */
-        dt_stats st;
-        float mine;
-        res = dt_barrier(c);
-        dt_comm_stats_reset(c);
-        double t0 = dt_now();
-        if (res == DT_OK)
-            res = dt_train_step(&s.trainer, &batch);
-        mine = (float)(dt_now() - t0);
-        dt_comm_stats(c, &st);
-        if (res == DT_OK) /* the step lasts as long as its slowest rank */
-            res = dt_allreduce(&mine, &mine, 1, DT_F32, DT_MAX, c);
-        if (k >= 0)
-            times[k] = mine, comm[k] = st.time_comm_wall;
-    }
-    if (res == DT_OK && rank == 0) {
-        /* the median step, and its communication */
-        int m = 0;
-        for (int i = 0; i < WALL_STEPS; i++) {
-            int below = 0;
-            for (int j = 0; j < WALL_STEPS; j++)
-                below += times[j] < times[i];
-            if (below == WALL_STEPS / 2)
-                m = i;
-        }
-        if (t == 1)
-            p->t1 = times[m];
-        /* the cost model: 4L + 2 allreduces of 4NC bytes (the blocks', the
-         * embedding's, the head's), the loss's two of 4N and 8N, the clip's */
-        double n = 4.0 * N * C, L = (double)big.layers;
-        const dt_net fit = {.alpha = alpha, .beta = beta};
-        double pred = t > 1 ? (4 * L + 2) * dt_net_ring_allreduce(&fit, n, t) +
-                                  dt_net_ring_allreduce(&fit, 12.0 * N, t) +
-                                  dt_net_ring_allreduce(&fit, 4, t)
-                            : 0;
-        double comp = p->t1 / t; /* the 1-rank step split perfectly */
-        printf("| %s | %d | %.1f | %.1f | %.0f%% | %.0f%% | %.2fx | %.2fx |\n",
-               p->backend, t, times[m] * 1e3, comm[m] * 1e3,
-               100 * comm[m] / times[m], 100 * pred / (comp + pred), p->t1 / times[m],
-               p->t1 / (comp + pred));
-    }
-    lab_tp_train_free(&s);
-    free(tok), free(buf);
-    close_model(&r);
-    return res;
-}
-
-static int wall_table(void)
-{
-    wall_probe p = {0};
-    printf("## 4. Wall clock of one training step: gpt:%zu,%zu,%zu,%zu,%zu, batch %d x %zu, "
-           "median of %d steps (%s)\n\n| backend | t | step (ms) | in communication (ms) | "
-           "share, measured | share, predicted | speedup | predicted |\n"
-           "|---|---|---|---|---|---|---|---|\n", big.vocab, big.context, big.layers, big.heads,
-           big.channels, BIG_B, big.context, WALL_STEPS,
-           dt_blas_available() ? "OpenBLAS, 1 thread per rank" : "built-in sgemm");
-    fflush(stdout);
-    static const dt_backend runs[3] = {DT_BACKEND_THREAD, DT_BACKEND_THREAD, DT_BACKEND_PROC};
-    for (int i = 0; i < 3; i++) {
-        p.backend = dt_backend_name(runs[i]);
-        fflush(stdout); /* the proc backend's ranks print from forked processes */
-        if (launch(i ? 2 : 1, runs[i], "none", wall_rank, &p) != DT_OK) {
-            fprintf(stderr, "run: %s\n", dt_last_error());
-            return 1;
-        }
-    }
-    printf("\n(predicted: the 1-rank step divided by t, plus the step's collectives priced by "
-           "the ring formula with alpha and beta fitted on this backend from allreduces of 8 "
-           "bytes and 4 MiB)\n");
-    return 0;
-}
-
 /* ================================================================ main */
-
-static int usage(const char *prog)
-{
-    fprintf(stderr, "usage: %s [--steps N (1..%d, default 300)] [--ranks t (1, 2 or 4, default "
-            "2)] [--net NAME (default nvlink)] [--no-wall] [--svg PATH (default "
-            "$BUILD/07-loss.svg)]\n", prog, MAX_STEPS);
-    return 2;
-}
 
 int main(int argc, char **argv)
 {
-    int steps = 300, t = 2, wall = 1;
-    const char *net = "nvlink", *build = getenv("BUILD"), *svg = NULL;
+    int steps = 300, t = 2, no_wall = 0;
     char svg_default[4096];
-    double a, b;
-    snprintf(svg_default, sizeof svg_default, "%s/07-loss.svg", build && *build ? build : "build");
-    for (int i = 1; i < argc; i++) {
-        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(argv[i], "--no-wall"))
-            wall = 0;
-        else if (v && !strcmp(argv[i], "--steps"))
-            steps = atoi(v), i++;
-        else if (v && !strcmp(argv[i], "--ranks"))
-            t = atoi(v), i++;
-        else if (v && !strcmp(argv[i], "--net"))
-            net = v, i++;
-        else if (v && !strcmp(argv[i], "--svg"))
-            svg = v, i++;
-        else
-            return usage(argv[0]);
-    }
-    if (steps < 1 || steps > MAX_STEPS || (t != 1 && t != 2 && t != 4) ||
-        dt_net_parse(net, &a, &b) != DT_OK) {
-        fprintf(stderr, "run: bad option (steps %d, ranks %d, net '%s')\n", steps, t, net);
-        return usage(argv[0]);
-    }
+    snprintf(svg_default, sizeof svg_default, "%s/07-loss.svg", dt_cli_build_dir());
+    const char *net = "nvlink", *svg = svg_default;
+    static const char *const tps[] = {"1", "2", "4", NULL};
+    int tp = 1; /* index in tps */
+    const dt_opt opts[] = {
+        {"--steps", DT_OPT_INT, &steps, .help = "training steps of table 3", .lo = 1,
+         .hi = MAX_STEPS},
+        {"--ranks", DT_OPT_CHOICE, &tp, .help = "tensor-parallel ranks t of tables 1 and 2",
+         .choices = tps},
+        {"--net", DT_OPT_NET, &net, .help = "the modeled network of table 1"},
+        {"--no-wall", DT_OPT_FLAG, &no_wall, .help = "without table 4 (the wall clock)"},
+        {"--svg", DT_OPT_FILE, &svg, .help = "the loss curves of table 3"},
+    };
+    dt_cli cli = {.prog = "run", .opts = opts, .nopts = (int)(sizeof opts / sizeof opts[0]),
+                  .about = "Lab 07: tensor parallelism on the tiny GPT, measured with your "
+                           "functions: communication, memory, training, wall clock."};
+    int st = dt_cli_read(&cli, argc, argv);
+    if (st != DT_CLI_GO)
+        return st;
+    t = atoi(tps[tp]);
     if (comm_table(t, net))
         return 1;
     node_table();
-    if (memory_table() || training(steps, svg ? svg : svg_default))
+    if (memory_table() || training(steps, svg))
         return 1;
-    return wall ? wall_table() : 0;
+    return no_wall ? 0 : wall_table();
 }

@@ -16,6 +16,7 @@
  * and, as an SVG, rank 0's step without and with prefetch as a Gantt
  * chart of the modeled clock, read back from the communicator's trace. */
 #include "fsdp.h"
+#include "dt/cli.h"
 #include "dt/metrics.h"
 #include "dt/sim.h"
 
@@ -334,49 +335,28 @@ out:
     return rc;
 }
 
-static void usage(const char *prog)
-{
-    fprintf(stderr, "usage: %s [--ranks K (2..16, default 4)] [--net NAME (default ib100)] "
-            "[--model SPEC (default deep:64,512,8,10)]\n"
-            "  [--svg PATH (default $BUILD/09-prefetch.svg)]\n", prog);
-}
-
 int main(int argc, char **argv)
 {
     int K = 4;
-    const char *build = getenv("BUILD"); /* where make run-lab builds */
-    if (!build || !*build)
-        build = "build";
     char svg_default[4096];
-    snprintf(svg_default, sizeof svg_default, "%s/09-prefetch.svg", build);
+    snprintf(svg_default, sizeof svg_default, "%s/09-prefetch.svg", dt_cli_build_dir());
     const char *net = "ib100", *spec = "deep:64,512,8,10", *svg = svg_default;
-    dt_net link; /* checked here; each job reads its communicator's */
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--ranks") && i + 1 < argc) {
-            char *end;
-            long v = strtol(argv[++i], &end, 10);
-            if (*argv[i] == '\0' || *end != '\0' || v < 2 || v > 16) {
-                fprintf(stderr, "%s: --ranks '%s': expected an integer in 2..%d\n",
-                        argv[0], argv[i], 16);
-                return 2;
-            }
-            K = (int)v;
-        }
-        else if (!strcmp(argv[i], "--net") && i + 1 < argc)
-            net = argv[++i];
-        else if (!strcmp(argv[i], "--model") && i + 1 < argc)
-            spec = argv[++i];
-        else if (!strcmp(argv[i], "--svg") && i + 1 < argc)
-            svg = argv[++i];
-        else {
-            fprintf(stderr, "%s: unknown option or missing value: '%s'\n", argv[0], argv[i]);
-            return usage(argv[0]), 2;
-        }
-    }
-    if (dt_net_link(net, &link) != DT_OK) {
-        fprintf(stderr, "%s: --net '%s': %s\n", argv[0], net, dt_last_error());
-        return 2;
-    }
+    const dt_opt opts[] = {
+        {"--ranks", DT_OPT_INT, &K, .help = "ranks", .lo = 2, .hi = 16},
+        {"--net", DT_OPT_NET, &net, .help = "the modeled network"},
+        {"--model", DT_OPT_TEXT, &spec, .help = "the model, as dttrain's --model (an MLP)",
+         .arg = "SPEC"},
+        {"--svg", DT_OPT_FILE, &svg, .help = "the figure"},
+    };
+    dt_cli cli = {.prog = "run", .opts = opts, .nopts = (int)(sizeof opts / sizeof opts[0]),
+                  .about = "Lab 09: your FSDP (fsdp.c) on K thread ranks: equivalence with one rank, memory per rank, the step's time with and without prefetch, and its timeline as a figure."};
+    int st = dt_cli_read(&cli, argc, argv);
+    if (st != DT_CLI_GO)
+        return st;
+    dt_model m;
+    if (dt_model_create_spec(&m, spec, 1) != DT_OK)
+        return dt_cli_fail(&cli, "--model '%s': %s", spec, dt_last_error());
+    dt_model_free(&m);
     if (equivalence(spec, K) || memory(spec, net, K) || timing(spec, net, K))
         return 1;
     if (figure(spec, net, K, svg))

@@ -1,5 +1,5 @@
 /* run.c - lab 10's program: `make run-lab LAB=10 [ARGS="--ranks 4 --epochs 20
- * --out DIR"]`.
+ * --figures DIR"]`.
  *
  * Runs your compressors and prints what confirms the chapter's formulas:
  *   1. the digits MLP trained with each method on K ranks: bytes per step,
@@ -12,16 +12,14 @@
  * Collectives run the ring algorithm, so that the modeled times are those
  * of the ring formulas. */
 #include "compress.h"
+#include "dt/cli.h"
 #include "dt/metrics.h"
 #include "dt/sim.h"
 
-#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <time.h>
 
 #define MAX_RANKS 8
 #define MAX_STEPS 20000
@@ -92,15 +90,6 @@ static void model_cost(const dt_model *m, double *fwd, double *bwd)
     }
 }
 
-/* CPU seconds used by the calling thread: what a piece of work costs on a
- * shared machine, where the wall clock also counts other programs. */
-static double thread_cpu_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 /* Training steps; rank 0 records each step's loss. */
 static dt_result train_steps(lab_cdp *c, job *j)
 {
@@ -128,9 +117,9 @@ static dt_result sync_timed(lab_cdp *c, job *j, double *cpu_ms)
             DT_CHECK(dt_comm_stats_reset(c->comm));
             j->span_s[c->rank][0] = dt_clock(c->comm);
         }
-        double t0 = thread_cpu_s();
+        double t0 = dt_thread_cpu();
         DT_CHECK(lab_cdp_sync(c));
-        *cpu_ms = fmin(*cpu_ms, 1e3 * (thread_cpu_s() - t0));
+        *cpu_ms = fmin(*cpu_ms, 1e3 * (dt_thread_cpu() - t0));
         if (i == 0) {
             j->span_s[c->rank][1] = dt_clock(c->comm);
             DT_CHECK(dt_comm_stats(c->comm, &j->stats[c->rank]));
@@ -399,79 +388,36 @@ static int crossover(int K)
 
 /* ------------------------------------------------------------ main */
 
-static void usage(const char *prog)
-{
-    fprintf(stderr, "usage: %s [--ranks K (1..%d, default 4)] [--epochs E (1..200, default "
-            "20)] [--lr X (default 0.1)] [--momentum X (in [0, 1), default 0)] [--out DIR "
-            "(default $BUILD or build)] [--only 1|2|3]\n", prog, MAX_RANKS);
-}
-
-static int real(const char *opt, const char *s, double lo, double hi, double *out)
-{
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (errno || *end || end == s || !(v >= lo && v < hi)) {
-        fprintf(stderr, "run: %s %s: expected a number in [%g, %g)\n", opt, s, lo, hi);
-        return -1;
-    }
-    *out = v;
-    return 0;
-}
-
-static int number(const char *opt, const char *s, long lo, long hi, long *out)
-{
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno || *end || end == s || v < lo || v > hi) {
-        fprintf(stderr, "run: %s %s: expected a whole number in %ld..%ld\n", opt, s, lo, hi);
-        return -1;
-    }
-    *out = v;
-    return 0;
-}
-
 int main(int argc, char **argv)
 {
-    long K = 4, epochs = 20, only = 0;
+    int K = 4, epochs = 20, only = 0;
     train_opts opt = {0.1, 0};
-    const char *out = getenv("BUILD");
-    out = out && *out ? out : "build";
-    for (int i = 1; i < argc; i++) {
-        int more = i + 1 < argc;
-        if (!strcmp(argv[i], "--ranks") && more) {
-            if (number("--ranks", argv[++i], 1, MAX_RANKS, &K))
-                return 2;
-        } else if (!strcmp(argv[i], "--epochs") && more) {
-            if (number("--epochs", argv[++i], 1, 200, &epochs))
-                return 2;
-        } else if (!strcmp(argv[i], "--lr") && more) {
-            if (real("--lr", argv[++i], 1e-6, 10, &opt.lr))
-                return 2;
-        } else if (!strcmp(argv[i], "--momentum") && more) {
-            if (real("--momentum", argv[++i], 0, 1, &opt.momentum))
-                return 2;
-        } else if (!strcmp(argv[i], "--only") && more) {
-            if (number("--only", argv[++i], 1, 3, &only))
-                return 2;
-        } else if (!strcmp(argv[i], "--out") && more) {
-            out = argv[++i];
-        } else {
-            fprintf(stderr, "run: %s: unknown option or missing value\n", argv[i]);
-            usage(argv[0]);
-            return 2;
-        }
-    }
-    if (mkdir(out, 0777) != 0 && errno != EEXIST) {
-        fprintf(stderr, "run: --out %s: %s\n", out, strerror(errno));
-        return 2;
-    }
-    if ((!only || only == 1) && training((int)K, epochs, opt, out))
+    const char *out = dt_cli_build_dir();
+    const dt_opt opts[] = {
+        {"--ranks", DT_OPT_INT, &K, .help = "ranks", .lo = 1, .hi = MAX_RANKS},
+        {"--epochs", DT_OPT_INT, &epochs, .help = "epochs of table 1's training", .lo = 1,
+         .hi = 200},
+        {"--lr", DT_OPT_REAL, &opt.lr, .help = "learning rate", .lo = 1e-6, .hi = 10,
+         .flags = DT_OPT_OPEN_HI},
+        {"--momentum", DT_OPT_REAL, &opt.momentum, .help = "momentum", .lo = 0, .hi = 1,
+         .flags = DT_OPT_OPEN_HI},
+        {"--figures", DT_OPT_DIR, &out, .help = "where the loss curves go (DIR/10-loss.svg)"},
+        {"--only", DT_OPT_INT, &only, .help = "only table 1, 2 or 3", .lo = 1, .hi = 3,
+         .flags = DT_OPT_NO_DEFAULT},
+        {"--out", DT_OPT_RENAMED, NULL, .arg = "--figures"},
+    };
+    dt_cli cli = {.prog = "run", .opts = opts, .nopts = (int)(sizeof opts / sizeof opts[0]),
+                  .about = "Lab 10: your compressors: training with each method, one "
+                           "exchange against the cost model, top-k against the dense "
+                           "allreduce."};
+    int st = dt_cli_read(&cli, argc, argv);
+    if (st != DT_CLI_GO)
+        return st;
+    if ((!only || only == 1) && training(K, epochs, opt, out))
         return 1;
-    if ((!only || only == 2) && exchange((int)K))
+    if ((!only || only == 2) && exchange(K))
         return 1;
-    if ((!only || only == 3) && crossover((int)K))
+    if ((!only || only == 3) && crossover(K))
         return 1;
     return 0;
 }

@@ -13,9 +13,10 @@
  *      one-extra-forward prediction (section 6; 11-ckpt-memory.svg);
  *   7. plans under a budget: the optimum, the best segments, and the rule
  *      that counts kept bytes only, measured (section 7).
- *
- * usage: run [--steps N] [--width W] [--no-wall] [--out DIR] */
-#include "memory.h"
+ * Tables 6 and 7 are run_ckpt.c's. `run --help` lists the options. */
+#include "run.h"
+
+#include "dt/cli.h"
 
 #include "dt/data.h"
 #include "dt/metrics.h"
@@ -25,21 +26,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
-static const char *out_dir = "build";
+const char *out_dir = "build";
 
-static dt_result fail(void)
+dt_result fail(void)
 {
     fprintf(stderr, "run: %s\n", dt_last_error());
     return DT_ERR_INTERNAL;
 }
-
-#define RUN_CHECK(expr)                                                      \
-    do {                                                                     \
-        if ((expr) != DT_OK)                                                 \
-            return fail();                                                   \
-    } while (0)
 
 /* ================================================================ 1. formats */
 
@@ -323,326 +317,31 @@ static dt_result memory_table(void)
     return DT_OK;
 }
 
-/* ================================================================ 6. checkpointing */
-
-enum { ROWS = 64, REPS = 9 };
-
-static double cpu_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
-/* A deep MLP of L layers of width w, its executor and a batch. */
-typedef struct {
-    dt_model m;
-    lab_ckpt c;
-    lab_plan p;
-    float *x;
-    int32_t y[ROWS];
-} deep;
-
-static dt_result deep_open(deep *d, int L, size_t w)
-{
-    memset(d, 0, sizeof *d);
-    DT_CHECK(dt_deep_mlp_create(&d->m, w, w, (size_t)(L - 2), w, 1));
-    DT_CHECK(lab_ckpt_create(&d->c, &d->m, ROWS));
-    DT_CHECK(lab_plan_init(&d->p, L));
-    if (!(d->x = malloc(ROWS * w * sizeof(float))))
-        return dt_fail(DT_ERR_NOMEM, "run: a batch");
-    dt_rng g;
-    dt_rng_init(&g, 3, 0);
-    for (size_t i = 0; i < ROWS * w; i++)
-        d->x[i] = dt_rng_normal(&g);
-    for (int n = 0; n < ROWS; n++)
-        d->y[n] = (int32_t)dt_rng_below(&g, (uint32_t)w);
-    return DT_OK;
-}
-
-static void deep_close(deep *d)
-{
-    lab_plan_free(&d->p);
-    lab_ckpt_free(&d->c);
-    dt_model_free(&d->m);
-    free(d->x);
-}
-
-/* One step of d->p: the peak of ACT and the layers recomputed. */
-static dt_result measure(deep *d, size_t *peak, long *recomputed)
-{
-    dt_mem_stats s;
-    float loss;
-    DT_CHECK(dt_model_zero_grads(&d->m));
-    dt_mem_reset_peak();
-    DT_CHECK(lab_ckpt_step(&d->c, &d->p, d->x, d->y, &loss));
-    dt_mem_stats_get(&s);
-    *peak = s.peak[DT_MEM_ACT];
-    *recomputed = d->c.layers_run - d->c.num_layers;
-    return DT_OK;
-}
-
-/* Medians over REPS steps of d->p: forward (with the loss), backward,
- * step, and the step's CPU time on this thread. */
-static dt_result time_steps(deep *d, double *fwd, double *bwd, double *step, double *cpu)
-{
-    double f[REPS], b[REPS], s[REPS], c[REPS];
-    float loss;
-    for (int r = 0; r < REPS; r++) {
-        DT_CHECK(dt_model_zero_grads(&d->m));
-        double c0 = cpu_now(), t0 = dt_now();
-        DT_CHECK(lab_ckpt_forward(&d->c, &d->p, d->x));
-        DT_CHECK(lab_ckpt_loss(&d->c, d->y, &loss));
-        double t1 = dt_now();
-        DT_CHECK(lab_ckpt_backward(&d->c, &d->p));
-        double t2 = dt_now();
-        f[r] = t1 - t0, b[r] = t2 - t1, s[r] = t2 - t0, c[r] = cpu_now() - c0;
-    }
-    *fwd = median(f, REPS), *bwd = median(b, REPS), *step = median(s, REPS);
-    *cpu = median(c, REPS);
-    return DT_OK;
-}
-
-static double mib(double bytes) { return bytes / (1024.0 * 1024.0); }
-
-static dt_result ckpt_table(size_t w, int wall)
-{
-    static const int Ls[] = {16, 64};
-    printf("## 6. Checkpointing the deep MLP: width %zu, batch %d (one output A = %.3f MiB), "
-           "sqrt(L) segments\n\n| L | plain peak | checkpointed peak | formula F + (2 sqrt(L) "
-           "- 1) A | recomputed | (sqrt(L) - 1)^2 |%s\n|---|---|---|---|---|---|%s\n", w, ROWS,
-           mib(4.0 * ROWS * (double)w), wall ? " step plain | step checkpointed | overhead, wall "
-           "| overhead, CPU | predicted | one whole forward |" : "",
-           wall ? "---|---|---|---|---|---|" : "");
-    for (size_t i = 0; i < 2; i++) {
-        int L = Ls[i], k = (int)lround(sqrt(L));
-        deep d;
-        size_t plain, peak;
-        long rp, rec;
-        RUN_CHECK(deep_open(&d, L, w));
-        double A = 4.0 * ROWS * (double)w, F = (double)d.c.chain.fixed_bytes;
-        RUN_CHECK(lab_plan_segments(&d.p, 1));
-        RUN_CHECK(measure(&d, &plain, &rp));
-        double pf, pb, ps, pc, cf, cb, cs, cc;
-        if (wall)
-            RUN_CHECK(time_steps(&d, &pf, &pb, &ps, &pc));
-        RUN_CHECK(lab_plan_segments(&d.p, k));
-        RUN_CHECK(measure(&d, &peak, &rec));
-        printf("| %d | %.2f MiB | %.2f MiB | %.2f MiB | %ld | %d |", L, mib((double)plain),
-               mib((double)peak), mib(F + (2 * k - 1) * A), rec, (k - 1) * (k - 1));
-        if (wall) {
-            RUN_CHECK(time_steps(&d, &cf, &cb, &cs, &cc));
-            /* the forward of the recomputed layers, priced at the plain forward's rate */
-            double pred = (double)rec / L * pf / ps;
-            printf(" %.1f ms | %.1f ms | %.1f%% | %.1f%% | %.1f%% | %.1f%% |", 1e3 * ps, 1e3 * cs,
-                   100 * (cs / ps - 1), 100 * (cc / pc - 1), 100 * pred, 100 * pf / ps);
-        }
-        printf("\n");
-        deep_close(&d);
-    }
-    if (wall)
-        printf("\n(medians of %d steps on %s; overhead, CPU: the same from this thread's CPU time, "
-               "which a busy machine disturbs less; predicted: recomputed/L x T_fwd / T_step of "
-               "the plain step; one whole forward: T_fwd / T_step)\n", REPS,
-               dt_blas_available() ? "OpenBLAS" : "the built-in sgemm");
-    printf("\n");
-    return DT_OK;
-}
-
-/* Segments 1 .. L of the deep MLP of 64 layers: measured and formula. */
-static dt_result segments_table(size_t w)
-{
-    enum { L = 64 };
-    static const int ks[] = {1, 2, 4, 6, 8, 11, 16, 32, 64};
-    enum { NK = sizeof ks / sizeof *ks };
-    double x[NK], meas[NK], form[NK];
-    deep d;
-    RUN_CHECK(deep_open(&d, L, w));
-    double A = 4.0 * ROWS * (double)w, F = (double)d.c.chain.fixed_bytes;
-    printf("## 6b. L = 64, every segment count: peak of ACT in outputs A beyond F = %.0f A\n\n"
-           "| segments k | peak, measured | formula k - 1 + L - (k - 1) floor(L/k) | recomputed, "
-           "measured | formula (k - 1)(floor(L/k) - 1) |\n|---|---|---|---|---|\n", F / A);
-    for (int i = 0; i < NK; i++) {
-        size_t peak;
-        long rec;
-        RUN_CHECK(lab_plan_segments(&d.p, ks[i]));
-        RUN_CHECK(measure(&d, &peak, &rec));
-        dt_sim_ckpt s = dt_sim_ckpt_segments(L, ks[i]);
-        x[i] = ks[i], meas[i] = ((double)peak - F) / A, form[i] = s.peak;
-        printf("| %d | %.2f | %.0f | %ld | %.0f |\n", ks[i], meas[i], s.peak, rec, s.recomputed);
-    }
-    dt_plot *pl = NULL;
-    char path[4096];
-    snprintf(path, sizeof path, "%s/11-ckpt-memory.svg", out_dir);
-    dt_result r = dt_plot_create(&pl, "deep MLP, 64 layers: peak activations by segments",
-                                 "segments k", "layer outputs at the peak (beyond F)");
-    if (r == DT_OK)
-        r = dt_plot_set_xscale(pl, DT_AXIS_LOG2);
-    if (r == DT_OK)
-        r = dt_plot_add_series(pl, "formula", x, form, NK, DT_SERIES_LINE);
-    if (r == DT_OK)
-        r = dt_plot_add_series(pl, "measured (ACT)", x, meas, NK, DT_SERIES_POINTS);
-    if (r == DT_OK)
-        r = dt_plot_write_svg(pl, path);
-    dt_plot_free(pl);
-    deep_close(&d);
-    RUN_CHECK(r);
-    printf("\nwrote %s\n\n", path);
-    return DT_OK;
-}
-
-/* ================================================================ 7. budgets */
-
-/* The segment count with the fewest recomputed FLOPs whose peak fits. */
-static int best_segments(deep *d, size_t budget, lab_plan_cost *best)
-{
-    int k_best = 0;
-    for (int k = 1; k <= d->c.num_layers; k++) {
-        lab_plan_cost cost;
-        if (lab_plan_segments(&d->p, k) != DT_OK ||
-            lab_plan_cost_of(&d->c.chain, &d->p, &cost) != DT_OK)
-            return -1;
-        if (cost.peak_bytes <= budget && (!k_best || cost.recompute_flops < best->recompute_flops))
-            k_best = k, *best = cost;
-    }
-    return k_best;
-}
-
-static dt_result budget_row(deep *d, const char *label, size_t budget)
-{
-    size_t peak;
-    long rec;
-    lab_plan_cost seg;
-    int k = best_segments(d, budget, &seg);
-    RUN_CHECK(k < 0 ? DT_ERR_INTERNAL : DT_OK);
-    printf("| %s | %.2f |", label, mib((double)budget));
-    if (lab_plan_select(&d->c.chain, budget, &d->p) == DT_OK) {
-        RUN_CHECK(measure(d, &peak, &rec));
-        printf(" %.2f | %ld |", mib((double)peak), rec);
-    } else {
-        printf(" none fits | - |");
-    }
-    if (k)
-        printf(" k = %d: %.2f, %d |", k, mib((double)seg.peak_bytes), seg.recomputed_layers);
-    else
-        printf(" none fits |");
-    if (lab_plan_greedy(&d->c.chain, budget, &d->p) == DT_OK) {
-        RUN_CHECK(measure(d, &peak, &rec));
-        printf(" %.2f%s | %ld |\n", mib((double)peak), peak > budget ? " (over)" : "", rec);
-    } else {
-        printf(" none | - |\n");
-    }
-    return DT_OK;
-}
-
-static dt_result budget_table(size_t w)
-{
-    enum { L = 64 };
-    deep d;
-    RUN_CHECK(deep_open(&d, L, w));
-    double A = 4.0 * ROWS * (double)w, F = (double)d.c.chain.fixed_bytes;
-    printf("## 7. Budgets, L = 64 (A = %.3f MiB, F = %.2f MiB): peak (MiB, measured) and layers "
-           "recomputed\n\n| budget, outputs beyond F | budget (MiB) | optimum: peak | "
-           "recomputed | best segments: peak, recomputed | kept-bytes rule: peak | recomputed |\n"
-           "|---|---|---|---|---|---|---|\n", mib(A), mib(F));
-    static const int Ms[] = {10, 11, 12, 15, 20, 32, 48, 64};
-    for (size_t i = 0; i < sizeof Ms / sizeof *Ms; i++) {
-        char label[32];
-        snprintf(label, sizeof label, "%d", Ms[i]);
-        RUN_CHECK(budget_row(&d, label, (size_t)(F + Ms[i] * A)));
-    }
-    deep_close(&d);
-    /* unequal layers: wide outputs that are cheap to recompute, narrow ones that are not */
-    dt_model m;
-    lab_ckpt c;
-    RUN_CHECK(dt_model_create_spec(&m, "mlp:256,2048,128,2048,128,2048,128,2048,128,2048,128,"
-                                   "2048,128,2048,128,10", 1));
-    RUN_CHECK(lab_ckpt_create(&c, &m, ROWS));
-    size_t all = 0;
-    for (int i = 0; i < c.num_layers; i++)
-        all += c.chain.out_bytes[i];
-    printf("\nUnequal layers (mlp:256,2048,128,2048,...,128,10, %d layers): the wide outputs "
-           "cost %.0f FLOPs a byte to recompute, the narrow ones %.0f. Budgets as a share of "
-           "all outputs (%.2f MiB) beyond F = %.2f MiB; peaks in MiB, recompute in MFLOP\n\n"
-           "| budget | optimum: peak | recompute | kept-bytes rule: peak | recompute |\n"
-           "|---|---|---|---|---|\n", c.num_layers, c.chain.flops[2] / (double)c.chain.out_bytes[2],
-           c.chain.flops[1] / (double)c.chain.out_bytes[1], mib((double)all),
-           mib((double)c.chain.fixed_bytes));
-    lab_plan p;
-    RUN_CHECK(lab_plan_init(&p, c.num_layers));
-    static const int shares[] = {20, 30, 40, 50, 60, 80};
-    for (size_t i = 0; i < sizeof shares / sizeof *shares; i++) {
-        size_t budget = c.chain.fixed_bytes + all * (size_t)shares[i] / 100;
-        lab_plan_cost o, g;
-        printf("| %d%% |", shares[i]);
-        if (lab_plan_select(&c.chain, budget, &p) == DT_OK &&
-            lab_plan_cost_of(&c.chain, &p, &o) == DT_OK)
-            printf(" %.2f | %.1f |", mib((double)o.peak_bytes), o.recompute_flops / 1e6);
-        else
-            printf(" none fits | - |");
-        if (lab_plan_greedy(&c.chain, budget, &p) == DT_OK &&
-            lab_plan_cost_of(&c.chain, &p, &g) == DT_OK)
-            printf(" %.2f%s | %.1f |\n", mib((double)g.peak_bytes),
-                   g.peak_bytes > budget ? " (over)" : "", g.recompute_flops / 1e6);
-        else
-            printf(" none | - |\n");
-    }
-    lab_plan_free(&p);
-    lab_ckpt_free(&c);
-    dt_model_free(&m);
-    printf("\n");
-    return DT_OK;
-}
-
 /* ================================================================ main */
-
-static int usage(const char *prog)
-{
-    fprintf(stderr, "usage: %s [--steps N (1..%d, default 600)] [--width W (16..2048, default "
-            "512)] [--no-wall] [--out DIR (default $BUILD)]\n", prog, MAX_STEPS);
-    return 2;
-}
 
 int main(int argc, char **argv)
 {
-    long steps = 600, width = 512;
-    int wall = 1;
-    const char *build = getenv("BUILD");
-    out_dir = build && *build ? build : "build";
-    for (int i = 1; i < argc; i++) {
-        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-        char *end = NULL;
-        if (!strcmp(argv[i], "--no-wall")) {
-            wall = 0;
-        } else if (v && !strcmp(argv[i], "--steps")) {
-            steps = strtol(v, &end, 10), i++;
-            if (*end || steps < 1 || steps > MAX_STEPS)
-                return fprintf(stderr, "run: --steps %s (need 1..%d)\n", v, MAX_STEPS), usage(argv[0]);
-        } else if (v && !strcmp(argv[i], "--width")) {
-            width = strtol(v, &end, 10), i++;
-            if (*end || width < 16 || width > 2048)
-                return fprintf(stderr, "run: --width %s (need 16..2048)\n", v), usage(argv[0]);
-        } else if (v && !strcmp(argv[i], "--out")) {
-            out_dir = v, i++;
-        } else {
-            return usage(argv[0]);
-        }
-    }
+    int steps = 600, width = 512, no_wall = 0;
+    out_dir = dt_cli_build_dir();
+    const dt_opt opts[] = {
+        {"--steps", DT_OPT_INT, &steps, .help = "training steps of table 4", .lo = 1,
+         .hi = MAX_STEPS},
+        {"--width", DT_OPT_INT, &width, .help = "the deep MLP's width, tables 6 and 7",
+         .arg = "W", .lo = 16, .hi = 2048},
+        {"--no-wall", DT_OPT_FLAG, &no_wall, .help = "without the wall-clock columns"},
+        {"--figures", DT_OPT_DIR, &out_dir, .help = "where 11-loss.svg and 11-ckpt-memory.svg "
+         "go"},
+        {"--out", DT_OPT_RENAMED, NULL, .arg = "--figures"},
+    };
+    dt_cli cli = {.prog = "run", .opts = opts, .nopts = (int)(sizeof opts / sizeof opts[0]),
+                  .about = "Lab 11: mixed precision and activation checkpointing, measured "
+                           "with your functions."};
+    int st = dt_cli_read(&cli, argc, argv);
+    if (st != DT_CLI_GO)
+        return st;
     formats_table();
     if (underflow_table() || scaler_table() || training_table(steps) || memory_table() ||
-        ckpt_table((size_t)width, wall) || segments_table((size_t)width) ||
+        ckpt_table((size_t)width, !no_wall) || segments_table((size_t)width) ||
         budget_table((size_t)width))
         return 1;
     return 0;

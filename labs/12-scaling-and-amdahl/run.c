@@ -15,18 +15,18 @@
  *   --max-ranks K   largest modeled rank count, a power of two >= 8 (default 64)
  *   --wall-ranks W  largest wall-clock rank count (default: the cores, <= 8)
  *   --steps S       measured steps per run, after one warm-up (default 3)
- *   --out DIR       where the SVGs go (default build)
+ *   --figures DIR   where the SVGs go (default $BUILD, else build)
+ * (`run --help` lists them with their ranges.)
  */
 #include "scaling.h"
 
-#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
+#include "dt/cli.h"
 #include "dt/metrics.h"
 #include "dt/net.h"
 
@@ -37,32 +37,34 @@ typedef struct {
     int max_ranks, wall_ranks, steps;
 } options;
 
-static int usage(const char *prog)
-{
-    fprintf(stderr, "usage: %s [--net NAME] [--max-ranks K] [--wall-ranks W] [--steps S] [--out DIR]\n",
-            prog);
-    return 2;
-}
-
+/* Reads the command line into o: DT_CLI_GO, or the exit status. */
 static int parse(int argc, char **argv, options *o)
 {
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    *o = (options){"eth10", "build", 64, cores < 1 ? 1 : cores > 8 ? 8 : (int)cores, 3};
-    for (int i = 1; i < argc; i++) {
-        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!v) return usage(argv[0]);
-        if (!strcmp(argv[i], "--net")) o->net = v;
-        else if (!strcmp(argv[i], "--out")) o->out = v;
-        else if (!strcmp(argv[i], "--max-ranks")) o->max_ranks = atoi(v);
-        else if (!strcmp(argv[i], "--wall-ranks")) o->wall_ranks = atoi(v);
-        else if (!strcmp(argv[i], "--steps")) o->steps = atoi(v);
-        else return usage(argv[0]);
-        i++;
-    }
-    if (o->max_ranks < 8 || o->max_ranks > DT_MAX_RANKS || (o->max_ranks & (o->max_ranks - 1)) ||
-        o->wall_ranks < 1 || o->wall_ranks > MAX_POINTS || o->steps < 1)
-        return usage(argv[0]);
-    return 0;
+    *o = (options){"eth10", dt_cli_build_dir(), 64, cores < 1 ? 1 : cores > 8 ? 8 : (int)cores, 3};
+    const dt_opt opts[] = {
+        {"--net", DT_OPT_NET, &o->net, .help = "network of the modeled runs"},
+        {"--max-ranks", DT_OPT_INT, &o->max_ranks, .help = "largest modeled rank count, a power "
+         "of two", .arg = "K", .lo = 8, .hi = DT_MAX_RANKS},
+        {"--wall-ranks", DT_OPT_INT, &o->wall_ranks, .help = "largest wall-clock rank count "
+         "(default: the cores, at most 8)", .arg = "W", .lo = 1, .hi = MAX_POINTS,
+         .flags = DT_OPT_NO_DEFAULT},
+        {"--steps", DT_OPT_INT, &o->steps, .help = "measured steps per run, after one warm-up",
+         .arg = "S", .lo = 1, .hi = 1000},
+        {"--figures", DT_OPT_DIR, &o->out, .help = "where 12-speedup.svg and 12-efficiency.svg "
+         "go"},
+        {"--out", DT_OPT_RENAMED, NULL, .arg = "--figures"},
+    };
+    dt_cli cli = {.prog = "run", .opts = opts, .nopts = (int)(sizeof opts / sizeof opts[0]),
+                  .about = "Lab 12: the scaling of workload.c's training step with your "
+                           "functions: wall clock, modeled strong and weak scaling, a "
+                           "straggler, Amdahl's fit and its predictions."};
+    int st = dt_cli_read(&cli, argc, argv);
+    if (st != DT_CLI_GO)
+        return st;
+    if (o->max_ranks & (o->max_ranks - 1))
+        return dt_cli_fail(&cli, "--max-ranks %d: not a power of two", o->max_ranks);
+    return DT_CLI_GO;
 }
 
 static int failed(const char *what, dt_result r)
@@ -134,10 +136,6 @@ static int write_plots(const options *o, const int *n, const double *strong, con
                        size_t count, const lab_amdahl *fit)
 {
     char sp[512], ef[512];
-    if (mkdir(o->out, 0777) != 0 && errno != EEXIST) {
-        fprintf(stderr, "cannot make %s: %s\n", o->out, strerror(errno));
-        return 1;
-    }
     snprintf(sp, sizeof sp, "%s/12-speedup.svg", o->out);
     snprintf(ef, sizeof ef, "%s/12-efficiency.svg", o->out);
     lab_scaling_data d = {count, n, strong, weak};
@@ -226,7 +224,8 @@ static int modeled(const options *o)
 int main(int argc, char **argv)
 {
     options o;
-    if (parse(argc, argv, &o)) return 2;
+    int st = parse(argc, argv, &o);
+    if (st != DT_CLI_GO) return st;
     if (wall_clock(&o)) return 1;
     return modeled(&o);
 }

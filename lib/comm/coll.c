@@ -11,10 +11,6 @@
 
 #include <string.h>
 
-/* Below this many bytes AUTO uses the tree algorithms (fewer steps, each
- * paying alpha); above, the ring (bandwidth-optimal). */
-#define AUTO_TREE_MAX 32768
-
 /* ---------------------------------------------------------------- checks */
 
 static dt_result check_dtype(dt_dtype t, const char *fn)
@@ -66,7 +62,9 @@ static void resolve_algo(const dt_comm *c, dt_coll_args *a)
     a->shortcut = 0;
     if (a->algo != DT_ALGO_AUTO)
         return;
-    a->algo = bytes <= AUTO_TREE_MAX ? DT_ALGO_TREE : DT_ALGO_RING;
+    /* small: the tree algorithms (fewer steps, each paying alpha); large:
+     * the ring (bandwidth-optimal) */
+    a->algo = bytes <= DT_ALGO_AUTO_TREE_MAX ? DT_ALGO_TREE : DT_ALGO_RING;
     /* the shortcuts address the other ranks' memory: not across MPI processes */
     a->shortcut = c->size > 1 && c->rc->job->fast && c->rc->job->backend != DT_BACKEND_MPI &&
                   dt_shortcut_applies(a->kind, bytes);

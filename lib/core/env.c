@@ -1,4 +1,4 @@
-/* env.c - clocks, and numbers read from the command line or the
+/* env.c - clocks (wall and CPU), and numbers read from the command line or the
  * environment, checked.
  *
  * A knob that does not parse is an error, never a silent default: a
@@ -12,12 +12,24 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 double dt_now(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* CPU time, not wall time: what a computation cost the thread itself, on
+ * a machine whose other processes take turns on its cores (the timings of
+ * the trainer and of the labs' programs; with one BLAS thread a step's
+ * whole work runs on the calling thread). */
+double dt_thread_cpu(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
@@ -41,7 +53,7 @@ static dt_result bad_value(const char *what, char sep, const char *text, const c
 
 static dt_result bad_value(const char *what, char sep, const char *text, const char *fmt, ...)
 {
-    char expected[160];
+    char expected[256];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(expected, sizeof expected, fmt, ap);
@@ -84,25 +96,39 @@ dt_result dt_parse_double(const char *what, const char *text, double min, double
     return parse_double(what, ' ', text, min, max, out);
 }
 
+/* The one size convention of every tool and lab program (nccl-tests'
+ * -b 8M is 8 MiB): K, M, G, T are 2^10, 2^20, 2^30, 2^40, and Ki, Mi, Gi,
+ * Ti the same; a decimal size is a plain number, 1e6. 256M and 256Mi are
+ * both 268435456 bytes. Rates and times (DT_NET's bw=10GB/s, alpha=2us)
+ * are the network model's and stay decimal (dt/net.h). */
+static double size_unit(char c)
+{
+    switch (c) {
+    case 'K': case 'k': return 1024.0;
+    case 'M': case 'm': return 1024.0 * 1024;
+    case 'G': case 'g': return 1024.0 * 1024 * 1024;
+    case 'T': case 't': return 1024.0 * 1024 * 1024 * 1024;
+    default: return 0;
+    }
+}
+
 dt_result dt_parse_bytes(const char *what, const char *text, size_t min, size_t max,
                          size_t *out)
 {
-    char *end;
+    char *end = NULL;
     double v = text ? strtod(text, &end) : NAN;
-    double unit = 1;
-    if (text && end != text && end[0] && !end[1]) {
-        switch (end[0]) {
-        case 'K': case 'k': unit = 1024.0; end++; break;
-        case 'M': case 'm': unit = 1024.0 * 1024; end++; break;
-        case 'G': case 'g': unit = 1024.0 * 1024 * 1024; end++; break;
-        default: break;
-        }
+    /* decimal digits, a point, an exponent: no sign, hex, inf or nan */
+    int plain = text && end != text && text[0] != '-' && text[0] != '+' &&
+                strspn(text, "0123456789.eE+-") >= (size_t)(end - text);
+    if (plain && size_unit(*end) > 0 && (end[1] == '\0' || (end[1] == 'i' && end[2] == '\0'))) {
+        v *= size_unit(*end);
+        end += end[1] ? 2 : 1;
     }
-    v *= unit;
-    if (!text || end == text || *end != '\0' || isnan(v) || v != floor(v) || v < (double)min ||
+    if (!plain || *end != '\0' || !isfinite(v) || v != floor(v) || v < (double)min ||
         v > (double)max)
-        return bad_value(what, ' ', text ? text : "", "a size in bytes from %zu to %zu, with an "
-                         "optional K, M or G (powers of 1024)", min, max);
+        return bad_value(what, ' ', text ? text : "", "a size in bytes from %zu to %zu: a "
+                         "whole number (1e6 = 10^6), with an optional K, M, G or T for 2^10, "
+                         "2^20, 2^30, 2^40 (Ki, Mi, Gi, Ti: the same)", min, max);
     *out = (size_t)v;
     return DT_OK;
 }

@@ -181,12 +181,6 @@ static double py(const frame *fr, double v) { return fr->y1 - svg_axis_pos(&fr->
 static double axis_coord(dt_axis_scale scale, double v) { return scale == DT_AXIS_LINEAR ? v : log(v); }
 static double axis_value(dt_axis_scale scale, double c) { return scale == DT_AXIS_LINEAR ? c : exp(c); }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 /* The smallest gap between two distinct x of a bar series, in axis
  * coordinates: every bar is 80% of it wide, so that neighbours never touch.
  * A series with one distinct x gets the gap 1 (linear) or log 2 (log). */
@@ -195,7 +189,7 @@ static dt_result bar_gap(const series *s, dt_axis_scale scale, double *gap)
     double *c = dt_mem_alloc(DT_MEM_OTHER, s->count * sizeof *c);
     if (!c) return dt_fail(DT_ERR_NOMEM, "bars of '%s': no memory for %zu points", s->name, s->count);
     for (size_t k = 0; k < s->count; k++) c[k] = axis_coord(scale, s->x[k]);
-    qsort(c, s->count, sizeof *c, cmp_double);
+    dt_sort_doubles(c, s->count);
     *gap = INFINITY;
     for (size_t k = 1; k < s->count; k++)
         if (c[k] > c[k - 1]) *gap = fmin(*gap, c[k] - c[k - 1]);

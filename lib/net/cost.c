@@ -107,6 +107,12 @@ double dt_net_naive_allreduce(const dt_net *link, double n, int k)
     return gather + link->alpha + (k - 1) * w;
 }
 
+double dt_net_naive_allreduce_in_turn(const dt_net *link, double n, int k)
+{
+    double t = dt_net_naive_allreduce(link, n, k); /* NaN for a bad argument */
+    return !isnan(t) && n > DT_NET_EAGER_MAX && k > 2 ? t + (k - 2) * link->alpha : t;
+}
+
 double dt_net_binomial_broadcast(const dt_net *link, double n, int k)
 {
     if (!valid(link, n, k)) return NAN;

@@ -91,27 +91,6 @@ dt_result dt_evaluate(dt_model *m, const dt_dataset *d, size_t batch, float *acc
 
 /* ---------------------------------------------------------------- timing */
 
-/* CPU seconds used by the calling thread (with one BLAS thread, all of a step). */
-static double thread_cpu_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-/* The median of v[0 .. n) (sorts v). */
-static double median_of(double *v, long n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 /* Per-step records: wall and CPU milliseconds of the step, of each phase. */
 enum { REC_STEP, REC_CPU, REC_FORWARD, REC_BACKWARD, REC_SYNC, REC_UPDATE, REC_KINDS };
 
@@ -228,7 +207,7 @@ static void summarize(const dt_trainer *t, const dt_train_config *c, run_state *
                               &res->forward_ms_median, &res->backward_ms_median,
                               &res->sync_ms_median, &res->update_ms_median};
     for (int k = 0; k < REC_KINDS; k++)
-        *med[k] = median_of(s->rec[k], steps);
+        *med[k] = dt_median(s->rec[k], (size_t)steps);
     res->steps = steps;
     res->samples_per_s = (double)c->batch * t->ranks / (res->step_ms_median / 1e3);
     long k = steps < 10 ? steps : 10;
@@ -251,11 +230,11 @@ static dt_result run_steps(dt_trainer *t, const dt_dataset *train, const dt_trai
     for (; step < *steps; step++) {
         dt_batch b;
         DT_CHECK(next_batch(s, train, c, step, &b));
-        double w0 = dt_now(), c0 = thread_cpu_s();
+        double w0 = dt_now(), c0 = dt_thread_cpu(); /* with one BLAS thread, all of a step */
         DT_CHECK(dt_train_step(t, &b));
         const dt_train_times *tt = &t->times;
         s->rec[REC_STEP][step] = 1e3 * (dt_now() - w0);
-        s->rec[REC_CPU][step] = 1e3 * (thread_cpu_s() - c0);
+        s->rec[REC_CPU][step] = 1e3 * (dt_thread_cpu() - c0);
         s->rec[REC_FORWARD][step] = 1e3 * tt->forward_s;
         s->rec[REC_BACKWARD][step] = 1e3 * tt->backward_s;
         s->rec[REC_SYNC][step] = 1e3 * tt->sync_s;

@@ -3,7 +3,10 @@
 #
 #  1. every lab NN-topic has chapters/NN-topic.md, labs/NN-topic/,
 #     solutions/NN-topic/ and graded tests in tests/NN-topic/;
-#  2. labs/NN-topic and solutions/NN-topic hold the same files;
+#  2. each lab file with a student fence has its solution, a file of the
+#     same name in solutions/NN-topic; a file with no fence (a header,
+#     run.c) lives only in labs/NN-topic (the build takes it from there
+#     for every IMPL), and solutions/ holds nothing else;
 #  3. a lab file and its solution are identical outside the student fences
 #     /* BEGIN STUDENT CODE */ ... /* END STUDENT CODE */ (the fence lines
 #     themselves included), and the fences pair up;
@@ -142,19 +145,27 @@ for lab in $labs; do
 
     [ "$have_solutions" = 1 ] && [ -d "solutions/$lab" ] || continue
 
-    # Rule 2: the same files.
+    # Rule 2: a fenced file has its solution; an unfenced one lives only in labs/.
     lf=$(cd "labs/$lab" && find . -type f | sort)
     sf=$(cd "solutions/$lab" && find . -type f | sort)
     while read -r f; do
-        [ -n "$f" ] && problem "labs/$lab/${f#./}: has no counterpart in solutions/$lab/"
+        f=${f#./}
+        [ -n "$f" ] || continue
+        grep -q 'BEGIN STUDENT CODE' "labs/$lab/$f" &&
+            problem "labs/$lab/$f: has a student fence but no solution in solutions/$lab/"
     done < <(comm -23 <(echo "$lf") <(echo "$sf"))
     while read -r f; do
         [ -n "$f" ] && problem "solutions/$lab/${f#./}: has no counterpart in labs/$lab/"
     done < <(comm -13 <(echo "$lf") <(echo "$sf"))
 
-    # Rule 3: identical outside the fences.
+    # Rule 3: identical outside the fences (and a file without a fence is
+    # no solution: it would be a second copy of the lab's file).
     for f in $(comm -12 <(echo "$lf") <(echo "$sf")); do
         f=${f#./}
+        if ! grep -q 'BEGIN STUDENT CODE' "labs/$lab/$f"; then
+            problem "solutions/$lab/$f: labs/$lab/$f has no student fence: it lives only in labs/$lab/ (the build takes it from there)"
+            continue
+        fi
         same_outside "labs/$lab/$f" "solutions/$lab/$f" "solutions/$lab/$f"
     done
 

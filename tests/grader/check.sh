@@ -4,7 +4,9 @@
 # Only the student's code is taken. Each selected lab is built from the
 # official files (OFFICIAL/NN-topic/) with the bodies of the student fences
 # of IMPL/NN-topic/ spliced in (`dtgrade --splice`): headers, run.c and
-# everything outside the fences are the official text. A file whose fences
+# everything outside the fences are the official text (a file the student's
+# folder lacks is graded as the official one: solutions/ holds only the
+# fenced files, the rest of a lab lives in labs/). A file whose fences
 # do not match the official file's keeps the lab from building, with a
 # message that names the file and the fence. Labs with race-sensitive
 # tests (.race = 1) are also built with ThreadSanitizer, and dtgrade runs

@@ -164,25 +164,51 @@ TEST(core_parse_numbers_names_what_was_wrong, 1)
 
 TEST(core_parse_bytes, 1)
 {
+    /* one convention: K M G T = 2^10 .. 2^40 (Ki Mi Gi Ti the same), 1e6 decimal */
     static const struct { const char *text; size_t bytes; } good[] = {
-        {"0", 0}, {"8", 8}, {"64K", 65536}, {"64k", 65536}, {"1.5K", 1536},
-        {"1M", 1 << 20}, {"2G", (size_t)2 << 30}};
+        {"0", 0}, {"8", 8}, {"64K", 65536}, {"64k", 65536}, {"64Ki", 65536}, {"1.5K", 1536},
+        {"1M", 1 << 20}, {"256M", 268435456}, {"256Mi", 268435456}, {"2G", (size_t)2 << 30},
+        {"2Gi", (size_t)2 << 30}, {"1T", (size_t)1 << 40}, {"1e6", 1000000},
+        {"2.5e3", 2500}, {"1e+3", 1000}};
     for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
         size_t b = 1;
         EXPECT_OK(dt_parse_bytes("-b", good[i].text, 0, (size_t)1 << 40, &b));
         EXPECT(b == good[i].bytes, "-b %s gave %zu, expected %zu", good[i].text, b,
                good[i].bytes);
     }
-    static const char *const bad[] = {"1T", "-8", "abc", "", "0.3", "1KB", "2G", "K"};
+    static const char *const bad[] = {"1T", "-8", "abc", "", "0.3", "1KB", "2G", "K", "0x10",
+                                      "inf", "nan", "1Mib", "+8", "1 M", "1e-1", "1Q"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         size_t b = 5;
         EXPECT_ERR(dt_parse_bytes("-b", bad[i], 0, (size_t)1 << 30, &b), DT_ERR_INVALID_ARG);
         char want[32];
         snprintf(want, sizeof want, "-b '%s'", bad[i]);
-        EXPECT(strstr(dt_last_error(), want) && strstr(dt_last_error(), "K, M or G"),
+        EXPECT(strstr(dt_last_error(), want) && strstr(dt_last_error(), "K, M, G or T"),
                "message '%s' names '%s' and the suffixes", dt_last_error(), bad[i]);
         EXPECT(b == 5, "a bad size changed the output to %zu", b);
     }
+}
+
+TEST(core_median_and_cpu_time, 1)
+{
+    double odd[] = {5, 1, 4, 2, 3}, even[] = {8, 2, 6, 4}, one[] = {7};
+    EXPECT(dt_median(odd, 5) == 3, "median of 1..5: %g", dt_median(odd, 5));
+    EXPECT(odd[0] == 1 && odd[4] == 5, "sorted in place: %g .. %g", odd[0], odd[4]);
+    EXPECT(dt_median(even, 4) == 5, "median of 2 4 6 8: the mean of 4 and 6, got %g",
+           dt_median(even, 4));
+    EXPECT(dt_median(one, 1) == 7, "median of one value");
+    EXPECT(isnan(dt_median(one, 0)), "median of nothing is NaN");
+    double v[] = {3, -1, 2, 2};
+    dt_sort_doubles(v, 4);
+    EXPECT(v[0] == -1 && v[1] == 2 && v[2] == 2 && v[3] == 3, "sorted: %g %g %g %g", v[0], v[1],
+           v[2], v[3]);
+    /* the thread's CPU clock moves with this thread's work, never backwards */
+    double c0 = dt_thread_cpu(), c1;
+    volatile double x = 0;
+    while ((c1 = dt_thread_cpu()) == c0)
+        for (int i = 0; i < 100000; i++)
+            x += 1e-9 * i;
+    EXPECT(c0 >= 0 && c1 > c0, "CPU time %g then %g", c0, c1);
 }
 
 TEST(core_env_variables_are_checked, 1)

@@ -44,6 +44,25 @@ TEST(sim_costs_by_hand_realistic, 1)
     EXPECT(dt_net_tree_allreduce(LINK(a, b), 8, 64) < dt_net_ring_allreduce(LINK(a, b), 8, 64), "small: tree wins");
 }
 
+/* Rank 0 posting its receives one at a time (lab 02's naive allreduce):
+ * eager buffers queue as before; above the eager limit each buffer after
+ * the first waits for its receive: k alpha + 2 (k-1) n/beta (gamma = 0). */
+TEST(net_naive_allreduce_in_turn, 1)
+{
+    const double a = 2, b = 4;
+    for (int k = 1; k <= 7; k++) {
+        double small = 1024, big = 65536;
+        EXPECT(dt_net_naive_allreduce_in_turn(LINK(a, b), small, k) ==
+                   dt_net_naive_allreduce(LINK(a, b), small, k),
+               "eager (n %g, K %d): the queue of dt_net_naive_allreduce", small, k);
+        double want = k == 1 ? 0 : (k > 2 ? k : 2) * a + 2 * (k - 1) * big / b;
+        EXPECT(dt_net_naive_allreduce_in_turn(LINK(a, b), big, k) == want,
+               "above the eager limit, K %d: %g, expected %g", k,
+               dt_net_naive_allreduce_in_turn(LINK(a, b), big, k), want);
+    }
+    EXPECT(isnan(dt_net_naive_allreduce_in_turn(NULL, 65536, 4)), "no link: NaN");
+}
+
 TEST(sim_non_powers_of_two_and_one_rank, 1)
 {
     const double a = 1, b = 1, n = 0; /* n = 0: every round costs alpha = 1, counting rounds */

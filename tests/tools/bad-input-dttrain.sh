@@ -25,41 +25,41 @@ while IFS='|' read -r want text args; do
     fi
 done <<'TABLE'
 # status | message contains                           | arguments
-2 | unknown option --bogus                             | --bogus
+2 | unknown option '--bogus'                           | --bogus
 2 | --batch needs a value                              | --batch
-2 | --batch 0: expected a whole number in [1,          | --batch 0
-2 | --batch 2.5: expected a whole number               | --batch 2.5
-2 | --batch 64k: expected a whole number               | --batch 64k
-2 | --micro-batches 0: expected a whole number         | --micro-batches 0
+2 | --batch '0': expected a whole number from 1 to     | --batch 0
+2 | --batch '2.5': expected a whole number             | --batch 2.5
+2 | --batch '64k': expected a whole number             | --batch 64k
+2 | --micro-batches '0': expected a whole number       | --micro-batches 0
 2 | --micro-batches 3 does not divide --batch 32       | --micro-batches 3
-2 | --steps -5: expected a whole number                | --steps -5
-2 | --steps 1e3: expected a whole number               | --steps 1e3
-2 | --epochs 0: expected a whole number                | --epochs 0
-2 | --eval-every x: expected a whole number            | --eval-every x
-2 | --threads 0: expected a whole number               | --threads 0
-2 | --ranks 0: expected a whole number                 | --ranks 0
-2 | --ranks 100000: expected a whole number            | --ranks 100000
-2 | --seed -1: expected a whole number                 | --seed -1
-2 | --lr 0: expected a number in (0,                   | --lr 0
-2 | --lr abc: expected a number                        | --lr abc
-2 | --lr inf: expected a number                        | --lr inf
-2 | --momentum 1: expected a number in [0, 1)          | --momentum 1
-2 | --momentum -0.1: expected a number                 | --momentum -0.1
-2 | --weight-decay nan: expected a number              | --weight-decay nan
-2 | --time-budget -1: expected a number                | --time-budget -1
+2 | --steps '-5': expected a whole number              | --steps -5
+2 | --steps '1e3': expected a whole number             | --steps 1e3
+2 | --epochs '0': expected a whole number              | --epochs 0
+2 | --eval-every 'x': expected a whole number          | --eval-every x
+2 | --threads '0': expected a whole number             | --threads 0
+2 | --ranks '0': expected a whole number from 1 to     | --ranks 0
+2 | --ranks '100000': expected a whole number          | --ranks 100000
+2 | --seed '-1': expected a whole number               | --seed -1
+2 | --lr '0': expected a number in (0,                 | --lr 0
+2 | --lr 'abc': expected a number                      | --lr abc
+2 | --lr 'inf': expected a number                      | --lr inf
+2 | --momentum '1': expected a number in [0, 1)        | --momentum 1
+2 | --momentum '-0.1': expected a number               | --momentum -0.1
+2 | --weight-decay 'nan': expected a number            | --weight-decay nan
+2 | --time-budget '-1': expected a number              | --time-budget -1
 2 | --model cnn:3: model spec 'cnn:3': unknown kind    | --model cnn:3
 2 | model spec 'mlp:64,0,10': bad number at '0,10'   | --model mlp:64,0,10
 2 | 8 channels do not split into 3 heads              | --model gpt:5,4,1,3,8
-2 | --data faces: expected digits, synthetic or spirals | --data faces
+2 | --data 'faces': expected one of digits, synthetic, spirals | --data faces
 2 | --data digits: a GPT                               | --model gpt:16,8,1,2,16
-2 | --optim adam: expected sgd or adamw                | --optim adam
-2 | --backend mpi: expected thread or proc             | --backend mpi
-2 | --net wifi: unknown network preset 'wifi'          | --net wifi
+2 | --optim 'adam': expected one of sgd, adamw         | --optim adam
+2 | --backend 'mpi': not available outside an MPI job  | --backend mpi
+2 | --net 'wifi': unknown network preset 'wifi'        | --net wifi
 2 | --dump x.bin: one rank                             | --dump x.bin --ranks 2
 2 | --time-budget 5: one rank only                     | --time-budget 5 --ranks 2
 2 | --ranks 1: --showcase compares 1 rank with 2 or more | --showcase --ranks 1
-2 | --tp 0: expected a whole number                   | --tp 0
-2 | --pp 65: expected a whole number                  | --pp 65
+2 | --tp '0': expected a whole number from 1 to 1024 | --tp 0
+2 | --pp '65': expected a whole number from 1 to 64 | --pp 65
 2 | --tp 2: tensor parallelism splits a GPT's heads   | --tp 2
 2 | --tp 3: the GPT's 4 heads do not split over 3     | --model gpt:32,8,2,4,32 --data synthetic --tp 3
 2 | --tp 4: the GPT's 30 vocabulary entries do not split | --model gpt:30,8,2,4,32 --data synthetic --tp 4
@@ -71,7 +71,7 @@ done <<'TABLE'
 2 | --vpp: goes with --pp                             | --vpp 2
 2 | --vpp 2: goes with --schedule interleaved         | --pp 2 --vpp 2
 2 | --vpp 1: the interleaved schedule runs 2 or more  | --pp 2 --schedule interleaved --vpp 1
-2 | --schedule 1f1f: expected gpipe, 1f1b, interleaved or zbh1 | --pp 2 --schedule 1f1f
+2 | --schedule '1f1f': expected one of gpipe, 1f1b, interleaved, zbh1 | --pp 2 --schedule 1f1f
 2 | --micro-batches 1: the interleaved schedule needs a multiple of --pp 2 | --pp 2 --schedule interleaved
 2 | --schedule zbh1: its split backward (W steps) runs stages of linear layers | --model gpt:32,8,2,4,32 --data synthetic --pp 2 --schedule zbh1
 2 | --shard-optimizer: not with --tp or --pp          | --pp 2 --shard-optimizer
@@ -82,6 +82,9 @@ done <<'TABLE'
 2 | --fsdp: one micro-batch a step                     | --fsdp --ranks 2 --micro-batches 2
 2 | --no-prefetch: goes with --fsdp                    | --no-prefetch --ranks 2
 2 | --no-reshard: goes with --fsdp                     | --no-reshard --ranks 2
+2 | --backend 'gpu': unknown backend                   | --backend gpu
+2 | --dump '/nonexistent-dtlab/x.bin': no folder       | --dump /nonexistent-dtlab/x.bin
+2 | --json takes no value                              | --json=1
 0 | --model SPEC                                       | --help
 TABLE
 echo "$pass passed, $fail failed"

@@ -35,25 +35,27 @@ table() {
 2 | -b 'abc': expected a size in bytes          | dtbench allreduce -b abc
 2 | -e '2X': expected a size in bytes           | dtbench allreduce -e 2X
 2 | -b 1024 is larger than -e 8                 | dtbench allreduce -b 1K -e 8
-2 | -f '0': expected a factor > 1               | dtbench allreduce -f 0
-2 | -f '1': expected a factor > 1               | dtbench allreduce -f 1
-2 | -f 'x2': expected a factor > 1              | dtbench allreduce -f x2
+2 | -f '0': expected a number in (1, 1e+06]      | dtbench allreduce -f 0
+2 | -f '1': expected a number in (1, 1e+06]      | dtbench allreduce -f 1
+2 | -f 'x2': expected a number in (1,           | dtbench allreduce -f x2
 2 | -n '0': expected a whole number from 1 to   | dtbench allreduce -n 0
 2 | -n 'two': expected a whole number           | dtbench allreduce -n two
 2 | --iters '0': expected a whole number        | dtbench allreduce --iters 0
 2 | --warmup '-1': expected a whole number      | dtbench allreduce --warmup -1
 2 | --check '2': expected a whole number from 0 to 1 | dtbench allreduce --check 2
-2 | -d 'f64': unknown dtype                     | dtbench allreduce -d f64
-2 | -o 'mean': unknown op                       | dtbench allreduce -o mean
-2 | --backend: unknown backend 'gpu'            | dtbench allreduce --backend gpu
+2 | -d 'f64': expected one of f32, f16, bf16     | dtbench allreduce -d f64
+2 | -o 'mean': expected one of sum, prod         | dtbench allreduce -o mean
+2 | --backend 'gpu': unknown backend            | dtbench allreduce --backend gpu
 2 | --backend 'mpi': not available              | dtbench allreduce --backend mpi
-2 | --algo: unknown algorithm 'fastest'         | dtbench allreduce --algo fastest
-2 | --net: unknown network preset 'warp'        | dtbench allreduce --net warp
-2 | --net: bad network 'alpha=1parsec'          | dtbench allreduce --net alpha=1parsec
+2 | --algo 'fastest': unknown algorithm         | dtbench allreduce --algo fastest
+2 | --net 'warp': unknown network preset 'warp' | dtbench allreduce --net warp
+2 | --net 'alpha=1parsec': bad network          | dtbench allreduce --net alpha=1parsec
 2 | unknown collective 'allreduse'              | dtbench allreduse
 2 | unknown option '--fast'                     | dtbench allreduce --fast
 2 | unexpected argument 'now'                   | dtbench allreduce now
 2 | -b needs a value                            | dtbench allreduce -b
+2 | --ranks '0': expected a whole number from 1 | dtbench allreduce --ranks 0
+2 | -b '1T': expected a size in bytes from 0 to 274877906944 | dtbench allreduce -b 1T
 2 | usage: dtbench                              | dtbench
 0 | busbw                                       | dtbench allreduce -b 8 -e 64 -n 2 --iters 2 --warmup 1
 0 | launch: 2 ranks (proc)                      | dtbench launch --backend proc --iters 2
@@ -78,38 +80,53 @@ table() {
 2 | no program to run                           | dtrun -n 2
 2 | -n needs a value                            | dtrun -n
 2 | --backend 'thread': a program's ranks are processes | dtrun -n 2 --backend thread true
-2 | --net: unknown network preset 'warp'        | dtrun -n 2 --net warp true
+2 | --net 'warp': unknown network preset 'warp' | dtrun -n 2 --net warp true
 2 | --timeout 'soon': expected a number         | dtrun -n 2 --timeout soon true
 2 | --timeout '0': expected a number            | dtrun -n 2 --timeout 0 true
-2 | --algo: unknown algorithm 'best'            | dtrun -n 2 --algo best true
+2 | --algo 'best': unknown algorithm            | dtrun -n 2 --algo best true
 2 | --fault: bad fault 'boom'                   | dtrun -n 2 --fault boom true
 2 | --trace '': expected a file name            | dtrun -n 2 --trace '' true
 2 | unknown option '--gpus'                     | dtrun -n 2 --gpus 1 true
+2 | --trace '/nonexistent-dtlab/t.json': no folder | dtrun -n 2 --trace /nonexistent-dtlab/t.json true
 2 | DT_TIMEOUT='abc': expected a number         | DT_TIMEOUT=abc dtrun -n 2 true
 2 | DT_ARENA_MB='-5': expected a whole number   | DT_ARENA_MB=-5 dtrun -n 2 true
 0 |                                             | dtrun -n 2 true
 3 | rank 1: exited with status 3                | dtrun -n 2 sh -c '[ "$RANK" = 1 ] && exit 3; exit 0'
 # ---- dtsim
-2 | --alpha 'fast': expected a time             | dtsim --alpha fast --bw 1G --bytes 1M --ranks 2
-2 | --bw '0': must be > 0                       | dtsim --alpha 1us --bw 0 --bytes 1M --ranks 2
-2 | --bw '1Q': expected a number                | dtsim --alpha 1us --bw 1Q --bytes 1M --ranks 2
-2 | --bytes '-1M': must be >= 0                 | dtsim --alpha 1us --bw 1G --bytes -1M --ranks 2
-2 | --ranks '0': must be a whole number         | dtsim --alpha 1us --bw 1G --bytes 1M --ranks 0
-2 | --ranks '2.5': must be a whole number       | dtsim --alpha 1us --bw 1G --bytes 1M --ranks 2.5
-2 | --comp '-1': must be >= 0                   | dtsim --alpha 1us --bw 1G --bytes 1M --ranks 2 --comp -1
-2 | --stages and --micro go together            | dtsim --alpha 1us --bw 1G --bytes 1M --ranks 2 --stages 4
-2 | --micro '0': must be a whole number         | dtsim --alpha 1us --bw 1G --bytes 1M --ranks 2 --stages 4 --micro 0
+2 | --alpha 'fast': expected a time             | dtsim --alpha fast --bw 1GB/s --bytes 1M --ranks 2
+2 | --bw '0': expected a rate > 0               | dtsim --alpha 1us --bw 0 --bytes 1M --ranks 2
+2 | --bw '1Q': expected a rate                  | dtsim --alpha 1us --bw 1Q --bytes 1M --ranks 2
+2 | --bw '25G': expected a rate > 0 such as 25GB/s | dtsim --alpha 1us --bw 25G --bytes 1M --ranks 2
+2 | --bytes '-1M': expected a size in bytes     | dtsim --alpha 1us --bw 1GB/s --bytes -1M --ranks 2
+2 | --ranks '0': expected a whole number        | dtsim --alpha 1us --bw 1GB/s --bytes 1M --ranks 0
+2 | --ranks '2.5': expected a whole number      | dtsim --alpha 1us --bw 1GB/s --bytes 1M --ranks 2.5
+2 | --comp '-1': expected a time                | dtsim --alpha 1us --bw 1GB/s --bytes 1M --ranks 2 --comp -1
+2 | --stages and --micro go together            | dtsim --alpha 1us --bw 1GB/s --bytes 1M --ranks 2 --stages 4
+2 | --micro '0': expected a whole number        | dtsim --alpha 1us --bw 1GB/s --bytes 1M --ranks 2 --stages 4 --micro 0
 2 | --alpha and --bw (or --net), --bytes and --ranks are all needed | dtsim --alpha 1us
 2 | unknown option '--gpus'                     | dtsim --gpus 8
 2 | --alpha needs a value                       | dtsim --alpha
-0 | ring                                        | dtsim --alpha 5us --bw 25G --bytes 256Mi --ranks 8
+2 | --net replaces --alpha, --bw and --gamma    | dtsim --net ib100 --alpha 1us --bytes 1M --ranks 2
+2 | --bytes '1.5': expected a size in bytes     | dtsim --net ib100 --bytes 1.5 --ranks 2
+0 | ring                                        | dtsim --alpha 5us --bw 25GB/s --bytes 256Mi --ranks 8
+0 | ring                                        | dtsim --net ib100 --bytes=1G --ranks=8
+# ---- one size convention (dt_parse_bytes): 256M = 256Mi = 2^28 bytes in every
+# tool, 1e6 decimal; dtbench shows the number it read in the -b > -e error
+2 | -b 268435456 is larger than -e 8            | dtbench allreduce -b 256M -e 8
+2 | -b 268435456 is larger than -e 8            | dtbench allreduce -b 256Mi -e 8
+2 | -b 1000000 is larger than -e 8              | dtbench allreduce -b 1e6 -e 8
+0 | n 268435456 bytes                           | dtsim --net ib100 --bytes 256M --ranks 8
+0 | n 268435456 bytes                           | dtsim --net ib100 --bytes 256Mi --ranks 8
+0 | n 1000000 bytes                             | dtsim --net ib100 --bytes 1e6 --ranks 8
+0 | 256M = 256Mi = 268435456                    | dtsim --help
+0 | 256M = 256Mi = 268435456                    | dtbench --help
 # ---- dtplot
-2 | --logx '3': expected 2 or 10                | dtplot --logx 3 in.csv out.svg
-2 | --logy 'e': expected 2 or 10                | dtplot --logy e in.csv out.svg
-2 | --style 'dots': expected points, line or both | dtplot --style dots in.csv out.svg
+2 | --logx '3': expected one of none, 2, 10     | dtplot --logx 3 in.csv out.svg
+2 | --logy 'e': expected one of none, 2, 10     | dtplot --logy e in.csv out.svg
+2 | --style 'dots': expected one of points, line, both | dtplot --style dots in.csv out.svg
 2 | unknown option '--width'                    | dtplot --width 3 in.csv out.svg
 2 | needs an input CSV and an output SVG        | dtplot in.csv
-2 | 'c.svg': a third file                       | dtplot a.csv b.svg c.svg
+2 | unexpected argument 'c.svg'                 | dtplot a.csv b.svg c.svg
 2 | --title needs a value                       | dtplot in.csv out.svg --title
 1 | cannot open the input '/nonexistent.csv'    | dtplot /nonexistent.csv "$WORK/out.svg"
 1 | column 2 is not a number                    | printf 'x,y\n1,abc\n' >"$WORK/a.csv" && dtplot "$WORK/a.csv" "$WORK/a.svg"

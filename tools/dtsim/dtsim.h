@@ -2,18 +2,19 @@
  *   main.c        picks the mode from the command line
  *   net.c         the network mode (collective costs on one link, a DP
  *                 step, a bubble)
- *   plan_args.c   the planner's flags, parsed apart from everything else
+ *   plan_args.c   the planner's flags: a table of their own, read by dt/cli.h
  *   plan_print.c  a plan as text, JSON or term by term (--explain)
  *   search.c      dtsim search: every layout of a cluster, ranked */
 #ifndef DTSIM_H
 #define DTSIM_H
 
+#include "dt/cli.h"
 #include "dt/sim.h"
 
 #include <stdio.h>
 
 int dtsim_net_main(int argc, char **argv);
-void dtsim_net_usage(FILE *out);
+void dtsim_net_usage(FILE *out); /* --help of the network mode, from its table */
 
 /* The planner's command line. */
 typedef struct {
@@ -28,11 +29,12 @@ typedef struct {
 /* 1 when arg (e.g. "--tp" or "--tp=8") is one of the planner's flags. */
 int dtsim_is_plan_flag(const char *arg);
 
-/* Fills o from argv[1 ..) (search: the flags of `dtsim search`); 0 when
- * they are good, else 2 with a message naming the flag on stderr. */
+/* Fills o from argv[1 ..) (search: the flags of `dtsim search`):
+ * DT_CLI_GO when they are good, else the exit status (2 after a message
+ * naming the flag on stderr; 0 after --help). */
 int dtsim_plan_parse(int argc, char **argv, int search, dtsim_opts *o);
 
-void dtsim_plan_usage(FILE *out);
+void dtsim_plan_usage(FILE *out); /* --help of the planner and the search */
 
 /* Prints the core's refusal with the flags' names ("--tp 3: must divide
  * the heads (--heads 32)"); returns 2. */

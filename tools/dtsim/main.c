@@ -15,13 +15,14 @@
  * rest go to the network mode, as before the planner existed. */
 #include "dtsim.h"
 
+#include <stdio.h>
 #include <string.h>
 
 static int plan_main(int argc, char **argv)
 {
     dtsim_opts o;
     int r = dtsim_plan_parse(argc, argv, 0, &o);
-    if (r)
+    if (r != DT_CLI_GO)
         return r;
     dt_sim_cost k;
     dt_sim_bad bad;
@@ -41,6 +42,7 @@ int main(int argc, char **argv)
     for (int i = 1; i < argc; i++)
         if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
             dtsim_net_usage(stdout);
+            printf("\n");
             dtsim_plan_usage(stdout);
             return 0;
         }

@@ -32,7 +32,7 @@ int dtsim_search_main(int argc, char **argv)
 {
     dtsim_opts o;
     int r = dtsim_plan_parse(argc, argv, 1, &o);
-    if (r)
+    if (r != DT_CLI_GO)
         return r;
     dt_sim_search_opts so = {o.devices, o.layout.global_batch, o.layout.dtype};
     dt_sim_bad bad;

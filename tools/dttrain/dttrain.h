@@ -24,7 +24,7 @@ typedef struct {
     const char *model, *data, *optim, *dump, *backend, *net;
     long batch, micro_batches, steps, epochs, eval_every, threads, ranks;
     double lr, momentum, weight_decay, time_budget;
-    unsigned long long seed;
+    long seed; /* 0 .. 2^53 */
     int json, no_fuse, reference, showcase, shard_optimizer;
     int fsdp, no_prefetch, no_reshard; /* chapter 09: --fsdp and its two switches */
     long tp, pp, vpp;        /* chapter 13: tensor- and pipeline-parallel ranks per replica,

@@ -1,320 +1,199 @@
 /* options.c - dttrain's command line: one table of options with their
- * ranges, a parser that names the option and the value of every bad one
- * (exit status 2), and the checks of options that go together. */
+ * ranges, read by the library's options module (dt/cli.h: every bad value
+ * named with its option, exit status 2; --help from the table), and the
+ * checks of options that go together. */
 #include "dttrain.h"
 
-#include <errno.h>
-#include <math.h>
-#include <stddef.h>
-#include <stdlib.h>
+#include "dt/cli.h"
+
 #include <string.h>
 
-static void usage(FILE *f)
-{
-    fprintf(f,
-            "usage: dttrain [options]\n"
-            "  --model SPEC     mlp:W0,W1,...,Wn | deep:IN,WIDTH,BLOCKS,CLASSES |\n"
-            "                   gpt:VOCAB,CONTEXT,LAYERS,HEADS,CHANNELS (default mlp:64,128,10)\n"
-            "  --data SET       digits | synthetic | spirals (default digits; synthetic: blobs\n"
-            "                   for the MLPs, next-token sequences for GPT, which takes only it)\n"
-            "  --batch N        samples per step, per rank (default 32)\n"
-            "  --micro-batches N  split each batch into N micro-batches whose gradients\n"
-            "                   add up before one update (gradient accumulation; default 1)\n"
-            "  --steps N        training steps (default 600)\n"
-            "  --epochs N       train N epochs of the training set instead of --steps\n"
-            "                   (with --showcase: default 10)\n"
-            "  --lr X           learning rate (default 0.05)\n"
-            "  --optim NAME     sgd | adamw (default sgd)\n"
-            "  --momentum X     SGD momentum, in [0, 1) (default 0.9)\n"
-            "  --weight-decay X (default 0 for SGD, 0.01 for AdamW)\n"
-            "  --no-fuse        plain SGD through the gradient buffer, not folded into the\n"
-            "                   backward's products (fused: the default where it applies,\n"
-            "                   plain SGD on one rank)\n"
-            "  --reference      the reference code: batch-major layers and the optimizer\n"
-            "                   after the backward, as the chapters describe them (default:\n"
-            "                   the fastest path that gives the same results)\n"
-            "  --seed N         parameters and data order (default 1)\n"
-            "  --threads N      OpenBLAS threads (default 1)\n"
-            "  --eval-every N   progress line with test accuracy every N steps (default 100;\n"
-            "                   0: none)\n"
-            "  --time-budget S  stop after S seconds (one rank; default: none)\n"
-            "  --json           print one JSON object: step_ms_median, samples_per_s,\n"
-            "                   final_loss, accuracy, update, ...\n"
-            "  --dump FILE      write one step's parameters, batch and gradients, then exit\n"
-            "data parallelism (chapter 03): each rank takes --batch samples per step\n"
-            "  --ranks N        ranks (default 1; 4 with --showcase)\n"
-            "  --backend B      thread | proc | mpi (under mpirun -np RANKS; default thread)\n"
-            "  --net NET        modeled network: none | nvlink | pcie4 | ib100 | ib400 |\n"
-            "                   eth10 | eth100 | alpha=2us,bw=10GB/s (default none;\n"
-            "                   ib100 with --showcase)\n"
-            "  --showcase       train on 1 rank with the global batch, then on --ranks\n"
-            "                   ranks, and compare them (what `make run` does; its\n"
-            "                   model: " SHOWCASE_MODEL " unless --model)\n"
-            "  --shard-optimizer  each rank keeps the optimizer state of, and updates, only\n"
-            "                   1/K of the parameters (reduce-scatter, step, allgather:\n"
-            "                   ZeRO stage 1, chapter 08) instead of one allreduce; the same\n"
-            "                   parameters\n"
-            "  --fsdp           fully sharded data parallelism (chapter 09): each rank keeps\n"
-            "                   1/K of every layer's parameters, gradients and optimizer\n"
-            "                   state; a layer is gathered before it runs (the next one\n"
-            "                   prefetched) and freed after its forward; one micro-batch\n"
-            "  --no-prefetch    with --fsdp: gather each layer only when it runs (ZeRO-3)\n"
-            "  --no-reshard     with --fsdp: keep a layer from its forward to its backward\n"
-            "                   (the whole parameters at the peak, as ZeRO-2; 2 psi, not 3)\n"
-            "tensor and pipeline parallelism (chapters 07, 06, 13): --ranks = DP x TP x PP\n"
-            "  --tp T           T ranks share every layer of a GPT (Megatron: heads, MLP and\n"
-            "                   vocabulary split), consecutive ranks (default 1)\n"
-            "  --pp P           the model's layers cut into P stages, a pipeline (default 1);\n"
-            "                   --ranks defaults to T x P; the rest replicates it (DP)\n"
-            "  --schedule NAME  the pipeline's: gpipe | 1f1b | interleaved | zbh1 (default\n"
-            "                   1f1b); its micro-batches are --micro-batches\n"
-            "  --vpp V          with --schedule interleaved: stages per rank (default 2)\n");
-}
-
-typedef enum { FLAG, INT, REAL, TEXT } kind;
-
-enum { CLOSED = 0, LO_OPEN = 1, HI_OPEN = 2 }; /* which ends of a REAL range are outside */
-
-typedef struct {
-    const char *name;
-    kind kind;
-    size_t field;   /* offsetof(options, ...) */
-    double lo, hi;  /* INT and REAL: the range */
-    int open;       /* REAL: LO_OPEN, HI_OPEN */
-} spec;
-
-#define AT(f) offsetof(options, f)
-static const spec specs[] = {
-    {"--json", FLAG, AT(json), 0, 0, 0},
-    {"--no-fuse", FLAG, AT(no_fuse), 0, 0, 0},
-    {"--reference", FLAG, AT(reference), 0, 0, 0},
-    {"--showcase", FLAG, AT(showcase), 0, 0, 0},
-    {"--shard-optimizer", FLAG, AT(shard_optimizer), 0, 0, 0},
-    {"--fsdp", FLAG, AT(fsdp), 0, 0, 0},
-    {"--no-prefetch", FLAG, AT(no_prefetch), 0, 0, 0},
-    {"--no-reshard", FLAG, AT(no_reshard), 0, 0, 0},
-    {"--model", TEXT, AT(model), 0, 0, 0},
-    {"--data", TEXT, AT(data), 0, 0, 0},
-    {"--optim", TEXT, AT(optim), 0, 0, 0},
-    {"--dump", TEXT, AT(dump), 0, 0, 0},
-    {"--backend", TEXT, AT(backend), 0, 0, 0},
-    {"--net", TEXT, AT(net), 0, 0, 0},
-    {"--schedule", TEXT, AT(schedule), 0, 0, 0},
-    {"--tp", INT, AT(tp), 1, 1024, 0},
-    {"--pp", INT, AT(pp), 1, DT_SCHED_MAX_RANKS, 0},
-    {"--vpp", INT, AT(vpp), 1, DT_SCHED_MAX_CHUNKS, 0},
-    {"--batch", INT, AT(batch), 1, 1 << 20, 0},
-    {"--micro-batches", INT, AT(micro_batches), 1, 1 << 20, 0},
-    {"--steps", INT, AT(steps), 1, 1e9, 0},
-    {"--epochs", INT, AT(epochs), 1, 1e6, 0},
-    {"--eval-every", INT, AT(eval_every), 0, 1e9, 0},
-    {"--threads", INT, AT(threads), 1, 1024, 0},
-    {"--ranks", INT, AT(ranks), 1, DT_MAX_RANKS, 0},
-    {"--seed", INT, AT(seed), 0, 9007199254740992.0, 0}, /* 2^53: exact in a double */
-    {"--lr", REAL, AT(lr), 0, 1e6, LO_OPEN}, /* a learning rate of 0 trains nothing */
-    {"--momentum", REAL, AT(momentum), 0, 1, HI_OPEN},
-    {"--weight-decay", REAL, AT(weight_decay), 0, 1e6, 0},
-    {"--time-budget", REAL, AT(time_budget), 0, 1e9, 0},
-};
-#undef AT
-
-/* 0, or prints why s is no value of sp and returns 2. */
-static int set_value(options *o, const spec *sp, const char *s)
-{
-    char *at = (char *)o + sp->field, *end;
-    errno = 0;
-    if (sp->kind == TEXT) {
-        *(const char **)at = s;
-        return 0;
-    }
-    if (sp->kind == INT) {
-        long long v = strtoll(s, &end, 10);
-        if (end == s || *end || errno || v < sp->lo || (double)v > sp->hi) {
-            fprintf(stderr, "dttrain: %s %s: expected a whole number in [%.0f, %.0f]\n",
-                    sp->name, s, sp->lo, sp->hi);
-            return 2;
-        }
-        if (sp->field == offsetof(options, seed))
-            o->seed = (unsigned long long)v;
-        else
-            *(long *)at = (long)v;
-        return 0;
-    }
-    double v = strtod(s, &end);
-    int below = sp->open & LO_OPEN ? !(v > sp->lo) : !(v >= sp->lo);
-    int above = sp->open & HI_OPEN ? !(v < sp->hi) : !(v <= sp->hi);
-    if (end == s || *end || errno || !isfinite(v) || above || below) {
-        fprintf(stderr, "dttrain: %s %s: expected a number in %s%g, %g%s\n", sp->name, s,
-                sp->open & LO_OPEN ? "(" : "[", sp->lo, sp->hi, sp->open & HI_OPEN ? ")" : "]");
-        return 2;
-    }
-    *(double *)at = v;
-    return 0;
-}
-
-/* 0 when v is a, b or c (c may be NULL), else says so and returns 2. */
-static int one_of(const char *opt, const char *v, const char *a, const char *b, const char *c)
-{
-    if (!strcmp(v, a) || !strcmp(v, b) || (c && !strcmp(v, c)))
-        return 0;
-    if (c)
-        fprintf(stderr, "dttrain: %s %s: expected %s, %s or %s\n", opt, v, a, b, c);
-    else
-        fprintf(stderr, "dttrain: %s %s: expected %s or %s\n", opt, v, a, b);
-    return 2;
-}
+static const char *const datas[] = {"digits", "synthetic", "spirals", NULL};
+static const char *const optims[] = {"sgd", "adamw", NULL};
+static const char *const schedules[] = {"gpipe", "1f1b", "interleaved", "zbh1", NULL};
 
 /* --tp, --pp and what goes with them (m: the model; after --ranks is set). */
-static int check_hybrid(options *o, const dt_model *m)
+static int check_hybrid(options *o, const dt_model *m, const dt_cli *cli)
 {
     int hybrid = o->tp > 1 || o->pp > 1, gpt = m->kind == DT_MODEL_GPT;
     long per = o->tp * o->pp, stages = o->pp * (o->vpp ? o->vpp : 1);
-    if (!hybrid && (o->schedule || o->vpp))
-        return fprintf(stderr, "dttrain: %s: goes with --pp (a pipeline)\n", o->schedule ?
-                       "--schedule" : "--vpp"), 2;
+    if ((!hybrid || o->pp == 1) && (o->schedule || o->vpp))
+        return dt_cli_fail(cli, "%s: goes with --pp (a pipeline)", o->schedule ? "--schedule" :
+                           "--vpp");
     if (!hybrid)
         return 0;
-    if (o->pp == 1 && (o->schedule || o->vpp))
-        return fprintf(stderr, "dttrain: %s: goes with --pp (a pipeline)\n", o->schedule ?
-                       "--schedule" : "--vpp"), 2;
     if (o->pp > 1 && !o->schedule)
         o->schedule = "1f1b";
-    const char *sch = o->schedule ? o->schedule : "";
-    if (o->schedule && strcmp(sch, "gpipe") && strcmp(sch, "1f1b") &&
-        strcmp(sch, "interleaved") && strcmp(sch, "zbh1"))
-        return fprintf(stderr, "dttrain: --schedule %s: expected gpipe, 1f1b, interleaved or "
-                       "zbh1\n", sch), 2;
+    const char *sch = o->schedule ? o->schedule : ""; /* one of schedules[]: read by the table */
     int inter = !strcmp(sch, "interleaved");
     if (o->vpp && !inter)
-        return fprintf(stderr, "dttrain: --vpp %ld: goes with --schedule interleaved\n", o->vpp),
-               2;
+        return dt_cli_fail(cli, "--vpp %ld: goes with --schedule interleaved", o->vpp);
     if (inter && !o->vpp)
         o->vpp = 2, stages = 2 * o->pp;
     if (inter && o->vpp < 2)
-        return fprintf(stderr, "dttrain: --vpp 1: the interleaved schedule runs 2 or more "
-                       "stages per rank\n"), 2;
+        return dt_cli_fail(cli, "--vpp 1: the interleaved schedule runs 2 or more stages per "
+                           "rank");
     if (inter && o->micro_batches % o->pp)
-        return fprintf(stderr, "dttrain: --micro-batches %ld: the interleaved schedule needs a "
-                       "multiple of --pp %ld\n", o->micro_batches, o->pp), 2;
+        return dt_cli_fail(cli, "--micro-batches %ld: the interleaved schedule needs a multiple "
+                           "of --pp %ld", o->micro_batches, o->pp);
     if (o->tp > 1 && !gpt)
-        return fprintf(stderr, "dttrain: --tp %ld: tensor parallelism splits a GPT's heads, MLP "
-                       "and vocabulary; --model %s is not a GPT\n", o->tp, o->model), 2;
+        return dt_cli_fail(cli, "--tp %ld: tensor parallelism splits a GPT's heads, MLP and "
+                           "vocabulary; --model %s is not a GPT", o->tp, o->model);
     if (o->tp > 1 && (m->gpt.heads % (size_t)o->tp || m->gpt.vocab % (size_t)o->tp))
-        return fprintf(stderr, "dttrain: --tp %ld: the GPT's %zu %s do not split over %ld "
-                       "ranks\n", o->tp, m->gpt.heads % (size_t)o->tp ? m->gpt.heads :
-                       m->gpt.vocab, m->gpt.heads % (size_t)o->tp ? "heads" : "vocabulary "
-                       "entries", o->tp), 2;
+        return dt_cli_fail(cli, "--tp %ld: the GPT's %zu %s do not split over %ld ranks", o->tp,
+                           m->gpt.heads % (size_t)o->tp ? m->gpt.heads : m->gpt.vocab,
+                           m->gpt.heads % (size_t)o->tp ? "heads" : "vocabulary entries", o->tp);
     if (stages > m->num_layers)
-        return fprintf(stderr, "dttrain: --pp %ld%s: %ld stages of a %d-layer model (a stage "
-                       "needs a layer)\n", o->pp, inter ? " --vpp" : "", stages,
-                       m->num_layers), 2;
+        return dt_cli_fail(cli, "--pp %ld%s: %ld stages of a %d-layer model (a stage needs a "
+                           "layer)", o->pp, inter ? " --vpp" : "", stages, m->num_layers);
     if (!strcmp(sch, "zbh1") && gpt)
-        return fprintf(stderr, "dttrain: --schedule zbh1: its split backward (W steps) runs "
-                       "stages of linear layers; a GPT's blocks are not split\n"), 2;
+        return dt_cli_fail(cli, "--schedule zbh1: its split backward (W steps) runs stages of "
+                           "linear layers; a GPT's blocks are not split");
     if (o->ranks % per)
-        return fprintf(stderr, "dttrain: --ranks %ld: not a multiple of --tp %ld x --pp %ld (a "
-                       "data-parallel replica holds tp x pp ranks)\n", o->ranks, o->tp,
-                       o->pp), 2;
+        return dt_cli_fail(cli, "--ranks %ld: not a multiple of --tp %ld x --pp %ld (a "
+                           "data-parallel replica holds tp x pp ranks)", o->ranks, o->tp, o->pp);
     if (o->fsdp || o->showcase || o->dump || (o->shard_optimizer && o->pp > 1))
-        return fprintf(stderr, "dttrain: --%s: not with --tp or --pp%s\n", o->fsdp ? "fsdp" :
-                       o->showcase ? "showcase" : o->dump ? "dump" : "shard-optimizer",
-                       o->shard_optimizer && !o->fsdp ? " (a pipeline updates its own stages)"
-                       : ""), 2;
+        return dt_cli_fail(cli, "--%s: not with --tp or --pp%s", o->fsdp ? "fsdp" :
+                           o->showcase ? "showcase" : o->dump ? "dump" : "shard-optimizer",
+                           o->shard_optimizer && !o->fsdp ? " (a pipeline updates its own "
+                           "stages)" : "");
     return 0;
 }
 
 /* The options that must go together, and the values only the library can
  * judge (the model spec, the network). */
-static int check(options *o)
+static int check(options *o, const dt_cli *cli)
 {
-    dt_backend be;
-    double alpha, beta;
-    if (one_of("--data", o->data, "digits", "synthetic", "spirals") ||
-        one_of("--optim", o->optim, "sgd", "adamw", NULL))
-        return 2;
-    if (o->backend && (dt_backend_parse(o->backend, &be) != DT_OK || be == DT_BACKEND_NCCL))
-        return fprintf(stderr, "dttrain: --backend %s: expected thread, proc or mpi (under "
-                       "mpirun)\n", o->backend), 2;
-    if (o->backend && be == DT_BACKEND_MPI && !getenv("OMPI_COMM_WORLD_SIZE") &&
-        !getenv("PMI_SIZE"))
-        return fprintf(stderr, "dttrain: --backend mpi: expected thread or proc outside an MPI "
-                       "job (mpirun -np RANKS dttrain --backend mpi ...)\n"), 2;
-    if (o->net && dt_net_parse(o->net, &alpha, &beta) != DT_OK)
-        return fprintf(stderr, "dttrain: --net %s: %s\n", o->net, dt_last_error()), 2;
     dt_model m;
     if (dt_model_create_spec(&m, o->model, 1) != DT_OK)
-        return fprintf(stderr, "dttrain: --model %s: %s\n", o->model, dt_last_error()), 2;
+        return dt_cli_fail(cli, "--model %s: %s", o->model, dt_last_error());
     int gpt = m.kind == DT_MODEL_GPT;
     if (o->ranks < 0 && (o->tp > 1 || o->pp > 1))
         o->ranks = o->tp * o->pp;
-    int bad = check_hybrid(o, &m);
+    int bad = check_hybrid(o, &m, cli);
     dt_model_free(&m);
     if (bad)
         return bad;
     if (gpt && strcmp(o->data, "synthetic"))
-        return fprintf(stderr, "dttrain: --data %s: a GPT (--model %s) takes --data synthetic "
-                       "(sequences)\n", o->data, o->model), 2;
+        return dt_cli_fail(cli, "--data %s: a GPT (--model %s) takes --data synthetic "
+                           "(sequences)", o->data, o->model);
     if (o->batch % o->micro_batches)
-        return fprintf(stderr, "dttrain: --micro-batches %ld does not divide --batch %ld\n",
-                       o->micro_batches, o->batch), 2;
+        return dt_cli_fail(cli, "--micro-batches %ld does not divide --batch %ld",
+                           o->micro_batches, o->batch);
     o->distributed = o->showcase || o->ranks > 0 || o->backend || o->net;
     if (o->ranks < 0)
         o->ranks = o->showcase ? 4 : 1;
     if (o->dump && (o->distributed || gpt))
-        return fprintf(stderr, "dttrain: --dump %s: one rank (no --ranks, --backend, --net, "
-                       "--showcase) and an MLP model\n", o->dump), 2;
+        return dt_cli_fail(cli, "--dump %s: one rank (no --ranks, --backend, --net, "
+                           "--showcase) and an MLP model", o->dump);
     if (o->time_budget > 0 && o->distributed)
-        return fprintf(stderr, "dttrain: --time-budget %g: one rank only (ranks stopping on "
-                       "their own clocks would leave the others waiting)\n", o->time_budget), 2;
+        return dt_cli_fail(cli, "--time-budget %g: one rank only (ranks stopping on "
+                           "their own clocks would leave the others waiting)", o->time_budget);
     if ((o->no_prefetch || o->no_reshard) && !o->fsdp)
-        return fprintf(stderr, "dttrain: %s: goes with --fsdp\n", o->no_prefetch ?
-                       "--no-prefetch" : "--no-reshard"), 2;
+        return dt_cli_fail(cli, "%s: goes with --fsdp", o->no_prefetch ?
+                           "--no-prefetch" : "--no-reshard");
     if (o->fsdp && (o->shard_optimizer || o->showcase || o->micro_batches > 1 ||
                     !o->distributed || o->dump))
-        return fprintf(stderr, "dttrain: --fsdp: %s\n", o->shard_optimizer ? "shards the "
-                       "optimizer already (no --shard-optimizer)" : o->showcase ? "not with "
-                       "--showcase" : o->micro_batches > 1 ? "one micro-batch a step (no "
-                       "--micro-batches)" : o->dump ? "not with --dump" : "needs --ranks "
-                       "(its ranks share the parameters)"), 2;
+        return dt_cli_fail(cli, "--fsdp: %s", o->shard_optimizer ? "shards the "
+                           "optimizer already (no --shard-optimizer)" : o->showcase ? "not with "
+                           "--showcase" : o->micro_batches > 1 ? "one micro-batch a step (no "
+                           "--micro-batches)" : o->dump ? "not with --dump" : "needs --ranks "
+                           "(its ranks share the parameters)");
     if (o->showcase && o->ranks < 2)
-        return fprintf(stderr, "dttrain: --ranks %ld: --showcase compares 1 rank with 2 or "
-                       "more\n", o->ranks), 2;
+        return dt_cli_fail(cli, "--ranks %ld: --showcase compares 1 rank with 2 or "
+                           "more", o->ranks);
     return 0;
 }
 
 int dttrain_parse(int argc, char **argv, options *o)
 {
-    *o = (options){.model = "mlp:64,128,10", .data = "digits", .optim = "sgd", .batch = 32,
-                   .micro_batches = 1, .steps = 600, .eval_every = 100, .threads = 1,
-                   .lr = 0.05, .momentum = 0.9, .weight_decay = -1, .seed = 1, .ranks = -1,
-                   .tp = 1, .pp = 1};
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        const spec *sp = NULL;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            usage(stdout);
-            return 1;
-        }
-        for (size_t k = 0; k < sizeof specs / sizeof specs[0] && !sp; k++)
-            sp = strcmp(a, specs[k].name) ? NULL : &specs[k];
-        if (!sp) {
-            fprintf(stderr, "dttrain: unknown option %s\nusage: dttrain [options] "
-                    "(dttrain --help lists them)\n", a);
-            return 2;
-        }
-        if (sp->kind == FLAG) {
-            *(int *)((char *)o + sp->field) = 1;
-            continue;
-        }
-        if (i + 1 == argc) {
-            fprintf(stderr, "dttrain: %s needs a value\n", a);
-            return 2;
-        }
-        if (set_value(o, sp, argv[++i]))
-            return 2;
-        o->model_set |= sp->field == offsetof(options, model);
-    }
+    *o = (options){.model = "mlp:64,128,10", .batch = 32, .micro_batches = 1, .steps = 600,
+                   .eval_every = 100, .threads = 1, .lr = 0.05, .momentum = 0.9,
+                   .weight_decay = -1, .seed = 1, .ranks = -1, .tp = 1, .pp = 1};
+    int data = 0, optim = 0, schedule = 1; /* 1f1b */
+    dt_backend backend = DT_BACKEND_THREAD;
+    const dt_opt opts[] = {
+        {"--model", DT_OPT_TEXT, &o->model, .help = "mlp:W0,W1,...,Wn | "
+         "deep:IN,WIDTH,BLOCKS,CLASSES | gpt:VOCAB,CONTEXT,LAYERS,HEADS,CHANNELS", .arg = "SPEC"},
+        {"--data", DT_OPT_CHOICE, &data, .help = "synthetic: blobs for the MLPs, next-token "
+         "sequences for GPT, which takes only it", .choices = datas},
+        {"--batch", DT_OPT_LONG, &o->batch, .help = "samples per step, per rank", .lo = 1,
+         .hi = 1 << 20},
+        {"--micro-batches", DT_OPT_LONG, &o->micro_batches, .help = "split each batch into N "
+         "micro-batches whose gradients add up before one update (gradient accumulation)",
+         .lo = 1, .hi = 1 << 20},
+        {"--steps", DT_OPT_LONG, &o->steps, .help = "training steps", .lo = 1, .hi = 1e9},
+        {"--epochs", DT_OPT_LONG, &o->epochs, .help = "train N epochs of the training set "
+         "instead of --steps (with --showcase: default 10)", .lo = 1, .hi = 1e6,
+         .flags = DT_OPT_NO_DEFAULT},
+        {"--lr", DT_OPT_REAL, &o->lr, .help = "learning rate", .lo = 0, .hi = 1e6,
+         .flags = DT_OPT_OPEN_LO}, /* a learning rate of 0 trains nothing */
+        {"--optim", DT_OPT_CHOICE, &optim, .help = "the optimizer", .choices = optims},
+        {"--momentum", DT_OPT_REAL, &o->momentum, .help = "SGD momentum", .lo = 0, .hi = 1,
+         .flags = DT_OPT_OPEN_HI},
+        {"--weight-decay", DT_OPT_REAL, &o->weight_decay, .help = "(default 0 for SGD, 0.01 "
+         "for AdamW)", .lo = 0, .hi = 1e6, .flags = DT_OPT_NO_DEFAULT},
+        {"--no-fuse", DT_OPT_FLAG, &o->no_fuse, .help = "plain SGD through the gradient buffer, "
+         "not folded into the backward's products (fused: the default where it applies, plain "
+         "SGD on one rank)"},
+        {"--reference", DT_OPT_FLAG, &o->reference, .help = "the reference code: batch-major "
+         "layers and the optimizer after the backward, as the chapters describe them "
+         "(default: the fastest path that gives the same results)"},
+        {"--seed", DT_OPT_LONG, &o->seed, .help = "parameters and data order", .lo = 0,
+         .hi = 9007199254740992.0}, /* 2^53: exact in a double */
+        {"--threads", DT_OPT_LONG, &o->threads, .help = "OpenBLAS threads", .lo = 1, .hi = 1024},
+        {"--eval-every", DT_OPT_LONG, &o->eval_every, .help = "progress line with test accuracy "
+         "every N steps (0: none)", .lo = 0, .hi = 1e9},
+        {"--time-budget", DT_OPT_REAL, &o->time_budget, .help = "stop after S seconds (one rank; "
+         "0: none)", .lo = 0, .hi = 1e9, .arg = "S"},
+        {"--json", DT_OPT_FLAG, &o->json, .help = "print one JSON object: step_ms_median, "
+         "samples_per_s, final_loss, accuracy, update, ..."},
+        {"--dump", DT_OPT_FILE, &o->dump, .help = "write one step's parameters, batch and "
+         "gradients, then exit"},
+        {"--ranks", DT_OPT_LONG, &o->ranks, .help = "data parallelism (chapter 03): ranks, each "
+         "taking --batch samples per step (default 1; 4 with --showcase; T x P with --tp, "
+         "--pp)", .lo = 1, .hi = DT_MAX_RANKS, .flags = DT_OPT_NO_DEFAULT},
+        {"--backend", DT_OPT_BACKEND, &backend, .help = "thread | proc | mpi (under mpirun -np "
+         "RANKS dttrain --backend mpi ...)"},
+        {"--net", DT_OPT_NET, &o->net, .help = "modeled network (default none; ib100 with "
+         "--showcase)", .flags = DT_OPT_NO_DEFAULT},
+        {"--showcase", DT_OPT_FLAG, &o->showcase, .help = "train on 1 rank with the global "
+         "batch, then on --ranks ranks, and compare them (what `make run` does; its model: "
+         SHOWCASE_MODEL " unless --model)"},
+        {"--shard-optimizer", DT_OPT_FLAG, &o->shard_optimizer, .help = "each rank keeps the "
+         "optimizer state of, and updates, only 1/K of the parameters (reduce-scatter, step, "
+         "allgather: ZeRO stage 1, chapter 08) instead of one allreduce; the same parameters"},
+        {"--fsdp", DT_OPT_FLAG, &o->fsdp, .help = "fully sharded data parallelism (chapter 09): "
+         "each rank keeps 1/K of every layer's parameters, gradients and optimizer state; a "
+         "layer is gathered before it runs (the next one prefetched) and freed after its "
+         "forward; one micro-batch"},
+        {"--no-prefetch", DT_OPT_FLAG, &o->no_prefetch, .help = "with --fsdp: gather each layer "
+         "only when it runs (ZeRO-3)"},
+        {"--no-reshard", DT_OPT_FLAG, &o->no_reshard, .help = "with --fsdp: keep a layer from "
+         "its forward to its backward (the whole parameters at the peak, as ZeRO-2; 2 psi, "
+         "not 3)"},
+        {"--tp", DT_OPT_LONG, &o->tp, .help = "tensor and pipeline parallelism (chapters 07, 06, "
+         "13; --ranks = DP x TP x PP): T ranks share every layer of a GPT (Megatron: heads, MLP "
+         "and vocabulary split), consecutive ranks", .lo = 1, .hi = 1024, .arg = "T"},
+        {"--pp", DT_OPT_LONG, &o->pp, .help = "the model's layers cut into P stages, a pipeline; "
+         "--ranks defaults to T x P; the rest replicates it (DP)", .lo = 1,
+         .hi = DT_SCHED_MAX_RANKS, .arg = "P"},
+        {"--schedule", DT_OPT_CHOICE, &schedule, .help = "the pipeline's; its micro-batches are "
+         "--micro-batches", .choices = schedules},
+        {"--vpp", DT_OPT_LONG, &o->vpp, .help = "with --schedule interleaved: stages per rank "
+         "(default 2)", .lo = 1, .hi = DT_SCHED_MAX_CHUNKS, .arg = "V",
+         .flags = DT_OPT_NO_DEFAULT},
+    };
+    dt_cli cli = {.prog = "dttrain", .opts = opts, .nopts = (int)(sizeof opts / sizeof opts[0])};
+    int st = dt_cli_read(&cli, argc, argv);
+    if (st != DT_CLI_GO)
+        return st == 0 ? 1 : 2;
+    o->data = datas[data];
+    o->optim = optims[optim];
+    o->backend = dt_cli_given(&cli, &backend) ? dt_backend_name(backend) : NULL;
+    o->model_set = dt_cli_given(&cli, &o->model);
+    o->schedule = dt_cli_given(&cli, &schedule) ? schedules[schedule] : NULL;
     if (o->showcase && !o->model_set)
         o->model = SHOWCASE_MODEL;
-    return check(o);
+    return check(o, &cli);
 }

@@ -111,6 +111,11 @@ typedef enum {
     DT_NUM_ALGOS
 } dt_algo;
 
+/* AUTO's threshold: a collective of at most this many bytes (the whole
+ * buffer, as NCCL counts it) takes the tree algorithms, a larger one the
+ * ring. A program that predicts AUTO's time (lab 02's) takes it from here. */
+#define DT_ALGO_AUTO_TREE_MAX 32768
+
 /* Names for DT_ALGO, DT_BACKEND and messages: "auto", "ring", "tree",
  * "direct", "binomial"; "thread", "proc", "mpi", "nccl"; "sum", "prod", "max", "min",
  * "avg". "?" for a value out of range. */

@@ -103,12 +103,27 @@ uint32_t dt_rng_below(dt_rng *rng, uint32_t n); /* in [0, n), n > 0 */
 
 double dt_now(void);         /* seconds, monotonic clock */
 void dt_sleep(double seconds);
+/* Seconds of CPU time used by the calling thread (CLOCK_THREAD_CPUTIME_ID):
+ * what a piece of work cost itself, on a machine where the wall clock also
+ * counts other programs. */
+double dt_thread_cpu(void);
+
+/* Sorts v[0 .. n) in ascending order (NaNs compare equal to everything:
+ * keep them out). */
+void dt_sort_doubles(double *v, size_t n);
+/* The median of v[0 .. n): the middle value, or the mean of the two middle
+ * ones for an even n; NaN for n == 0. Sorts v in place. */
+double dt_median(double *v, size_t n);
 
 /* ---------------------------------------------------------------- env */
 
 /* Numbers from a command line, checked: the whole text must be a number
  * within [min, max] (a whole number for dt_parse_long; for dt_parse_bytes a
- * whole number of bytes, with an optional K, M or G for powers of 1024).
+ * whole number of bytes).
+ * Sizes, one convention for every tool and program (nccl-tests' -b 8M):
+ * K, M, G, T mean 2^10, 2^20, 2^30, 2^40 bytes, Ki, Mi, Gi, Ti the same
+ * (lower case k, m, g, t too), and a decimal size is written as a plain
+ * number: 256M = 256Mi = 268435456, 1e6 = 1000000, 1.5K = 1536.
  * Otherwise DT_ERR_INVALID_ARG with a message that names what (the option),
  * the text and what was expected, e.g.
  *     "-n 'abc': expected a whole number from 1 to 1024";

@@ -18,5 +18,6 @@
 #include "dt/sched.h"
 #include "dt/sim.h"
 #include "dt/train.h"
+#include "dt/cli.h"
 
 #endif

@@ -208,6 +208,13 @@ double dt_net_ring_allgather(const dt_net *link, double n, int k);
 double dt_net_tree_allreduce(const dt_net *link, double n, int k);
 double dt_net_recursive_doubling_allreduce(const dt_net *link, double n, int k);
 double dt_net_naive_allreduce(const dt_net *link, double n, int k);
+/* The naive allreduce whose rank 0 posts each receive only after the
+ * previous buffer came (lab 02's, chapter 02 section 4): above the eager
+ * limit a buffer waits for its receive (THE RULE, step 2), so each of the
+ * k-2 buffers after the first pays alpha once more:
+ *   dt_net_naive_allreduce + (k-2) alpha  when n > DT_NET_EAGER_MAX, k > 2
+ *   (k alpha + 2 (k-1) n/beta when gamma = 0), dt_net_naive_allreduce else. */
+double dt_net_naive_allreduce_in_turn(const dt_net *link, double n, int k);
 double dt_net_binomial_broadcast(const dt_net *link, double n, int k);
 double dt_net_linear_broadcast(const dt_net *link, double n, int k);
 double dt_net_pairwise_alltoall(const dt_net *link, double n, int k);
