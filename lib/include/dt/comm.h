@@ -315,6 +315,31 @@ dt_result dt_allgather(const void *sendbuf, void *recvbuf, size_t sendcount, dt_
 dt_result dt_reduce_scatter(const void *sendbuf, void *recvbuf, size_t recvcount,
                             dt_dtype dtype, dt_redop op, dt_comm *comm);
 
+/* The block cut of chapter 02: count elements in size blocks, the first
+ * count % size of them one element longer; block rank starts at *offset
+ * and holds *len elements. The ring and direct algorithms cut a vector
+ * so, and so do the two calls below. */
+void dt_block(size_t count, int size, int rank, size_t *offset, size_t *len);
+
+/* dt_allreduce in two halves, in place on buf (count elements), for ZeRO
+ * (chapter 08): what a rank does to its block between the two is done as
+ * if after the allreduce, bit for bit.
+ *   dt_allreduce_scatter: block rank of buf (dt_block) holds that block of
+ *     the reduced vector, each element reduced exactly as dt_allreduce
+ *     reduces it on comm: the same algorithm, the same order of additions.
+ *     The ring and direct algorithms and the one-pass shortcut run their
+ *     reduce-scatter half (what dt_reduce_scatter sends); recursive
+ *     doubling and the binomial trees, which have no such half, the whole
+ *     allreduce. The other blocks of buf are left undefined.
+ *   dt_allreduce_gather: every rank's block of buf to every rank (an
+ *     allgather of the cut's blocks; no arithmetic).
+ * dt_reduce_scatter, whose blocks are equal, may add in another order (a
+ * binomial tree where dt_allreduce doubles recursively). Counted in the
+ * stats as a reduce-scatter and an allgather. */
+dt_result dt_allreduce_scatter(void *buf, size_t count, dt_dtype dtype, dt_redop op,
+                               dt_comm *comm);
+dt_result dt_allreduce_gather(void *buf, size_t count, dt_dtype dtype, dt_comm *comm);
+
 /* Block j of rank r's sendbuf goes to block r of rank j's recvbuf; each
  * block holds count elements, each buffer size*count. Out of place only
  * (sendbuf == recvbuf returns DT_ERR_INVALID_ARG). */
