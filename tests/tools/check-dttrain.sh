@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # check-dttrain.sh - tools/dttrain (run by `make test`): the data-parallel
 # paths must give the same parameters, bit for bit (the "params_hash" of
-# --json), whatever the backend, and with --shard-optimizer (the allreduce's
-# two halves with the step on a shard between) as with the allreduce; --fsdp the same
-# whatever its prefetch, resharding and backend; one rank runs its
+# --json), whatever the backend, and with --shard-optimizer (the
+# allreduce's two halves with the step on a shard between) as with the
+# allreduce; --fsdp the same whatever its prefetch, resharding and
+# backend; one rank runs its
 # fastest correct path by default and says which ("update", "layout"), and
 # that path trains as the reference does; bad options are refused
 # (bad-input-dttrain.sh, whose count line follows this one's).
