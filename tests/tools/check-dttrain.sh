@@ -4,9 +4,9 @@
 # --json), whatever the backend, and with --shard-optimizer (the
 # allreduce's two halves with the step on a shard between) as with the
 # allreduce; --fsdp the same whatever its prefetch, resharding and
-# backend; one rank runs its
-# fastest correct path by default and says which ("update", "layout"), and
-# that path trains as the reference does; bad options are refused
+# backend; one rank runs its fastest correct path by default and says which
+# ("update", "layout"), and that path trains as the reference does; bad
+# options are refused
 # (bad-input-dttrain.sh, whose count line follows this one's).
 #   tests/tools/check-dttrain.sh BUILD
 set -uo pipefail
