@@ -315,27 +315,18 @@ dt_result dt_allgather(const void *sendbuf, void *recvbuf, size_t sendcount, dt_
 dt_result dt_reduce_scatter(const void *sendbuf, void *recvbuf, size_t recvcount,
                             dt_dtype dtype, dt_redop op, dt_comm *comm);
 
-/* The block cut of chapter 02: count elements in size blocks, the first
- * count % size of them one element longer; block rank starts at *offset
- * and holds *len elements. The ring and direct algorithms cut a vector
- * so, and so do the two calls below. */
+/* Block rank of chapter 02's cut of count elements into size blocks (the
+ * first count % size one longer), as the ring and direct algorithms cut. */
 void dt_block(size_t count, int size, int rank, size_t *offset, size_t *len);
 
-/* dt_allreduce in two halves, in place on buf (count elements), for ZeRO
- * (chapter 08): what a rank does to its block between the two is done as
- * if after the allreduce, bit for bit.
- *   dt_allreduce_scatter: block rank of buf (dt_block) holds that block of
- *     the reduced vector, each element reduced exactly as dt_allreduce
- *     reduces it on comm: the same algorithm, the same order of additions.
- *     The ring and direct algorithms and the one-pass shortcut run their
- *     reduce-scatter half (what dt_reduce_scatter sends); recursive
- *     doubling and the binomial trees, which have no such half, the whole
- *     allreduce. The other blocks of buf are left undefined.
- *   dt_allreduce_gather: every rank's block of buf to every rank (an
- *     allgather of the cut's blocks; no arithmetic).
- * dt_reduce_scatter, whose blocks are equal, may add in another order (a
- * binomial tree where dt_allreduce doubles recursively). Counted in the
- * stats as a reduce-scatter and an allgather. */
+/* dt_allreduce in two halves, in place on buf, for ZeRO (chapter 08): what a
+ * rank does to its block between them is done as after dt_allreduce, bit for
+ * bit. dt_allreduce_scatter leaves in this rank's block (dt_block) the
+ * reduced block, each element added as dt_allreduce adds it on comm (the
+ * same algorithm and order; trees, which have no such half, run whole; the
+ * other blocks are left undefined); dt_allreduce_gather sends every rank's
+ * block to every rank. dt_reduce_scatter may add in another order. Counted
+ * as a reduce-scatter and an allgather. */
 dt_result dt_allreduce_scatter(void *buf, size_t count, dt_dtype dtype, dt_redop op,
                                dt_comm *comm);
 dt_result dt_allreduce_gather(void *buf, size_t count, dt_dtype dtype, dt_comm *comm);
