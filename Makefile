@@ -26,7 +26,13 @@ CC      ?= cc
 SAN     ?=
 IMPL    ?= labs
 WERROR  ?=
-BUILD   ?= build$(if $(SAN),/$(SAN))
+# OPENBLAS=0 builds without OpenBLAS (dt_sgemm's built-in kernel), into
+# build/noblas/ unless BUILD says; auto (default) uses it where installed.
+OPENBLAS ?= auto
+ifeq ($(filter 0 auto,$(OPENBLAS)),)
+  $(error OPENBLAS must be 0 or auto, not '$(OPENBLAS)')
+endif
+BUILD   ?= build$(if $(SAN),/$(SAN))$(if $(filter 0,$(OPENBLAS)),/noblas)
 BIN     := $(BUILD)/bin
 LAB     ?=
 TEST    ?=
@@ -82,7 +88,7 @@ endif
 
 # OpenBLAS is optional: without it, sgemm uses the built-in blocked kernel.
 # Under ThreadSanitizer it is left out: its own thread pool is not instrumented.
-HAVE_OPENBLAS := $(if $(filter thread,$(SAN)),,$(shell pkg-config --exists openblas 2>/dev/null && echo 1))
+HAVE_OPENBLAS := $(if $(filter thread,$(SAN))$(filter 0,$(OPENBLAS)),,$(shell pkg-config --exists openblas 2>/dev/null && echo 1))
 ifeq ($(HAVE_OPENBLAS),1)
   CFLAGS += -DDT_HAVE_OPENBLAS $(shell pkg-config --cflags openblas)
   LDLIBS := $(shell pkg-config --libs openblas) $(LDLIBS)
@@ -368,6 +374,15 @@ test:
 	@env -u MAKEFLAGS -u MAKELEVEL -u MFLAGS BUILD=$(BUILD) SAN=$(SAN) WERROR="$(WERROR)" \
 	  CC="$(CC)" MAKE="$(MAKE)" MPI_BUILT="$(if $(MPICC_OK),yes)" tests/grader/suite.sh
 
+# One verdict on every CPU: the unit tests and every lab's solution under
+# each OpenBLAS kernel set this CPU runs (KERNELS="A B" to choose) and in
+# a build without OpenBLAS (OPENBLAS=0, $(BUILD)/noblas); fails naming the
+# set of any test that fails. See tests/grader/kernels.sh.
+test-kernels:
+	@test -z "$(SAN)" || { echo "test-kernels: not with SAN (ThreadSanitizer builds leave OpenBLAS out)"; exit 2; }
+	@env -u MAKEFLAGS -u MAKELEVEL -u MFLAGS BUILD=$(BUILD) WERROR="$(WERROR)" CC="$(CC)" \
+	  MAKE="$(MAKE)" KERNELS="$(KERNELS)" tests/grader/kernels.sh
+
 # ------------------------------------------------------------ benchmarks
 
 # A benchmark's programs (BENCH_PROGS, built by `make` too, so that they
@@ -462,6 +477,8 @@ ifneq ($(STAFF_TREE),)
 	@echo "  staff (this tree has solutions/):"
 	@echo "  make test            the project's suite, what CI runs (also with SAN=...)"
 	@echo "  make unit            libdt's unit tests (BACKEND=proc|mpi: on that backend)"
+	@echo "  make test-kernels    unit tests and solutions under each OpenBLAS kernel set this"
+	@echo "                       CPU runs (KERNELS=\"A B\" to choose) and without OpenBLAS"
 	@echo "  make stress          the flake hunt: every solution graded ROUNDS=N times, cores busy"
 	@echo "  make check IMPL=solutions   grade the reference solutions"
 	@echo "  make dist-student    the student tree, in $(BUILD)/dist/"
@@ -470,18 +487,19 @@ endif
 	@echo
 	@echo "  V=1                  show every command (default: one line per step)"
 	@echo "  SAN=address|thread   build with sanitizers, into build/SAN/"
+	@echo "  OPENBLAS=0           build without OpenBLAS (the built-in sgemm), into build/noblas/"
 	@echo "  IMPL=$(if $(STAFF_TREE),labs|solutions|DIR,labs|DIR)   which lab code to build (default labs)"
 	@echo "  BUILD=DIR  CC=...    another build folder, another compiler"
 	@echo "  -jN                  jobs at once (default: $(NPROC), one per core)"
 	@echo
-	@echo "this build: $(CC_VERSION); OpenBLAS $(if $(HAVE_OPENBLAS),yes,no$(if $(filter thread,$(SAN)), (not under SAN=thread))); \
+	@echo "this build: $(CC_VERSION); OpenBLAS $(if $(HAVE_OPENBLAS),yes,no$(if $(filter thread,$(SAN)), (not under SAN=thread))$(if $(filter 0,$(OPENBLAS)), (OPENBLAS=0))); \
 	MPI $(if $(MPICC_OK),yes,$(if $(MPI_USERS),no,no (no library code uses it yet))); SAN $(or $(SAN),none)"
 
 # Removes $(BUILD): all of build/ by default, build/address/ with SAN=address.
 clean:
 	rm -rf $(BUILD)
 
-.PHONY: all lab-bins headers run run-lab check stress unit test test-mpi test-mpi-netns bench bench-progs dist-student gradescope gpu deps clean help
+.PHONY: all lab-bins headers run run-lab check stress unit test test-kernels test-mpi test-mpi-netns bench bench-progs dist-student gradescope gpu deps clean help
 .DELETE_ON_ERROR:
 # Objects between a source and a program are kept (make would delete them
 # as intermediate files, and rebuild them next time).

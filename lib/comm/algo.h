@@ -27,7 +27,8 @@ dt_result dt_ring_ag(dt_call *call, void *buf, size_t count, dt_dtype t, int ste
 dt_result dt_direct_rs(dt_call *call, const void *in, void *out, size_t count, dt_dtype t,
                        dt_redop red, void *tmp, int step);
 dt_result dt_direct_ag(dt_call *call, void *buf, size_t count, dt_dtype t, int step);
-/* Binomial trees: broadcast from root, reduce to root, gather to rank 0. */
+/* Binomial trees: broadcast from root, reduce to root, gather to rank 0
+ * (of a vector of count elements cut into the ranks' blocks). */
 dt_result dt_bcast_tree(dt_call *call, void *buf, size_t bytes, int root, int step);
 dt_result dt_reduce_tree(dt_call *call, void *acc, void *tmp, size_t count, dt_dtype t,
                          dt_redop red, int root, int step);

@@ -43,6 +43,15 @@ size_t dt_chunk_off(size_t count, int n, int i)
     return (size_t)i * q + ((size_t)i < r ? (size_t)i : r);
 }
 
+void dt_block(size_t count, int size, int rank, size_t *offset, size_t *len)
+{
+    int ok = size > 0 && rank >= 0 && rank < size; /* else an empty block */
+    if (offset)
+        *offset = ok ? dt_chunk_off(count, size, rank) : 0;
+    if (len)
+        *len = ok ? dt_chunk_len(count, size, rank) : 0;
+}
+
 /* Ring reduce-scatter. Rank r ends with chunk r reduced in out. At step s
  * it sends the partial sum of chunk (r-s-1) to its right and receives the
  * partial of chunk (r-s-2) from its left, adding its own part:
@@ -213,23 +222,26 @@ dt_result dt_reduce_tree(dt_call *call, void *acc, void *tmp, size_t count, dt_d
     return DT_OK;
 }
 
-/* Binomial gather to rank 0 into buf (chunks of count elements per rank,
- * laid out by rank): the subtree of v is the contiguous range
- * [v, v + lowbit(v)), so each message is one block. */
+/* Binomial gather to rank 0 into buf, a vector of count elements cut into
+ * the ranks' blocks (dt_chunk_off): the subtree of v is the contiguous
+ * range of ranks [v, v + lowbit(v)), so each message is one range of
+ * blocks. */
 dt_result dt_gather_tree(dt_call *call, void *buf, size_t count, dt_dtype t, int step)
 {
     int n = call->comm->size, r = call->comm->rank;
-    size_t blk = count * dt_dtype_size(t);
+    size_t es = dt_dtype_size(t);
     char *b = buf;
     for (int mask = 1; mask < n; mask <<= 1) {
         if (r & mask) {
             int hi = r + mask < n ? r + mask : n;
-            return dt_msg_send(call, r - mask, b + (size_t)r * blk, (size_t)(hi - r) * blk,
+            size_t lo = dt_chunk_off(count, n, r);
+            return dt_msg_send(call, r - mask, b + lo * es, (dt_chunk_off(count, n, hi) - lo) * es,
                               call->tag + (uint64_t)step);
         }
         if (r + mask < n) {
             int c = r + mask, hi = c + mask < n ? c + mask : n;
-            DT_TRY(dt_msg_recv(call, c, b + (size_t)c * blk, (size_t)(hi - c) * blk,
+            size_t lo = dt_chunk_off(count, n, c);
+            DT_TRY(dt_msg_recv(call, c, b + lo * es, (dt_chunk_off(count, n, hi) - lo) * es,
                               call->tag + (uint64_t)step));
         }
     }

@@ -101,14 +101,14 @@ static int trees(dt_algo algo)
     return algo == DT_ALGO_TREE || algo == DT_ALGO_BINOMIAL;
 }
 
-dt_result dt_alg_allreduce(dt_call *call, const dt_coll_args *a)
+/* The allreduce up to its allgather: afterwards rank r's block of
+ * recvbuf (dt_chunk_off, dt_chunk_len) holds the reduced vector's; the
+ * trees, which reduce the whole vector at once, leave all of it there.
+ * Ring and direct: a reduce-scatter, then AVG's division of the block. */
+static dt_result allreduce_first_half(dt_call *call, const dt_coll_args *a)
 {
     int n = call->comm->size, r = call->comm->rank;
     size_t es = dt_dtype_size(a->dtype), count = a->count;
-    if (n == 1) {
-        copy_if(a->recvbuf, a->sendbuf, count * es);
-        return DT_OK;
-    }
     if (a->algo == DT_ALGO_TREE)
         return allreduce_rd(call, a);
     if (a->algo == DT_ALGO_BINOMIAL)
@@ -119,15 +119,58 @@ dt_result dt_alg_allreduce(dt_call *call, const dt_coll_args *a)
     if (a->algo == DT_ALGO_DIRECT) {
         DT_TRY(get_scratch(call, (size_t)n * maxc * es, &tmp));
         DT_TRY(dt_direct_rs(call, a->sendbuf, mine, count, a->dtype, a->op, tmp, 0));
-        if (a->op == DT_AVG)
-            dt_alg_avg(call, mine, mylen, a->dtype, n);
-        return dt_direct_ag(call, a->recvbuf, count, a->dtype, 1);
+    } else {
+        DT_TRY(get_scratch(call, 2 * maxc * es, &tmp));
+        DT_TRY(dt_ring_rs(call, a->sendbuf, mine, count, a->dtype, a->op, tmp, 0));
     }
-    DT_TRY(get_scratch(call, 2 * maxc * es, &tmp));
-    DT_TRY(dt_ring_rs(call, a->sendbuf, mine, count, a->dtype, a->op, tmp, 0));
     if (a->op == DT_AVG)
         dt_alg_avg(call, mine, mylen, a->dtype, n);
-    return dt_ring_ag(call, a->recvbuf, count, a->dtype, n);
+    return DT_OK;
+}
+
+/* The rest: the allgather of the blocks (nothing after a tree). step0:
+ * the first tag step free after the first half. */
+static dt_result allreduce_second_half(dt_call *call, const dt_coll_args *a, int step0)
+{
+    if (a->algo == DT_ALGO_TREE || a->algo == DT_ALGO_BINOMIAL)
+        return DT_OK;
+    if (a->algo == DT_ALGO_DIRECT)
+        return dt_direct_ag(call, a->recvbuf, a->count, a->dtype, step0);
+    return dt_ring_ag(call, a->recvbuf, a->count, a->dtype, step0);
+}
+
+dt_result dt_alg_allreduce(dt_call *call, const dt_coll_args *a)
+{
+    int n = call->comm->size;
+    if (n == 1) {
+        copy_if(a->recvbuf, a->sendbuf, a->count * dt_dtype_size(a->dtype));
+        return DT_OK;
+    }
+    DT_TRY(allreduce_first_half(call, a));
+    return allreduce_second_half(call, a, a->algo == DT_ALGO_DIRECT ? 1 : n);
+}
+
+/* dt_allreduce_scatter: the allreduce's first half itself (in place), so
+ * that each element is reduced as dt_allreduce reduces it. */
+dt_result dt_alg_allreduce_scatter(dt_call *call, const dt_coll_args *a)
+{
+    return call->comm->size == 1 ? DT_OK : allreduce_first_half(call, a);
+}
+
+/* dt_allreduce_gather: the blocks of the cut to every rank. The trees
+ * gather to rank 0 and broadcast, as dt_allgather does. */
+dt_result dt_alg_allreduce_gather(dt_call *call, const dt_coll_args *a)
+{
+    int n = call->comm->size;
+    if (n == 1)
+        return DT_OK;
+    if (a->algo == DT_ALGO_DIRECT)
+        return dt_direct_ag(call, a->recvbuf, a->count, a->dtype, 0);
+    if (trees(a->algo)) {
+        DT_TRY(dt_gather_tree(call, a->recvbuf, a->count, a->dtype, 0));
+        return dt_bcast_tree(call, a->recvbuf, a->count * dt_dtype_size(a->dtype), 0, 1);
+    }
+    return dt_ring_ag(call, a->recvbuf, a->count, a->dtype, 0);
 }
 
 /* ---------------------------------------------------------------- broadcast */
@@ -262,7 +305,7 @@ dt_result dt_alg_allgather(dt_call *call, const dt_coll_args *a)
     if (a->algo == DT_ALGO_DIRECT)
         return dt_direct_ag(call, a->recvbuf, total, a->dtype, 0);
     if (trees(a->algo)) {
-        DT_TRY(dt_gather_tree(call, a->recvbuf, a->count, a->dtype, 0));
+        DT_TRY(dt_gather_tree(call, a->recvbuf, total, a->dtype, 0));
         return dt_bcast_tree(call, a->recvbuf, total * es, 0, 1);
     }
     return dt_ring_ag(call, a->recvbuf, total, a->dtype, 0);

@@ -52,12 +52,15 @@ static dt_result check_buf(const void *p, size_t count, const char *fn, const ch
     return DT_OK;
 }
 
-/* The algorithm of a call: the communicator's choice, or by size. */
+/* The algorithm of a call: the communicator's choice, or by size. The
+ * first of dt_allreduce's halves is sized as the allreduce it halves, so
+ * that it takes the allreduce's algorithm and shortcut. */
 static void resolve_algo(const dt_comm *c, dt_coll_args *a)
 {
     size_t bytes = a->count * dt_dtype_size(a->dtype);
-    if (a->kind == DT_COLL_ALLGATHER || a->kind == DT_COLL_REDUCE_SCATTER)
+    if ((a->kind == DT_COLL_ALLGATHER || a->kind == DT_COLL_REDUCE_SCATTER) && !a->halves)
         bytes *= (size_t)c->size;
+    int as = a->halves && a->kind == DT_COLL_REDUCE_SCATTER ? DT_COLL_ALLREDUCE : a->kind;
     a->algo = c->algo;
     a->shortcut = 0;
     if (a->algo != DT_ALGO_AUTO)
@@ -67,7 +70,7 @@ static void resolve_algo(const dt_comm *c, dt_coll_args *a)
     a->algo = bytes <= DT_ALGO_AUTO_TREE_MAX ? DT_ALGO_TREE : DT_ALGO_RING;
     /* the shortcuts address the other ranks' memory: not across MPI processes */
     a->shortcut = c->size > 1 && c->rc->job->fast && c->rc->job->backend != DT_BACKEND_MPI &&
-                  dt_shortcut_applies(a->kind, bytes);
+                  dt_shortcut_applies(as, bytes);
 }
 
 static dt_result blocking(dt_comm *comm, dt_coll_args *a)
@@ -142,7 +145,7 @@ static dt_result args_gather(dt_coll_args *a, const dt_comm *c, const char *fn)
 dt_result dt_allreduce(const void *sendbuf, void *recvbuf, size_t count, dt_dtype dtype,
                        dt_redop op, dt_comm *comm)
 {
-    dt_coll_args a = {DT_COLL_ALLREDUCE, sendbuf, recvbuf, count, dtype, op, -1, 0, 0};
+    dt_coll_args a = {DT_COLL_ALLREDUCE, sendbuf, recvbuf, count, dtype, op, -1, 0, 0, 0};
     DT_TRY(args_allreduce(&a, comm, "dt_allreduce"));
     return blocking(comm, &a);
 }
@@ -150,7 +153,7 @@ dt_result dt_allreduce(const void *sendbuf, void *recvbuf, size_t count, dt_dtyp
 dt_result dt_broadcast(const void *sendbuf, void *recvbuf, size_t count, dt_dtype dtype,
                        int root, dt_comm *comm)
 {
-    dt_coll_args a = {DT_COLL_BROADCAST, sendbuf, recvbuf, count, dtype, DT_SUM, root, 0, 0};
+    dt_coll_args a = {DT_COLL_BROADCAST, sendbuf, recvbuf, count, dtype, DT_SUM, root, 0, 0, 0};
     DT_TRY(args_broadcast(&a, comm, "dt_broadcast"));
     return blocking(comm, &a);
 }
@@ -159,7 +162,7 @@ dt_result dt_reduce(const void *sendbuf, void *recvbuf, size_t count, dt_dtype d
                     dt_redop op, int root, dt_comm *comm)
 {
     const char *fn = "dt_reduce";
-    dt_coll_args a = {DT_COLL_REDUCE, sendbuf, recvbuf, count, dtype, op, root, 0, 0};
+    dt_coll_args a = {DT_COLL_REDUCE, sendbuf, recvbuf, count, dtype, op, root, 0, 0, 0};
     DT_TRY(dt_comm_check(comm, fn));
     DT_TRY(check_dtype(dtype, fn));
     DT_TRY(check_op(op, fn));
@@ -174,7 +177,7 @@ dt_result dt_reduce(const void *sendbuf, void *recvbuf, size_t count, dt_dtype d
 dt_result dt_allgather(const void *sendbuf, void *recvbuf, size_t sendcount, dt_dtype dtype,
                        dt_comm *comm)
 {
-    dt_coll_args a = {DT_COLL_ALLGATHER, sendbuf, recvbuf, sendcount, dtype, DT_SUM, -1, 0, 0};
+    dt_coll_args a = {DT_COLL_ALLGATHER, sendbuf, recvbuf, sendcount, dtype, DT_SUM, -1, 0, 0, 0};
     DT_TRY(args_gather(&a, comm, "dt_allgather"));
     return blocking(comm, &a);
 }
@@ -182,15 +185,30 @@ dt_result dt_allgather(const void *sendbuf, void *recvbuf, size_t sendcount, dt_
 dt_result dt_reduce_scatter(const void *sendbuf, void *recvbuf, size_t recvcount,
                             dt_dtype dtype, dt_redop op, dt_comm *comm)
 {
-    dt_coll_args a = {DT_COLL_REDUCE_SCATTER, sendbuf, recvbuf, recvcount, dtype, op, -1, 0, 0};
+    dt_coll_args a = {DT_COLL_REDUCE_SCATTER, sendbuf, recvbuf, recvcount, dtype, op, -1, 0, 0, 0};
     DT_TRY(args_gather(&a, comm, "dt_reduce_scatter"));
+    return blocking(comm, &a);
+}
+
+dt_result dt_allreduce_scatter(void *buf, size_t count, dt_dtype dtype, dt_redop op,
+                               dt_comm *comm)
+{
+    dt_coll_args a = {DT_COLL_REDUCE_SCATTER, buf, buf, count, dtype, op, -1, 0, 0, 1};
+    DT_TRY(args_allreduce(&a, comm, "dt_allreduce_scatter"));
+    return blocking(comm, &a);
+}
+
+dt_result dt_allreduce_gather(void *buf, size_t count, dt_dtype dtype, dt_comm *comm)
+{
+    dt_coll_args a = {DT_COLL_ALLGATHER, buf, buf, count, dtype, DT_SUM, -1, 0, 0, 1};
+    DT_TRY(args_allreduce(&a, comm, "dt_allreduce_gather"));
     return blocking(comm, &a);
 }
 
 dt_result dt_alltoall(const void *sendbuf, void *recvbuf, size_t count, dt_dtype dtype,
                       dt_comm *comm)
 {
-    dt_coll_args a = {DT_COLL_ALLTOALL, sendbuf, recvbuf, count, dtype, DT_SUM, -1, 0, 0};
+    dt_coll_args a = {DT_COLL_ALLTOALL, sendbuf, recvbuf, count, dtype, DT_SUM, -1, 0, 0, 0};
     DT_TRY(args_gather(&a, comm, "dt_alltoall"));
     if (sendbuf == recvbuf && count > 0)
         return dt_fail(DT_ERR_INVALID_ARG, "dt_alltoall: in place is not supported "
@@ -200,7 +218,7 @@ dt_result dt_alltoall(const void *sendbuf, void *recvbuf, size_t count, dt_dtype
 
 dt_result dt_barrier(dt_comm *comm)
 {
-    dt_coll_args a = {DT_COLL_BARRIER, NULL, NULL, 0, DT_U8, DT_SUM, -1, 0, 0};
+    dt_coll_args a = {DT_COLL_BARRIER, NULL, NULL, 0, DT_U8, DT_SUM, -1, 0, 0, 0};
     DT_TRY(dt_comm_check(comm, "dt_barrier"));
     return blocking(comm, &a);
 }
@@ -217,7 +235,7 @@ dt_result dt_iallreduce(const void *sendbuf, void *recvbuf, size_t count, dt_dty
                         dt_redop op, dt_comm *comm, dt_request **req)
 {
     DT_TRY(null_req(req, "dt_iallreduce"));
-    dt_coll_args a = {DT_COLL_ALLREDUCE, sendbuf, recvbuf, count, dtype, op, -1, 0, 0};
+    dt_coll_args a = {DT_COLL_ALLREDUCE, sendbuf, recvbuf, count, dtype, op, -1, 0, 0, 0};
     DT_TRY(args_allreduce(&a, comm, "dt_iallreduce"));
     return issue(comm, &a, req);
 }
@@ -226,7 +244,7 @@ dt_result dt_ibroadcast(const void *sendbuf, void *recvbuf, size_t count, dt_dty
                         int root, dt_comm *comm, dt_request **req)
 {
     DT_TRY(null_req(req, "dt_ibroadcast"));
-    dt_coll_args a = {DT_COLL_BROADCAST, sendbuf, recvbuf, count, dtype, DT_SUM, root, 0, 0};
+    dt_coll_args a = {DT_COLL_BROADCAST, sendbuf, recvbuf, count, dtype, DT_SUM, root, 0, 0, 0};
     DT_TRY(args_broadcast(&a, comm, "dt_ibroadcast"));
     return issue(comm, &a, req);
 }
@@ -235,7 +253,7 @@ dt_result dt_iallgather(const void *sendbuf, void *recvbuf, size_t sendcount, dt
                         dt_comm *comm, dt_request **req)
 {
     DT_TRY(null_req(req, "dt_iallgather"));
-    dt_coll_args a = {DT_COLL_ALLGATHER, sendbuf, recvbuf, sendcount, dtype, DT_SUM, -1, 0, 0};
+    dt_coll_args a = {DT_COLL_ALLGATHER, sendbuf, recvbuf, sendcount, dtype, DT_SUM, -1, 0, 0, 0};
     DT_TRY(args_gather(&a, comm, "dt_iallgather"));
     return issue(comm, &a, req);
 }
@@ -244,7 +262,7 @@ dt_result dt_ireduce_scatter(const void *sendbuf, void *recvbuf, size_t recvcoun
                              dt_dtype dtype, dt_redop op, dt_comm *comm, dt_request **req)
 {
     DT_TRY(null_req(req, "dt_ireduce_scatter"));
-    dt_coll_args a = {DT_COLL_REDUCE_SCATTER, sendbuf, recvbuf, recvcount, dtype, op, -1, 0, 0};
+    dt_coll_args a = {DT_COLL_REDUCE_SCATTER, sendbuf, recvbuf, recvcount, dtype, op, -1, 0, 0, 0};
     DT_TRY(args_gather(&a, comm, "dt_ireduce_scatter"));
     return issue(comm, &a, req);
 }

@@ -17,6 +17,8 @@ typedef struct {
     int root;
     dt_algo algo;      /* resolved: never AUTO unless a shortcut may be used */
     int shortcut;      /* 1: the shared-memory shortcut may be taken */
+    int halves;        /* reduce-scatter, allgather: 1 for dt_allreduce's halves
+                          (count is the whole vector, cut by dt_block, in place) */
 } dt_coll_args;
 
 /* The seam between the API and a backend. The emulation backends (thread,
@@ -57,8 +59,9 @@ dt_result dt_coll_run(dt_call *call, const dt_coll_args *a);
  * on (mismatch.c): bits 0-3 kind, 4-6 dtype, 7-9 op (reductions), 10-20
  * root + 1 (rooted collectives), 21-23 algorithm, 24 shortcut, 25-30 the
  * count when it is below DT_SIG_COUNT_MAX (else DT_SIG_COUNT_MAX: the count
- * travels beside it). The API gives a collective that does not reduce the
- * op DT_SUM (0), and one without a root the root -1: their bits are 0.
+ * travels beside it), 31 one of dt_allreduce's halves. The API gives a
+ * collective that does not reduce the op DT_SUM (0), and one without a
+ * root the root -1: their bits are 0.
  * Inline: every collective computes it. */
 #define DT_SIG_COUNT_MAX 63u
 static inline uint32_t dt_coll_sig(const dt_coll_args *a)
@@ -66,7 +69,7 @@ static inline uint32_t dt_coll_sig(const dt_coll_args *a)
     uint32_t count = a->count < DT_SIG_COUNT_MAX ? (uint32_t)a->count : DT_SIG_COUNT_MAX;
     return (uint32_t)a->kind | (uint32_t)a->dtype << 4 | (uint32_t)a->op << 7 |
            (uint32_t)(a->root + 1) << 10 | (uint32_t)a->algo << 21 |
-           (uint32_t)(a->shortcut != 0) << 24 | count << 25;
+           (uint32_t)(a->shortcut != 0) << 24 | count << 25 | (uint32_t)(a->halves != 0) << 31;
 }
 
 /* The count back: from the signature, or payload_count when it did not fit. */
@@ -107,6 +110,10 @@ dt_result dt_alg_broadcast(dt_call *call, const dt_coll_args *a);
 dt_result dt_alg_reduce(dt_call *call, const dt_coll_args *a);
 dt_result dt_alg_allgather(dt_call *call, const dt_coll_args *a);
 dt_result dt_alg_reduce_scatter(dt_call *call, const dt_coll_args *a);
+/* dt_allreduce's halves (a->halves): what dt_alg_allreduce does before and
+ * after its allgather, in place. */
+dt_result dt_alg_allreduce_scatter(dt_call *call, const dt_coll_args *a);
+dt_result dt_alg_allreduce_gather(dt_call *call, const dt_coll_args *a);
 dt_result dt_alg_alltoall(dt_call *call, const dt_coll_args *a);
 dt_result dt_alg_barrier(dt_call *call);
 

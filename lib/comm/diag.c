@@ -156,8 +156,11 @@ void dt_coll_describe(char *out, size_t n, uint32_t sig, uint64_t count)
 {
     int kind = (int)(sig & 15), dtype = (int)(sig >> 4 & 7), op = (int)(sig >> 7 & 7);
     int root = (int)(sig >> 10 & 2047) - 1;
-    int len = snprintf(out, n, "%s (count %llu, %s", dt_coll_name((dt_coll_kind)kind),
-                       (unsigned long long)count, dt_dtype_name((dt_dtype)dtype));
+    const char *name = dt_coll_name((dt_coll_kind)kind);
+    if (sig >> 31) /* one of dt_allreduce's halves */
+        name = kind == DT_COLL_REDUCE_SCATTER ? "allreduce_scatter" : "allreduce_gather";
+    int len = snprintf(out, n, "%s (count %llu, %s", name, (unsigned long long)count,
+                       dt_dtype_name((dt_dtype)dtype));
     if ((kind == DT_COLL_ALLREDUCE || kind == DT_COLL_REDUCE || kind == DT_COLL_REDUCE_SCATTER) && len < (int)n)
         len += snprintf(out + len, n - (size_t)len, ", %s", dt_redop_name((dt_redop)op));
     if (root >= 0 && len < (int)n)

@@ -251,32 +251,41 @@ static dt_result shortcut_allreduce(dt_call *call, const dt_coll_args *a)
     return shortcut_end(call, res, &rp);
 }
 
-/* Chunk r (count elements) of every input, reduced into rank r's output. */
+/* Chunk r of every input, reduced into rank r's output: count elements of
+ * inputs of n count; or, as dt_allreduce's first half, block r of inputs
+ * of count (the allreduce's own chunk), in place (tiny ones as the tiny
+ * allreduce, whose additions are the same). */
 static dt_result shortcut_reduce_scatter(dt_call *call, const dt_coll_args *a)
 {
     dt_comm *c = call->comm;
     int n = c->size, r = c->rank, self = c->rc->pid;
-    size_t es = dt_dtype_size(a->dtype), count = a->count, block;
+    size_t es = dt_dtype_size(a->dtype), total = a->halves ? a->count : (size_t)n * a->count;
+    if (a->halves && a->count * es <= DT_TINY_MAX)
+        return tiny_allreduce(call, a);
+    size_t lo = a->halves ? dt_chunk_off(total, n, r) : (size_t)r * a->count;
+    size_t len = a->halves ? dt_chunk_len(total, n, r) : a->count, block;
+    char *out = (char *)a->recvbuf + (a->halves ? lo * es : 0);
     char *acc = block_scratch(call, &block);
     if (!acc)
         return DT_ERR_NOMEM;
     const dt_rec *all;
     dt_replay rp;
-    DT_TRY(shortcut_begin(call, a, (size_t)n * count * es, count * es, DT_REPLAY_RS,
-                          (size_t)n * count, &all, &rp));
-    size_t lo = (size_t)r * count, per = block / es;
-    int stream = count * es >= STREAM_MIN;
+    DT_TRY(shortcut_begin(call, a, total * es, (a->halves ? total : len) * es, DT_REPLAY_RS,
+                          total, &all, &rp));
+    size_t per = block / es;
+    int stream = len * es >= STREAM_MIN;
     dt_result res = DT_OK;
-    for (size_t b = 0; b < count && res == DT_OK; b += per) {
-        size_t len = count - b < per ? count - b : per;
-        res = reduce_block(a, all, n, r, self, acc, acc + block, block, lo + b, len);
+    for (size_t b = 0; b < len && res == DT_OK; b += per) {
+        size_t l = len - b < per ? len - b : per;
+        res = reduce_block(a, all, n, r, self, acc, acc + block, block, lo + b, l);
         if (res == DT_OK)
-            store((char *)a->recvbuf + b * es, acc, len * es, stream);
+            store(out + b * es, acc, l * es, stream);
     }
     return shortcut_end(call, res, &rp);
 }
 
-/* This rank's input (count elements) into its place in every rank's output.
+/* This rank's input (count elements; or, as dt_allreduce's second half,
+ * its block of the cut of count) into its place in every rank's output.
  * Pushed, not pulled: a rank that read another's input would leave a copy
  * of those lines in its cache, and the owner's next write to its input (the
  * optimizer updating its shard, in ZeRO) would have to take every line back
@@ -285,17 +294,20 @@ static dt_result shortcut_allgather(dt_call *call, const dt_coll_args *a)
 {
     dt_comm *c = call->comm;
     int n = c->size, self = c->rc->pid;
-    size_t blk = a->count * dt_dtype_size(a->dtype);
+    size_t es = dt_dtype_size(a->dtype), total = a->halves ? a->count : (size_t)n * a->count;
+    size_t lo = a->halves ? dt_chunk_off(total, n, c->rank) : (size_t)c->rank * a->count;
+    size_t blk = (a->halves ? dt_chunk_len(total, n, c->rank) : a->count) * es;
+    const char *src = a->halves ? (const char *)a->recvbuf + lo * es : a->sendbuf;
     const dt_rec *all;
     dt_replay rp;
-    DT_TRY(shortcut_begin(call, a, blk, (size_t)n * blk, DT_REPLAY_AG, (size_t)n * a->count,
+    DT_TRY(shortcut_begin(call, a, a->halves ? total * es : blk, total * es, DT_REPLAY_AG, total,
                           &all, &rp));
-    int stream = blk * (size_t)n >= STREAM_MIN;
+    int stream = total * es >= STREAM_MIN;
     dt_result res = DT_OK;
     for (int j = 0; j < n && res == DT_OK; j++) {
-        if (j == c->rank && (const char *)a->sendbuf == (char *)a->recvbuf + (size_t)j * blk)
+        if (j == c->rank && src == (char *)a->recvbuf + lo * es)
             continue; /* in place */
-        res = write_out(all, j, self, (size_t)c->rank * blk, a->sendbuf, blk, stream);
+        res = write_out(all, j, self, lo * es, src, blk, stream);
     }
     return shortcut_end(call, res, &rp);
 }

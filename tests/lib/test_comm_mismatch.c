@@ -3,7 +3,8 @@
  * the call, or from the next call on the communicator, which the rank that
  * found it marked out of step), naming the ranks and what each called:
  * counts 100000 against 200000 and 4 against 8, a tiny allreduce against a
- * large one, a dtype, an op, a root; debug on and off, every algorithm,
+ * large one, a dtype, an op, a root, dt_allreduce's first half against a
+ * reduce-scatter of the same size; debug on and off, every algorithm,
  * on the backend of DT_BACKEND and, by name, on proc. Each output buffer is
  * followed by guard bytes that must stay untouched (and ASan watches the
  * rest). On mpi each process has its own copy of the communicator: the
@@ -16,6 +17,9 @@
 
 #define GUARD 256
 #define N 3
+/* a case's kind: rank 1 calls dt_allreduce_scatter on count elements, the
+ * others dt_reduce_scatter with recvcount count */
+#define HALF_VS_RS ((dt_coll_kind)DT_NUM_COLLS)
 
 typedef struct {
     const char *name;
@@ -44,6 +48,9 @@ static const mm_case cases[] = {
     {"reduce-scatter counts 30000 and 40000", DT_COLL_REDUCE_SCATTER, {30000, 40000, 30000},
      {DT_F32, DT_F32, DT_F32}, {DT_SUM, DT_SUM, DT_SUM}, {0, 0, 0},
      {"count 30000", "count 40000"}},
+    {"dt_allreduce_scatter against a reduce-scatter", HALF_VS_RS, {30000, 90000, 30000},
+     {DT_F32, DT_F32, DT_F32}, {DT_SUM, DT_SUM, DT_SUM}, {0, 0, 0},
+     {"reduce_scatter (count 30000", "allreduce_scatter (count 90000"}},
 };
 
 /* What each rank hands back. */
@@ -58,6 +65,10 @@ static dt_result call_it(const mm_case *k, int r, void *in, void *out, dt_comm *
     switch (k->kind) {
     case DT_COLL_BROADCAST:
         return dt_broadcast(in, out, k->count[r], k->dtype[r], k->root[r], c);
+    case HALF_VS_RS:
+        if (r == 1)
+            return dt_allreduce_scatter(out, k->count[r], k->dtype[r], k->op[r], c);
+        /* fall through */
     case DT_COLL_REDUCE_SCATTER:
         return dt_reduce_scatter(in, out, k->count[r], k->dtype[r], k->op[r], c);
     default: return dt_allreduce(in, out, k->count[r], k->dtype[r], k->op[r], c);
@@ -70,7 +81,8 @@ static dt_result mm_rank(dt_comm *c, void *argp)
     mm_out *a = tc_mine(c);
     int r = dt_comm_rank(c);
     size_t es = dt_dtype_size(k->dtype[r]);
-    size_t out_bytes = k->count[r] * es, in_bytes = out_bytes * (k->kind == DT_COLL_REDUCE_SCATTER ? N : 1);
+    int rs = k->kind == DT_COLL_REDUCE_SCATTER || (k->kind == HALF_VS_RS && r != 1);
+    size_t out_bytes = k->count[r] * es, in_bytes = out_bytes * (rs ? N : 1);
     unsigned char *in = calloc(in_bytes + GUARD, 1), *out = malloc(out_bytes + GUARD);
     memset(out, 0, out_bytes);
     memset(out + out_bytes, 0xab, GUARD);

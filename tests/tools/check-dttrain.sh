@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # check-dttrain.sh - tools/dttrain (run by `make test`): the data-parallel
 # paths must give the same parameters, bit for bit (the "params_hash" of
-# --json), whatever the backend, and with --shard-optimizer (reduce-scatter,
-# step on a shard, allgather) as with the allreduce; --fsdp the same
-# whatever its prefetch, resharding and backend; one rank runs its
-# fastest correct path by default and says which ("update", "layout"), and
-# that path trains as the reference does; --tp and --pp train as one rank
-# does on the global batch; bad options are refused
+# --json), whatever the backend, and with --shard-optimizer (the
+# allreduce's two halves with the step on a shard between) as with the
+# allreduce; --fsdp the same whatever its prefetch, resharding and
+# backend; one rank runs its fastest correct path by default and says which
+# ("update", "layout"), and that path trains as the reference does;
+# --tp and --pp train as one rank does on the global batch; bad options
+# are refused
 # (bad-input-dttrain.sh, whose count line follows this one's).
 #   tests/tools/check-dttrain.sh BUILD
 set -uo pipefail
@@ -30,6 +31,21 @@ for k in 2 3; do
             fail=$((fail + 1))
         fi
     done
+done
+# ZeRO-1 is DDP's allreduce in two halves: the same bits with every
+# algorithm auto picks, also on 5 ranks with 7,510 parameters (recursive
+# doubling, 30 KB) and on 4 with 9,610 (the ring, blocks of 2,403 and 2,402)
+for case in "mlp:64,100,10 5" "mlp:64,128,10 4"; do
+    set -- $case
+    SMALL="$BUILD/bin/dttrain --model $1 --batch 16 --steps 30 --eval-every 0 --json --ranks $2"
+    want=$(hash_of $SMALL)
+    got=$(hash_of $SMALL --shard-optimizer)
+    if [ -n "$want" ] && [ "$got" = "$want" ]; then
+        pass=$((pass + 1))
+    else
+        echo "FAIL: dttrain --model $1 --ranks $2 --shard-optimizer: parameters $got, the allreduce gives $want"
+        fail=$((fail + 1))
+    fi
 done
 # FSDP (chapter 09): gathering, prefetching and resharding move the same
 # numbers; every variant and backend gives the same parameters

@@ -320,6 +320,22 @@ dt_result dt_allgather(const void *sendbuf, void *recvbuf, size_t sendcount, dt_
 dt_result dt_reduce_scatter(const void *sendbuf, void *recvbuf, size_t recvcount,
                             dt_dtype dtype, dt_redop op, dt_comm *comm);
 
+/* Block rank of chapter 02's cut of count elements into size blocks (the
+ * first count % size one longer), as the ring and direct algorithms cut. */
+void dt_block(size_t count, int size, int rank, size_t *offset, size_t *len);
+
+/* dt_allreduce in two halves, in place on buf, for ZeRO (chapter 08): what a
+ * rank does to its block between them is done as after dt_allreduce, bit for
+ * bit. dt_allreduce_scatter leaves in this rank's block (dt_block) the
+ * reduced block, each element added as dt_allreduce adds it on comm (the
+ * same algorithm and order; trees, which have no such half, run whole; the
+ * other blocks are left undefined); dt_allreduce_gather sends every rank's
+ * block to every rank. dt_reduce_scatter may add in another order. Counted
+ * as a reduce-scatter and an allgather. */
+dt_result dt_allreduce_scatter(void *buf, size_t count, dt_dtype dtype, dt_redop op,
+                               dt_comm *comm);
+dt_result dt_allreduce_gather(void *buf, size_t count, dt_dtype dtype, dt_comm *comm);
+
 /* Block j of rank r's sendbuf goes to block r of rank j's recvbuf; each
  * block holds count elements, each buffer size*count. Out of place only
  * (sendbuf == recvbuf returns DT_ERR_INVALID_ARG). */

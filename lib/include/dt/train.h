@@ -18,8 +18,9 @@
  *   strategy         forward, backward      sync                        update
  *   one rank         the model's (default)  x 1/m over m micro-batches  the optimizer, every parameter
  *   DDP, chapter 03  the model's            allreduce (average)         the optimizer, every parameter
- *   ZeRO-1, ch. 08   the model's            reduce-scatter: this rank's the optimizer on the shard,
- *                                           shard of the mean           then allgather the parameters
+ *   ZeRO-1, ch. 08   the model's            the allreduce's first half: the optimizer on the shard,
+ *                                           this rank's shard of the    then the second half on
+ *                                           mean                        the parameters
  *   fused SGD        backward writes        none                        none: the backward was it
  *                    -lr x gradient into the weights (fused_sgd.c)
  *
@@ -174,12 +175,13 @@ dt_result dt_train_step(dt_trainer *t, const dt_batch *b);
  * Each replaces some of t's hooks; call before the first step. */
 
 /* ZeRO stage 1 (chapter 08; lib/train/zero1.c): rank r keeps the optimizer
- * state of only its shard [r P/K, (r+1) P/K) of the P parameters. sync
- * reduce-scatters the gradient (average), so r holds the mean of its
- * shard; update steps the shard and allgathers the parameters. The last
- * P mod K parameters (fewer than K) are averaged by an allreduce and
- * updated on every rank. The same bytes as one allreduce, 2 (K-1)/K P
- * floats per rank, and the same parameters bit for bit. */
+ * state of only its shard of the P parameters, block r of the cut of
+ * dt_block (about P/K). sync runs the first half of DDP's allreduce
+ * (average, dt_allreduce_scatter), so r holds the mean of its shard;
+ * update steps the shard and runs the second half on the parameters
+ * (dt_allreduce_gather). With the ring the same bytes as one allreduce,
+ * 2 (K-1)/K P floats per rank; with every algorithm the same parameters
+ * as DDP, bit for bit. */
 dt_result dt_train_use_zero1(dt_trainer *t);
 
 /* Model parallelism and pipelines (chapters 05, 06; own_layers.c): this

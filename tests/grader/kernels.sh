@@ -1,0 +1,137 @@
+#!/usr/bin/env bash
+# kernels.sh - `make test-kernels`: one verdict on every CPU. A test's
+# verdict must not depend on the BLAS kernels that computed its numbers:
+# two paths that are claimed to agree bit for bit must do the same
+# arithmetic, and a tolerance must hold with room under every kernel set.
+# This runs libdt's unit tests and every lab's solution (graded as
+# `make check IMPL=solutions` grades, without the ThreadSanitizer runs,
+# whose build has no OpenBLAS) under
+#
+#   - each OpenBLAS kernel set this CPU can run (OPENBLAS_CORETYPE): one
+#     per level of vector instructions up to the CPU's (bench/machine's
+#     kernel_sets: Prescott, Sandybridge, Haswell, SkylakeX, Cooperlake on
+#     an AVX-512 CPU with BF16) and Zen, the AMD AVX2 set, where the CPU
+#     has AVX2; KERNELS="A B ..." chooses others. A set that OpenBLAS does
+#     not run when asked (not in its build, or a build with one set) is
+#     said and skipped;
+#   - a build without OpenBLAS (make OPENBLAS=0, into $BUILD/noblas), whose
+#     sgemm is libdt's built-in kernel.
+#
+# It prints the sets it ran and ends with one line per failing test, named
+# with its set, and "test-kernels: N passed, N failed". Exit status 1 if
+# any test failed under any set. Logs go to $BUILD/test-kernels/.
+#
+# Environment (set by the Makefile): MAKE, BUILD, WERROR, CC, KERNELS.
+set -uo pipefail
+
+MAKE=${MAKE:-make}
+BUILD=${BUILD:-build}
+WERROR=${WERROR:-}
+CC=${CC:-cc}
+KERNELS=${KERNELS:-}
+JOBS=$(getconf _NPROCESSORS_ONLN 2>/dev/null || echo 2)
+[ "$JOBS" -gt 8 ] && JOBS=8
+export DT_QUIET=1 # the kernels are chosen here: no line about them in every test
+unset DT_BLAS_KERNELS
+
+if [ ! -d solutions ]; then
+    echo "make test-kernels is the staff's check: it needs solutions/."
+    exit 2
+fi
+NOBLAS=$BUILD/noblas
+out=$BUILD/test-kernels
+rm -rf "$out"
+mkdir -p "$out"
+labs=$(for d in tests/[0-9][0-9]-*/; do ls "$d"*.c >/dev/null 2>&1 && basename "$d"; done)
+
+m() { "$MAKE" --no-print-directory -j"$JOBS" WERROR="$WERROR" CC="$CC" "$@"; }
+key() { sed -n "s/^$1=//p"; } # a KEY=VALUE line of bench/machine
+
+build() { # build-dir make-arguments...
+    local dir=$1
+    shift
+    echo "test-kernels: building $dir"
+    if ! m BUILD="$dir" "$@" all >"$out/build-$(basename "$dir").log" 2>&1; then
+        tail -n 20 "$out/build-$(basename "$dir").log"
+        echo "test-kernels: the build in $dir failed (log: $out/build-$(basename "$dir").log)"
+        return 1
+    fi
+}
+
+passed=0
+failed=0
+fails=()
+ran=()
+# Grades under one configuration: the unit tests, then the solutions.
+# $1 the name shown, $2 the build; the environment carries the kernels.
+grade_all() { # name build
+    local name=$1 dir=$2 log=$out/$1 p f
+    "$dir/bin/dtgrade" -q -j "$JOBS" --tests-root tests --results "$log-unit.json" \
+        "lib=$dir/tests/lib/grade" >"$log-unit.txt" 2>&1
+    env MAKE="$MAKE" BUILD="$dir" SAN= CC="$CC" WERROR="$WERROR" IMPL=solutions OFFICIAL=labs \
+        LABS="$labs" RACE=0 GRADE_JOBS="$JOBS" DTGRADE_FLAGS="-q" \
+        DT_RESULTS="$log-solutions.json" tests/grader/check.sh >"$log-solutions.txt" 2>&1
+    for part in unit solutions; do
+        read -r p f < <(awk '/^[0-9]+ passed, [0-9]+ failed/ { p = $1; f = $3 }
+                              END { print p + 0, f + 0 }' "$log-$part.txt")
+        if ! grep -qE '^[0-9]+ passed, [0-9]+ failed' "$log-$part.txt"; then
+            f=$((f + 1)) # no count: it did not run (a build error, a crash)
+            fails+=("$name: $part: no result (log: $log-$part.txt)")
+        fi
+        passed=$((passed + p))
+        failed=$((failed + f))
+        printf '  %-12s %-9s %4d passed, %d failed\n' "$name" "$part" "$p" "$f"
+        # dtgrade -q prints the failed rows: "  name   0/3   FAIL ..."
+        while read -r row; do
+            fails+=("$name: $part: $row")
+        done < <(grep -E '^ +[a-z_0-9]+ +[0-9]+/[0-9]+ +(FAIL|TIMEOUT|CRASH|LIMIT|BUILD)' \
+                     "$log-$part.txt" | sed 's/^ *//' | tr -s ' ' | cut -c1-200)
+    done
+    ran+=("$name")
+}
+
+# ---------------------------------------------------------------- OpenBLAS sets
+build "$BUILD" || exit 1
+m BUILD="$BUILD" "$BUILD/bench/machine" >/dev/null 2>&1
+machine=$(env -u OPENBLAS_CORETYPE "$BUILD/bench/machine") || {
+    echo "test-kernels: $BUILD/bench/machine failed"
+    exit 1
+}
+echo "test-kernels: CPU $(echo "$machine" | key cpu) ($(echo "$machine" | key cpu_isa)), \
+$(echo "$machine" | key blas), OpenBLAS's own choice here: $(echo "$machine" | key kernels)"
+if [ "$(echo "$machine" | key blas)" = built-in ]; then
+    echo "test-kernels: $BUILD has no OpenBLAS (not installed, or OPENBLAS=0): only the built-in sgemm"
+else
+    if [ -z "$KERNELS" ]; then
+        KERNELS=$(echo "$machine" | key kernel_sets)
+        case " $(echo "$machine" | key cpu_features) " in # Zen beside Haswell, the other AVX2 set
+            *" avx2 "*) KERNELS=$(echo "$KERNELS" | sed 's/Haswell/Haswell Zen/') ;;
+        esac
+    fi
+    for k in $KERNELS; do
+        got=$(OPENBLAS_CORETYPE=$k "$BUILD/bench/machine" | key kernels)
+        if [ "$got" != "$k" ]; then
+            echo "test-kernels: $k skipped: OPENBLAS_CORETYPE=$k runs OpenBLAS's $got kernels"
+            continue
+        fi
+        echo "test-kernels: OPENBLAS_CORETYPE=$k"
+        OPENBLAS_CORETYPE=$k grade_all "$k" "$BUILD"
+    done
+fi
+
+# ---------------------------------------------------------------- no OpenBLAS
+if build "$NOBLAS" OPENBLAS=0; then
+    echo "test-kernels: without OpenBLAS ($NOBLAS)"
+    grade_all built-in "$NOBLAS"
+else
+    failed=$((failed + 1))
+    fails+=("built-in: the build failed")
+fi
+
+echo
+echo "test-kernels: ran ${ran[*]:-nothing}"
+for f in "${fails[@]}"; do
+    echo "FAIL: $f"
+done
+echo "test-kernels: $passed passed, $failed failed"
+[ "$failed" -eq 0 ] && [ ${#ran[@]} -gt 0 ]
