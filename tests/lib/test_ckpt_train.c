@@ -332,3 +332,83 @@ TEST_T(ckpt_train_every_piece_of_state_matters, 2, 120)
            "the file and the update hook)", dt_strerror(r), dt_last_error());
     ck_rmdir(j.dir);
 }
+
+/* A hook that keeps state the trainer was not told about. */
+static dt_result counting_sync(dt_trainer *t, void *self)
+{
+    (void)t;
+    (*(long *)self)++;
+    return DT_OK;
+}
+
+static dt_result counter_state(dt_trainer *t, void *self, dt_ckpt_io *io)
+{
+    (void)t;
+    return dt_ckpt_io_long(io, "count", self);
+}
+
+static dt_result optimizers_rank(dt_comm *w, void *arg)
+{
+    const job *j = arg;
+    run s;
+    dt_optimizer *o[8];
+    int n = -1;
+    dt_result r = setup(&s, w, j->c, 5);
+    if (r == DT_OK)
+        r = dt_train_optimizers(&s.t, o, 8, &n);
+    int want[NUM_CONFIGS] = {1, 1, 2, 3, 2, 0}; /* FSDP: 3 units; own layers: 2 runs */
+    if (r == DT_OK && n != want[j->c])
+        r = dt_fail(DT_ERR_MISMATCH, "%s: %d optimizers, expected %d", config_name[j->c], n,
+                    want[j->c]);
+    for (int i = 0; r == DT_OK && i < n; i++)
+        if (!o[i] || o[i]->step != 0)
+            r = dt_fail(DT_ERR_MISMATCH, "%s: optimizer %d", config_name[j->c], i);
+    teardown(&s);
+    return r;
+}
+
+TEST(ckpt_train_refuses_a_hook_whose_state_it_cannot_see, 1)
+{
+    dt_test_see("lib/include/dt/train.h, checkpoints");
+    char dir[256], path[320];
+    ck_tmpdir(dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/rank-00000.dtck", dir);
+    dt_model m;
+    dt_trainer t;
+    long count = 0, loaded = 0;
+    EXPECT_OK(dt_model_create_spec(&m, SPEC, 5));
+    EXPECT_OK(dt_trainer_init(&t, &m, NULL, NULL));
+    dt_train_set_hook(&t.sync, (dt_hook){"counting", counting_sync, NULL, NULL, &count});
+    dt_ckpt_io *io;
+    EXPECT_OK(dt_ckpt_io_save(&io, path, DT_CKPT_SHARD, 0, 1));
+    EXPECT_ERR(dt_ckpt_io_end(io, dt_train_state(&t, io), NULL), DT_ERR_UNSUPPORTED);
+    EXPECT(strstr(dt_last_error(), "sync hook \"counting\""), "names the hook: %s",
+           dt_last_error());
+    EXPECT(!ck_exists(path), "a refused state left a file");
+    dt_optimizer *o;
+    int n;
+    EXPECT_OK(dt_train_optimizers(&t, &o, 1, &n)); /* the update is still the default */
+    EXPECT(n == 1, "%d optimizers", n);
+    EXPECT_OK(dt_train_set_state(&t, &t.sync, &(dt_hook_state){counter_state, NULL}));
+    count = 42;
+    EXPECT_OK(dt_ckpt_io_save(&io, path, DT_CKPT_SHARD, 0, 1));
+    EXPECT_OK(dt_ckpt_io_end(io, dt_train_state(&t, io), NULL));
+    dt_train_set_hook(&t.sync, (dt_hook){"counting", counting_sync, NULL, NULL, &loaded});
+    EXPECT_ERR(dt_train_state(&t, (dt_ckpt_io *)1), DT_ERR_UNSUPPORTED); /* another self */
+    EXPECT_OK(dt_train_set_state(&t, &t.sync, &(dt_hook_state){counter_state, NULL}));
+    EXPECT_OK(dt_ckpt_io_load(&io, path, DT_CKPT_SHARD, 0, 1));
+    EXPECT_OK(dt_ckpt_io_end(io, dt_train_state(&t, io), NULL));
+    EXPECT(loaded == 42, "the hook's state came back as %ld", loaded);
+    EXPECT_ERR(dt_train_set_state(&t, (dt_hook *)&count, &(dt_hook_state){NULL, NULL}),
+               DT_ERR_INVALID_ARG);
+    dt_trainer_free(&t);
+    dt_model_free(&m);
+    for (int c = 0; c < NUM_CONFIGS; c++) {
+        job j = {(config)c, STRAIGHT, ""};
+        dt_launch_opts lo;
+        dt_launch_opts_init(&lo);
+        lo.nranks = config_ranks[c];
+        EXPECT(dt_launch(&lo, optimizers_rank, &j) == DT_OK, "%s", dt_last_error());
+    }
+    ck_rmdir(dir);
+}
