@@ -55,7 +55,8 @@ typedef struct {
 
 static void put(bytes *f, const void *p, size_t n)
 {
-    memcpy(f->b + f->n, p, n);
+    if (n)
+        memcpy(f->b + f->n, p, n);
     f->n += n;
 }
 static void put32(bytes *f, uint32_t v)
@@ -271,7 +272,10 @@ TEST(ckpt_damage_is_refused_naming_file_and_record, 3)
     for (size_t i = 0; i < sizeof cuts / sizeof *cuts; i++)
         expect_refused(bad, g, n, cuts[i], n, 0, DT_ERR_INVALID_ARG,
                        "truncated", NULL);
-    expect_refused(bad, g, n + 1, n + 1, n, 0, DT_ERR_INVALID_ARG, "truncated", NULL);
+    unsigned char *longer = calloc(n + 1, 1);
+    memcpy(longer, g, n);
+    expect_refused(bad, longer, n + 1, n + 1, n + 1, 0, DT_ERR_INVALID_ARG, "truncated", NULL);
+    free(longer);
     /* a bit changed in each record's data names that record */
     EXPECT_OK(dt_ckpt_open(&r, path));
     const char *names[3] = {"alpha", "beta", "gamma"};

@@ -324,10 +324,11 @@ dt_result dt_train_use_fused_sgd(dt_trainer *t);
  * call for the slot replaces it. */
 dt_result dt_train_set_state(dt_trainer *t, const dt_hook *slot, const dt_hook_state *s);
 
-/* Visits t's state through io: saves it, or loads it (all or nothing: a
- * failed load changes nothing). Between steps; every rank of a collective
- * strategy on its own file (chapter 14 adds the manifest). Loading needs
- * a trainer set up as the saved one was (model, strategy, ranks, config). */
+/* Visits t's state through io: saves it, or loads it (all or nothing: the
+ * values land at dt_ckpt_io_end, and a failed load changes nothing).
+ * Between steps; every rank of a collective strategy on its own file
+ * (chapter 14 adds the manifest). Loading needs a trainer set up as the
+ * saved one was (model, strategy, ranks, optimizer kind). */
 dt_result dt_train_state(dt_trainer *t, dt_ckpt_io *io);
 
 /* The optimizers t's update steps, for a checkpoint or a look at their
