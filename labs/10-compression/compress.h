@@ -257,10 +257,9 @@ dt_result lab_sync_sign(lab_cdp *c);
 
 /* ================================================================ task 6: checkpoints
  * (section 7). A rank's checkpoint is ONE file of the library's format
- * (dt/ckpt.h: a shard, the header's rank and ranks this rank's c->rank
- * and c->ranks), holding exactly these records, by name, element type
- * and shape, the records of buffers this configuration does not have
- * left out:
+ * (dt/ckpt.h: a shard whose header names rank c->rank of c->ranks) that
+ * holds exactly these records, by name, element type and shape, leaving
+ * out those of buffers this configuration does not have:
  *
  *   step              i64 scalar              c->step
  *   params            f32 [n]                 the model's parameters
