@@ -97,6 +97,17 @@ dt_backend dt_test_backend(void);
  * one (the others are not MPI rank 0 and still run a rank 0). */
 dt_result dt_test_on_backend(int world_rank, dt_backend backend);
 
+/* Runs this binary's test `name` in a fresh process, a new exec of the
+ * binary (`grade --run NAME`), with the variables set[] ("NAME=VALUE",
+ * NULL-ended; set may be NULL) added to its environment. Its output goes
+ * where this process's goes, so its FAIL line is the test's reason. Waits
+ * at most timeout_s, then kills it. DT_OK when it exited with status 0;
+ * else DT_ERR_TIMEOUT or DT_ERR_INTERNAL with a message saying how it
+ * ended. For what must cross a process boundary, such as a checkpoint
+ * saved in one process and loaded in another: the test reads set[] with
+ * getenv to know which side it is. */
+dt_result dt_test_run_fresh(const char *name, const char *const *set, double timeout_s);
+
 /* The options (...) are designated initializers of dt_test's fields. */
 #define DT_TEST_DEFINE(name_, points_, hidden_, ...)                         \
     static void name_(void);                                                 \

@@ -27,6 +27,7 @@
  * order their files list them. */
 #include "grader.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
 #include <signal.h>
@@ -346,6 +347,37 @@ static void finish(void)
     fflush(stdout);
     finished = 1;
     chan_say("done", -2, 0);
+}
+
+dt_result dt_test_run_fresh(const char *name, const char *const *set, double timeout_s)
+{
+    fflush(stdout), fflush(stderr);
+    pid_t pid = fork();
+    if (pid < 0)
+        return dt_fail(DT_ERR_INTERNAL, "fresh process for %s: fork: %s", name, strerror(errno));
+    if (pid == 0) {
+        for (int i = 0; set && set[i]; i++)
+            putenv((char *)set[i]);
+        char *argv[] = {"grade", "--run", (char *)name, NULL};
+        execv("/proc/self/exe", argv);
+        _exit(127);
+    }
+    int st = 0;
+    double deadline = dt_now() + timeout_s;
+    pid_t w;
+    while ((w = waitpid(pid, &st, WNOHANG)) == 0 && dt_now() < deadline)
+        dt_sleep(0.005);
+    if (w == 0) {
+        kill(pid, SIGKILL);
+        waitpid(pid, &st, 0);
+        return dt_fail(DT_ERR_TIMEOUT, "the fresh process of %s ran past %g s", name, timeout_s);
+    }
+    if (w < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
+        return dt_fail(DT_ERR_INTERNAL, "the fresh process of %s %s %d (its FAIL line, above, "
+                       "says why)", name, w >= 0 && WIFSIGNALED(st) ? "was killed by signal"
+                       : "exited with status", w < 0 ? -1 : WIFSIGNALED(st) ? WTERMSIG(st)
+                       : WEXITSTATUS(st));
+    return DT_OK;
 }
 
 int main(int argc, char **argv)
