@@ -55,6 +55,12 @@ static const dt_hook_state *state_of(dt_trainer *t, int i)
     return NULL;
 }
 
+const dt_hook_state *train_state_given(dt_trainer *t, const dt_hook *slot)
+{
+    int i = t && slot ? slot_index(t, slot) : -1;
+    return i < 0 ? NULL : state_of(t, i);
+}
+
 /* The slot whose state covers slot i's self: i itself, another slot with
  * the same self and a state (ZeRO-1's sync shares the update's), or -1. */
 static int covering(dt_trainer *t, int i)

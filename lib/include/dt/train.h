@@ -428,6 +428,8 @@ dt_result dt_train_use_fused_sgd(dt_trainer *t);
  *                            count, checked), update.unitI.params (f32 [c],
  *                            this rank's shard), update.unitI.optimizer.*
  *     update "own_layers"    update.runI.* for each run of owned layers
+ *     update "pipeline"      update.runI.*: the own-layers update it runs (the
+ *                            pipeline keeps nothing else between steps)
  *     forward "units"        (nothing between steps)
  *
  * A hook whose self is NULL keeps nothing. A hook with a self must have a
@@ -455,9 +457,10 @@ dt_result dt_train_state(dt_trainer *t, dt_ckpt_io *io);
  * update: 1 over every parameter, made at once if no update has run (a
  * zeroed state, step 0, as the first update would make it); ZeRO-1: 2
  * (this rank's shard, and the tail every rank updates); FSDP: one per
- * unit, over this rank's shard of it; own layers: one per run; fused SGD
- * and a hook whose self is NULL: 0. An update that keeps state and has
- * none given (dt_train_set_state) is DT_ERR_UNSUPPORTED, naming it. */
+ * unit, over this rank's shard of it; own layers and a pipeline: one per
+ * run of this rank's layers; fused SGD and a hook whose self is NULL: 0.
+ * An update that keeps state and has none given (dt_train_set_state) is
+ * DT_ERR_UNSUPPORTED, naming it. */
 dt_result dt_train_optimizers(dt_trainer *t, dt_optimizer **o, int max, int *n);
 
 /* The optimizer of the default update (the optimizer over every
