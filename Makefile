@@ -249,10 +249,18 @@ $(BUILD)/obj/headers/umbrella.ok: $(HEADERS)
 	  if [ -n "$$missing" ]; then echo "lib/include/dt/dt.h does not include:$$missing"; exit 1; fi
 	$(Q)touch $@
 
+# The rules a lab's objects must keep before its test binary is linked
+# (what they call, their static storage), and the renaming that charges
+# their allocations to the rank: tests/grader/lab-objects.sh.
+LAB_CHECK := tests/grader/lab-objects.sh tests/grader/refused-symbols tests/grader/untagged.redefine
+
 # One lab's rules: its code from $(IMPL), its graded tests, its program.
+# The test binary links the lab's objects as lab-objects.sh checked and
+# renamed them (obj/graded/); the program links them as compiled.
 define LAB_RULES
 $(1)_CODE  := $$(filter-out %/run.c,$$(sort $$(wildcard $(IMPL)/$(1)/*.c)))
 $(1)_OBJS  := $$($(1)_CODE:$(IMPL)/%.c=$(IMPL_DIR)/obj/%.o)
+$(1)_GOBJS := $$($(1)_CODE:$(IMPL)/%.c=$(IMPL_DIR)/obj/graded/%.o)
 $(1)_TOBJS := $$(patsubst %.c,$(IMPL_DIR)/obj/tests/%.o,$$(sort $$(wildcard tests/$(1)/*.c)))
 $(IMPL_DIR)/obj/$(1)/%.o: $(IMPL)/$(1)/%.c $(IDENTITY)
 	@mkdir -p $$(dir $$@)
@@ -262,10 +270,16 @@ $(IMPL_DIR)/obj/tests/tests/$(1)/%.o: tests/$(1)/%.c $(IDENTITY)
 	@mkdir -p $$(dir $$@)
 	$$(call step,CC,$$<)
 	$$(Q)$$(CC) $$(CFLAGS) -Itests/grader -I$(IMPL)/$(1) -c $$< -o $$@
-$(IMPL_DIR)/$(1)/grade: $$($(1)_OBJS) $$($(1)_TOBJS) $(GRADER_OBJ) $(LIBDT) $(IDENTITY)
+$(IMPL_DIR)/obj/graded/$(1)/checked: $$($(1)_OBJS) $$($(1)_TOBJS) $(LIBDT) $(LAB_CHECK)
+	@mkdir -p $$(dir $$@)
+	$$(call step,CHECK,$(IMPL)/$(1))
+	$$(Q)rm -f $$@ $$(dir $$@)*.o
+	$$(Q)CC="$$(CC)" tests/grader/lab-objects.sh $(1) $$(dir $$@) $(LIBDT) $$($(1)_TOBJS) -- $$($(1)_OBJS)
+	$$(Q)touch $$@
+$(IMPL_DIR)/$(1)/grade: $(IMPL_DIR)/obj/graded/$(1)/checked $$($(1)_TOBJS) $(GRADER_OBJ) $(LIBDT) $(IDENTITY)
 	@mkdir -p $$(dir $$@)
 	$$(call step,LINK,$$@)
-	$$(LINK)
+	$$(Q)$$(CC) $$(LDFLAGS) $$($(1)_GOBJS) $$($(1)_TOBJS) $(GRADER_OBJ) $(LIBDT) $$(LDLIBS) -o $$@
 $(IMPL_DIR)/$(1)/run: $(IMPL_DIR)/obj/$(1)/run.o $$($(1)_OBJS) $(LIBDT) $(IDENTITY)
 	@mkdir -p $$(dir $$@)
 	$$(call step,LINK,$$@)
