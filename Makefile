@@ -118,6 +118,17 @@ ifneq ($(filter-out $(NO_BUILD_GOALS),$(or $(MAKECMDGOALS),all)),)
     $(file >$(IDENTITY),$(IDENTITY_TEXT))
   endif
 endif
+# Nothing is written outside $(BUILD), or a folder the user named: the
+# temporary files of the compiler, the scripts, the tests and the programs
+# go to $(BUILD)/tmp, unless TMPDIR names a folder. (dtgrade gives each
+# test a folder of its own below it, and checks that it is left empty.)
+ifeq ($(TMPDIR),)
+  export TMPDIR := $(abspath $(BUILD))/tmp
+  ifneq ($(filter-out $(NO_BUILD_GOALS),$(or $(MAKECMDGOALS),all)),)
+    $(shell mkdir -p $(TMPDIR))
+  endif
+endif
+
 # A program's link line: its objects and libraries, not the identity file.
 LINK = $(Q)$(CC) $(LDFLAGS) $(filter-out $(IDENTITY),$^) $(LDLIBS) -o $@
 
@@ -274,7 +285,7 @@ $(IMPL_DIR)/obj/graded/$(1)/checked: $$($(1)_OBJS) $$($(1)_TOBJS) $(LIBDT) $(LAB
 	@mkdir -p $$(dir $$@)
 	$$(call step,CHECK,$(IMPL)/$(1))
 	$$(Q)rm -f $$@ $$(dir $$@)*.o
-	$$(Q)CC="$$(CC)" tests/grader/lab-objects.sh $(1) $$(dir $$@) $(LIBDT) $$($(1)_TOBJS) -- $$($(1)_OBJS)
+	$$(Q)CC="$$(CC)" LAB_SRC=$(IMPL)/$(1) tests/grader/lab-objects.sh $(1) $$(dir $$@) $(LIBDT) $$($(1)_TOBJS) -- $$($(1)_OBJS)
 	$$(Q)touch $$@
 $(IMPL_DIR)/$(1)/grade: $(IMPL_DIR)/obj/graded/$(1)/checked $$($(1)_TOBJS) $(GRADER_OBJ) $(LIBDT) $(IDENTITY)
 	@mkdir -p $$(dir $$@)

@@ -91,7 +91,7 @@ TEST_HIDDEN_T(topk_at_density_one_sends_everything, 1, 20)
 /* ------------------------------------------------------------ checkpoints */
 
 typedef struct {
-    char dir[256];
+    char dir[4096];
 } ck_dir;
 
 /* AdamW this time: two state slots and a step count to resume. */
@@ -105,7 +105,7 @@ static dt_result psgd_ckpt_rank(dt_comm *w, void *arg)
 {
     const ck_dir *dir = arg;
     lab_compress_config psgd = {LAB_POWERSGD, 1, 0, 2, 9}, topk = {LAB_TOPK, 1, 0.1, 0, 0};
-    char path[300];
+    char path[4200];
     dt_model a = {0}, b = {0}, c = {0}, x = {0};
     snprintf(path, sizeof path, "%s/rank%d.ckpt", dir->dir, dt_comm_rank(w));
     dt_result r = run_steps(w, psgd, 3, NULL, NULL, 10, &a);
@@ -134,8 +134,7 @@ TEST_HIDDEN_T(powersgd_checkpoint_resumes_and_other_methods_refused, 2, 30)
 {
     dt_test_see("chapter 10, section 7");
     ck_dir dir;
-    const char *tmp = getenv("TMPDIR");
-    snprintf(dir.dir, sizeof dir.dir, "%s/dtlab-ckpt-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    snprintf(dir.dir, sizeof dir.dir, "%s/dtlab-ckpt-XXXXXX", dt_test_tmpdir());
     EXPECT(mkdtemp(dir.dir) != NULL, "mkdtemp %s failed", dir.dir);
     dt_result r = cmp_launch(2, NULL, psgd_ckpt_rank, &dir);
     rmdir(dir.dir);

@@ -118,7 +118,7 @@ TEST_T(compression_shortens_the_step_on_eth10, 3, 60)
  * the same bits. SGD with momentum, so the optimizer's state matters too. */
 typedef struct {
     lab_compress_config cc;
-    char dir[256];
+    char dir[4096];
 } ckpt_run;
 
 /* SGD with momentum: the optimizer's state is part of what must resume. */
@@ -132,7 +132,7 @@ static dt_result train_until(dt_comm *w, const lab_compress_config *cc, uint64_t
 static dt_result ckpt_rank(dt_comm *w, void *arg)
 {
     const ckpt_run *run = arg;
-    char path[300];
+    char path[4200];
     dt_model straight = {0}, first = {0}, resumed = {0};
     snprintf(path, sizeof path, "%s/rank%d.ckpt", run->dir, dt_comm_rank(w));
     dt_result r = train_until(w, &run->cc, 3, NULL, NULL, 12, &straight);
@@ -157,8 +157,7 @@ TEST_T(checkpoint_resumes_bit_identical, 4, 60)
     lab_compress_config cc[3] = {{LAB_TOPK, 1, 0.05, 0, 0}, {LAB_SIGN, 1, 0, 0, 0},
                                  {LAB_INT8, 1, 0, 0, 0}};
     ckpt_run run;
-    const char *tmp = getenv("TMPDIR");
-    snprintf(run.dir, sizeof run.dir, "%s/dtlab-ckpt-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    snprintf(run.dir, sizeof run.dir, "%s/dtlab-ckpt-XXXXXX", dt_test_tmpdir());
     EXPECT(mkdtemp(run.dir) != NULL, "mkdtemp %s failed", run.dir);
     for (int i = 0; i < 3; i++) {
         run.cc = cc[i];

@@ -27,8 +27,9 @@
 #
 # A broken rule prints one line per problem, "FILE:LINE: error: ... (refused
 # by the grader)", which the grader shows as the lab's BUILD reason, and
-# exits 1. Environment: CC (to find the C library), NM, OBJCOPY, READELF,
-# ADDR2LINE.
+# exits 1. Environment: LAB_SRC (the folder of the lab's sources, for the
+# names messages give them), CC (to find the C library), NM, OBJCOPY,
+# READELF, ADDR2LINE.
 set -uo pipefail
 
 STATIC_LIMIT=4096
@@ -105,8 +106,24 @@ rel() { # path -> relative to the repository's root
     case "$1" in "$root"/*) echo "${1#"$root"/}" ;; *) echo "$1" ;; esac
 }
 
+# The name a lab's object's source goes by: the file the splice's first
+# "#line 1" names (the student's), else the source's path.
+source_name() { # object
+    local src=${LAB_SRC:-}/$(basename "${1%.o}.c") first
+    if [ -n "${LAB_SRC:-}" ] && [ -f "$src" ]; then
+        first=$(head -n 1 "$src")
+        case "$first" in
+            '#line 1 "'*'"') first=${first#'#line 1 "'}; echo "${first%'"'}"; return ;;
+        esac
+        rel "$src"
+    else
+        basename "${1%.o}.c"
+    fi
+}
+
 # "FILE:LINE" of the first call of symbol $2 in object $1 (from its
-# relocations and line table), else the object's source name.
+# relocations and line table; the splice's #line directives keep the
+# student's numbering), else the source's name.
 where() { # object symbol
     local o=$1 s=$2 sec off loc
     read -r sec off < <("$READELF" -rW "$o" 2>/dev/null | awk -v s="$2" '
@@ -114,12 +131,13 @@ where() { # object symbol
         sec !~ /^\.debug|^\.eh_frame/ && $5 == s { print sec, $1; exit }')
     if [ -n "${off:-}" ]; then
         loc=$("$ADDR2LINE" -e "$o" -j "$sec" "0x$off" 2>/dev/null | head -n 1)
-        case "$loc" in
-            *\?* | "") ;;
-            *) rel "${loc%% *}"; return ;;
+        loc=${loc%% *}
+        case "${loc##*:}" in
+            '' | *[!0-9]*) ;;
+            *) echo "$(source_name "$o"):${loc##*:}"; return ;;
         esac
     fi
-    basename "${o%.o}.c"
+    source_name "$o"
 }
 
 errors=0
@@ -166,7 +184,7 @@ while IFS=$'\t' read -r o s what; do
         tests) say "$(where "$o" "$s"): error: the lab calls $s, a function of the tests: $RULE ($MARK)" ;;
         internal) say "$(where "$o" "$s"): error: the lab calls $s, one of libdt's internals, not its public API: $RULE ($MARK)" ;;
         unknown) say "$(where "$o" "$s"): error: the lab calls $s, in none of libdt's public API, the C library and libm: $RULE ($MARK)" ;;
-        defines) say "$(basename "${o%.o}.c"): error: the lab defines $s, a function of libdt, the C library or the tests, which it would replace in the test binary; give yours another name ($MARK)" ;;
+        defines) say "$(source_name "$o"): error: the lab defines $s, a function of libdt, the C library or the tests, which it would replace in the test binary; give yours another name ($MARK)" ;;
         *) say "$(where "$o" "$s"): error: the lab calls $s, which it may not: $what ($MARK: tests/grader/refused-symbols)" ;;
     esac
 done <"$tmp/problems"
@@ -200,7 +218,7 @@ for o in "${objs[@]}"; do
     total=$((total + b))
     big=$("$NM" -S --size-sort --defined-only "$o" 2>/dev/null |
         awk 'NF == 4 && $3 ~ /^[bBdDC]$/ && $4 !~ /^(__odr_asan|__asan|\.)/ { print $4 }' | tail -n 3 | tr '\n' ' ')
-    detail="$detail${detail:+, }$(basename "${o%.o}.c") $b${big:+ (${big% })}"
+    detail="$detail${detail:+, }$(source_name "$o") $b${big:+ (${big% })}"
 done
 if [ "$total" -gt "$STATIC_LIMIT" ]; then
     say "$lab: error: the lab keeps $total bytes in static or thread-local storage (bytes per file: $detail); a lab may keep at most $STATIC_LIMIT bytes there: a rank's state lives in memory allocated at run time, which the memory tests count ($MARK)"

@@ -84,7 +84,7 @@ TEST(data_digits_load_and_split, 2)
 /* Writes text to a temporary file and loads it as digits. */
 static dt_result load_text(const char *text, char *path, size_t len)
 {
-    snprintf(path, len, "/tmp/dt_digits_%d.csv", (int)getpid());
+    snprintf(path, len, "%s/digits.csv", dt_test_tmpdir());
     FILE *f = fopen(path, "w");
     EXPECT(f != NULL, "temporary file");
     fputs(text, f);
@@ -110,7 +110,7 @@ static char *digits_line(int pixel, int label, int fields)
 
 TEST(data_digits_errors_name_line_and_column, 1)
 {
-    char path[64], text[2048], want[128];
+    char path[4200], text[2048], want[4300];
     dt_dataset d;
     EXPECT_ERR(dt_data_load_digits(&d, "no/such/digits.csv"), DT_ERR_IO);
     EXPECT(strstr(dt_last_error(), "no/such/digits.csv"), "names the file: %s", dt_last_error());

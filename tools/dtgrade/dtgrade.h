@@ -218,6 +218,7 @@ typedef struct {
     char **names; /* this user's entries of /tmp named like the project's */
     int n;
 } tmp_listing;
+const char *tmp_root_absolute(const char *root);
 void tmp_prepare(run_spec *sp);
 void tmp_list(tmp_listing *out);
 void tmp_listing_free(tmp_listing *l);

@@ -47,6 +47,15 @@ static int make_dirs(const char *path)
     return rc;
 }
 
+/* The root made, as an absolute path. */
+const char *tmp_root_absolute(const char *root)
+{
+    char *abs;
+    if (make_dirs(root) != 0 || !(abs = realpath(root, NULL)))
+        die("--tmp-root: cannot make the folder %s: %s", root, strerror(errno));
+    return abs;
+}
+
 /* The test's folder, TMP_ROOT/JOB, made empty. */
 void tmp_prepare(run_spec *sp)
 {

@@ -222,12 +222,14 @@ int main(int argc, char **argv)
     }
     if (!opt.results || !*opt.results)
         opt.results = "build/results.json";
-    /* The tests' temporary folders: beside the results unless told. */
+    /* The tests' temporary folders: beside the results unless told; an
+     * absolute path, so that a test that changes its folder keeps it. */
     if (!opt.tmp_root) {
         const char *slash = strrchr(opt.results, '/');
         opt.tmp_root = slash ? xprintf("%.*s/tmp", (int)(slash - opt.results), opt.results)
                              : "tmp";
     }
+    opt.tmp_root = tmp_root_absolute(opt.tmp_root);
     char prefix[64];
     if (!opt.job_prefix) {
         snprintf(prefix, sizeof prefix, "g%ld.", (long)getpid());
