@@ -33,7 +33,6 @@
 #include <unistd.h>
 
 #define BUCKETS 4096 /* of the block table, hashed by address */
-#define LOCKS 64     /* bucket b is guarded by locks[b % LOCKS] */
 
 typedef struct block {
     uintptr_t p;
@@ -48,25 +47,25 @@ typedef struct range {
     struct range *next;
 } range;
 
+/* One lock for the table (a lab allocates rarely: set-up, a few buffers
+ * per step), one for the mappings; never both held at once but in fork. */
 static block *buckets[BUCKETS];
-static pthread_mutex_t locks[LOCKS] = {[0 ... LOCKS - 1] = PTHREAD_MUTEX_INITIALIZER};
+static pthread_mutex_t blocks_lock = PTHREAD_MUTEX_INITIALIZER;
 static range *ranges;
 static pthread_mutex_t ranges_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* A fork while another thread holds a lock would leave it held in the
- * child (a proc rank is a fork of the test): fork waits for every lock. */
+ * child (a proc rank is a fork of the test): fork waits for both. */
 static void fork_prepare(void)
 {
-    for (int i = 0; i < LOCKS; i++)
-        pthread_mutex_lock(&locks[i]);
+    pthread_mutex_lock(&blocks_lock);
     pthread_mutex_lock(&ranges_lock);
 }
 
 static void fork_done(void)
 {
     pthread_mutex_unlock(&ranges_lock);
-    for (int i = LOCKS - 1; i >= 0; i--)
-        pthread_mutex_unlock(&locks[i]);
+    pthread_mutex_unlock(&blocks_lock);
 }
 
 __attribute__((constructor)) static void untagged_init(void)
@@ -84,7 +83,7 @@ static size_t bucket_of(uintptr_t p)
 static void put(block *n)
 {
     size_t b = bucket_of(n->p);
-    pthread_mutex_lock(&locks[b % LOCKS]);
+    pthread_mutex_lock(&blocks_lock);
     block **at = &buckets[b];
     while (*at && (*at)->p != n->p)
         at = &(*at)->next;
@@ -93,7 +92,7 @@ static void put(block *n)
         *at = stale->next;
     n->next = buckets[b];
     buckets[b] = n;
-    pthread_mutex_unlock(&locks[b % LOCKS]);
+    pthread_mutex_unlock(&blocks_lock);
     if (stale) {
         dt_mem_uncharge_untagged(stale->ctx, stale->bytes);
         free(stale);
@@ -117,14 +116,14 @@ static int take(void *ptr, block *out)
 {
     uintptr_t p = (uintptr_t)ptr;
     size_t b = bucket_of(p);
-    pthread_mutex_lock(&locks[b % LOCKS]);
+    pthread_mutex_lock(&blocks_lock);
     block **at = &buckets[b];
     while (*at && (*at)->p != p)
         at = &(*at)->next;
     block *found = *at;
     if (found)
         *at = found->next;
-    pthread_mutex_unlock(&locks[b % LOCKS]);
+    pthread_mutex_unlock(&blocks_lock);
     if (!found)
         return 0;
     *out = *found;
