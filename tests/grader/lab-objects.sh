@@ -77,17 +77,16 @@ fi
 # cannot be found: then any name libdt and the tests do not define passes.
 libc=$cache/libc.syms
 if [ ! -f "$libc" ]; then
-    : >"$libc.new"
     for so in libc.so.6 libm.so.6; do
         f=$("$CC" -print-file-name="$so" 2>/dev/null)
         [ -f "$f" ] || f=$(ldconfig -p 2>/dev/null | awk -v so="$so" '$1 == so { print $NF; exit }')
         [ -n "$f" ] && [ -f "$f" ] || continue
         "$NM" -D --defined-only "$f" 2>/dev/null |
-            awk 'NF == 3 && $3 !~ /GLIBC_PRIVATE/ { sub(/@.*/, "", $3); print $3 }' >>"$libc.new"
-    done
+            awk 'NF == 3 && $3 !~ /GLIBC_PRIVATE/ { sub(/@.*/, "", $3); print $3 }'
+    done >"$tmp/libc"
     g=$("$CC" -print-libgcc-file-name 2>/dev/null)
-    [ -f "$g" ] && "$NM" -g --defined-only "$g" 2>/dev/null | awk 'NF == 3 { print $3 }' >>"$libc.new"
-    sort -u "$libc.new" >"$libc" && rm -f "$libc.new"
+    [ -f "$g" ] && "$NM" -g --defined-only "$g" 2>/dev/null | awk 'NF == 3 { print $3 }' >>"$tmp/libc"
+    sort -u "$tmp/libc" >"$tmp/libc.sorted" && mv "$tmp/libc.sorted" "$libc"
 fi
 
 "$NM" -g --defined-only "${tobjs[@]}" 2>/dev/null | awk 'NF == 3 { print $3 }' | sort -u >"$tmp/tests"
