@@ -34,8 +34,12 @@
 
 #define BUCKETS 4096 /* of the block table, hashed by address */
 
+/* A block's address is kept hidden (HIDE(p)): a plain copy would make
+ * LeakSanitizer take a block the lab never frees for one still in use. */
+#define HIDE(p) ((uintptr_t)(p) ^ (uintptr_t)0x5a5a5a5a5a5a5a5aULL)
+
 typedef struct block {
-    uintptr_t p;
+    uintptr_t key; /* HIDE(the block's address) */
     size_t bytes;
     dt_mem_ctx *ctx;
     struct block *next;
@@ -73,19 +77,19 @@ __attribute__((constructor)) static void untagged_init(void)
     pthread_atfork(fork_prepare, fork_done, fork_done);
 }
 
-static size_t bucket_of(uintptr_t p)
+static size_t bucket_of(uintptr_t key)
 {
-    return (size_t)(((uint64_t)(p >> 4) * 0x9E3779B97F4A7C15ULL) >> 52) % BUCKETS;
+    return (size_t)(((uint64_t)(key >> 4) * 0x9E3779B97F4A7C15ULL) >> 52) % BUCKETS;
 }
 
 /* Puts a record into the table. A stale one at the same address (its
  * block was freed by code that is not renamed) is credited and dropped. */
 static void put(block *n)
 {
-    size_t b = bucket_of(n->p);
+    size_t b = bucket_of(n->key);
     pthread_mutex_lock(&blocks_lock);
     block **at = &buckets[b];
-    while (*at && (*at)->p != n->p)
+    while (*at && (*at)->key != n->key)
         at = &(*at)->next;
     block *stale = *at;
     if (stale)
@@ -107,18 +111,18 @@ static void track(void *ptr, size_t bytes)
     block *n = malloc(sizeof *n);
     if (!n)
         return; /* no room to record it: it stays uncharged */
-    *n = (block){(uintptr_t)ptr, bytes, dt_mem_charge_untagged(bytes), NULL};
+    *n = (block){HIDE(ptr), bytes, dt_mem_charge_untagged(bytes), NULL};
     put(n);
 }
 
 /* Takes p out of the table: 1 and its record in *out, or 0 when unknown. */
 static int take(void *ptr, block *out)
 {
-    uintptr_t p = (uintptr_t)ptr;
-    size_t b = bucket_of(p);
+    uintptr_t key = HIDE(ptr);
+    size_t b = bucket_of(key);
     pthread_mutex_lock(&blocks_lock);
     block **at = &buckets[b];
-    while (*at && (*at)->p != p)
+    while (*at && (*at)->key != key)
         at = &(*at)->next;
     block *found = *at;
     if (found)
