@@ -22,7 +22,7 @@ enum { RANKS = 2 };
 
 typedef struct {
     cmp_ckpt_run run;
-    char dir[256];
+    char dir[4096];
     int resume;
 } side;
 
@@ -151,7 +151,7 @@ static dt_result side_rank(dt_comm *w, void *arg)
 {
     const side *s = arg;
     int rank = dt_comm_rank(w);
-    char ckpt[300], out[300];
+    char ckpt[4200], out[4200];
     dt_model m = {0};
     file_of(ckpt, sizeof ckpt, s->dir, "rank", rank);
     file_of(out, sizeof out, s->dir, s->resume ? "resumed-" : "straight-", rank);
@@ -170,7 +170,7 @@ static dt_result side_rank(dt_comm *w, void *arg)
  * parameter that differs, and its two values. */
 static long compare(const char *dir, int rank, float *resumed, float *straight)
 {
-    char a[300], b[300];
+    char a[4200], b[4200];
     file_of(a, sizeof a, dir, "straight-", rank);
     file_of(b, sizeof b, dir, "resumed-", rank);
     FILE *fa = fopen(a, "rb"), *fb = fopen(b, "rb");
@@ -189,7 +189,7 @@ static long compare(const char *dir, int rank, float *resumed, float *straight)
 
 static void clean(const char *dir)
 {
-    char path[300];
+    char path[4200];
     const char *what[3] = {"rank", "straight-", "resumed-"};
     for (int rank = 0; rank < RANKS; rank++)
         for (int k = 0; k < 3; k++) {
@@ -205,7 +205,7 @@ void cmp_ckpt_resume_test(const char *test, const cmp_ckpt_run *runs, int n)
     const char *child = getenv("CMP_CKPT_RESUME");
     if (child) { /* the fresh process: the resume side of run i */
         int i;
-        EXPECT(sscanf(child, "%d %255s", &i, s.dir) == 2 && i >= 0 && i < n,
+        EXPECT(sscanf(child, "%d %4095s", &i, s.dir) == 2 && i >= 0 && i < n,
                "CMP_CKPT_RESUME='%s'", child);
         s.run = runs[i], s.resume = 1;
         dt_result r = cmp_launch(RANKS, NULL, side_rank, &s);
@@ -213,11 +213,10 @@ void cmp_ckpt_resume_test(const char *test, const cmp_ckpt_run *runs, int n)
                lab_method_name(runs[i].cc.method), dt_last_error());
         return;
     }
-    const char *tmp = getenv("TMPDIR");
-    snprintf(s.dir, sizeof s.dir, "%s/dtlab-ckpt-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    snprintf(s.dir, sizeof s.dir, "%s/dtlab-ckpt-XXXXXX", dt_test_tmpdir());
     EXPECT(mkdtemp(s.dir) != NULL, "mkdtemp %s failed", s.dir);
     for (int i = 0; i < n; i++) {
-        char var[300];
+        char var[4200];
         s.run = runs[i], s.resume = 0;
         const char *name = lab_method_name(runs[i].cc.method);
         dt_result r = cmp_launch(RANKS, NULL, side_rank, &s);

@@ -93,7 +93,7 @@ static dt_result refused_rank(dt_comm *w, void *arg)
 {
     const char *dir = arg;
     lab_compress_config psgd = {LAB_POWERSGD, 1, 0, 2, 9}, topk = {LAB_TOPK, 1, 0.1, 0, 0};
-    char path[300];
+    char path[4200];
     dt_model a = {0}, x = {0}, fresh = {0};
     snprintf(path, sizeof path, "%s/rank%d.ckpt", dir, dt_comm_rank(w));
     dt_result r = cmp_train_until(w, &psgd, dt_adamw_config(0.01f), 3, NULL, path, 4, &a);
@@ -124,9 +124,8 @@ TEST_HIDDEN_T(powersgd_checkpoint_resumes_and_other_methods_refused, 2, 30)
     cmp_ckpt_resume_test("powersgd_checkpoint_resumes_and_other_methods_refused", &psgd, 1);
     if (getenv("CMP_CKPT_RESUME")) /* the fresh process has done its part */
         return;
-    char dir[256];
-    const char *tmp = getenv("TMPDIR");
-    snprintf(dir, sizeof dir, "%s/dtlab-ckpt-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s/dtlab-ckpt-XXXXXX", dt_test_tmpdir());
     EXPECT(mkdtemp(dir) != NULL, "mkdtemp %s failed", dir);
     dt_result r = cmp_launch(2, NULL, refused_rank, dir);
     rmdir(dir);

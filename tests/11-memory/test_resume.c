@@ -94,18 +94,17 @@ static unsigned char *slurp(const char *path, size_t *n)
 TEST_T(mixed_precision_resumes_in_a_new_process, 2, 60)
 {
     dt_test_see("chapter 11, section 4");
-    char dir[256], ckpt[300], straight[300], resumed[300], fresh[300];
+    char dir[4096], ckpt[4200], straight[4200], resumed[4200], fresh[4200];
     const char *child = getenv("LAB11_RESUME");
     if (child) { /* the fresh process: "DIR FRESH_SCALER" */
         int fresh_scaler;
-        EXPECT(sscanf(child, "%255s %d", dir, &fresh_scaler) == 2, "LAB11_RESUME='%s'", child);
+        EXPECT(sscanf(child, "%4095s %d", dir, &fresh_scaler) == 2, "LAB11_RESUME='%s'", child);
         snprintf(ckpt, sizeof ckpt, "%s/rank0.dtck", dir);
         snprintf(resumed, sizeof resumed, "%s/%s.out", dir, fresh_scaler ? "fresh" : "resumed");
         run(ckpt, SAVED_AT, STEPS, 0, fresh_scaler, resumed);
         return;
     }
-    const char *tmp = getenv("TMPDIR");
-    snprintf(dir, sizeof dir, "%s/dtlab-mp-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    snprintf(dir, sizeof dir, "%s/dtlab-mp-XXXXXX", dt_test_tmpdir());
     EXPECT(mkdtemp(dir) != NULL, "mkdtemp %s", dir);
     snprintf(ckpt, sizeof ckpt, "%s/rank0.dtck", dir);
     snprintf(straight, sizeof straight, "%s/straight.out", dir);
@@ -114,7 +113,7 @@ TEST_T(mixed_precision_resumes_in_a_new_process, 2, 60)
     run(ckpt, 0, STEPS, 0, 0, straight);
     run(ckpt, 0, SAVED_AT, 1, 0, NULL);
     for (int f = 0; f < 2; f++) {
-        char var[300];
+        char var[4200];
         snprintf(var, sizeof var, "LAB11_RESUME=%s %d", dir, f);
         const char *set[] = {var, NULL};
         dt_result r = dt_test_run_fresh("mixed_precision_resumes_in_a_new_process", set, 30);

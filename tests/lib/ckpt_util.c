@@ -13,8 +13,7 @@
 
 void ck_tmpdir(char *dir, size_t cap)
 {
-    const char *tmp = getenv("TMPDIR");
-    int n = snprintf(dir, cap, "%s/dtlab-ckpt-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    int n = snprintf(dir, cap, "%s/dtlab-ckpt-XXXXXX", dt_test_tmpdir());
     EXPECT(n > 0 && (size_t)n < cap, "temporary folder name too long");
     EXPECT(mkdtemp(dir) != NULL, "mkdtemp %s: %s", dir, strerror(errno));
 }

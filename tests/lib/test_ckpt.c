@@ -99,7 +99,7 @@ static void expect_record(bytes *f, const char *name, int type, int ndim, const 
 TEST(ckpt_file_bytes_are_the_documented_format, 2)
 {
     dt_test_see("lib/include/dt/ckpt.h, the format");
-    char dir[256], path[300];
+    char dir[CK_PATH], path[CK_FILE];
     ck_tmpdir(dir, sizeof dir);
     snprintf(path, sizeof path, "%s/f.dtck", dir);
     int64_t step = 0x0102030405060708;
@@ -149,7 +149,7 @@ TEST(ckpt_file_bytes_are_the_documented_format, 2)
 
 TEST(ckpt_every_type_and_shape_round_trips, 1)
 {
-    char dir[256], path[300];
+    char dir[CK_PATH], path[CK_FILE];
     ck_tmpdir(dir, sizeof dir);
     snprintf(path, sizeof path, "%s/types.dtck", dir);
     unsigned char data[10][64];
@@ -243,7 +243,7 @@ static void expect_refused(const char *bad, const unsigned char *good, size_t n,
 TEST(ckpt_damage_is_refused_naming_file_and_record, 3)
 {
     dt_test_see("lib/include/dt/ckpt.h, errors");
-    char dir[256], path[300], bad[300];
+    char dir[CK_PATH], path[CK_FILE], bad[CK_FILE];
     size_t n;
     ck_tmpdir(dir, sizeof dir);
     snprintf(path, sizeof path, "%s/good.dtck", dir);
@@ -327,7 +327,7 @@ static dt_result visit(small_state *s, dt_ckpt_io *io, int mode)
 TEST(ckpt_load_is_all_or_nothing, 2)
 {
     dt_test_see("lib/include/dt/ckpt.h, a state, both ways");
-    char dir[256], path[300];
+    char dir[CK_PATH], path[CK_FILE];
     ck_tmpdir(dir, sizeof dir);
     snprintf(path, sizeof path, "%s/state.dtck", dir);
     small_state saved = {{1, 2, 3, 4}, {5, 6, 7, 8, 9, 10, 11, 12}, {13, 14}, 15}, s;
@@ -365,7 +365,7 @@ TEST(ckpt_load_is_all_or_nothing, 2)
     EXPECT_ERR(dt_ckpt_io_end(io, visit(&saved, io, 1) == DT_OK ? DT_ERR_FAULT : DT_OK, NULL),
                DT_ERR_FAULT);
     unsigned char *after = ck_slurp(path, &n1);
-    char tmp[320];
+    char tmp[CK_FILE];
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
     EXPECT(n0 == n1 && !memcmp(before, after, n0) && !ck_exists(tmp),
            "an aborted save changed the file or left %s", tmp);
@@ -378,7 +378,7 @@ TEST(ckpt_load_is_all_or_nothing, 2)
 TEST(ckpt_commit_is_atomic, 2)
 {
     dt_test_see("lib/include/dt/ckpt.h, atomic writes");
-    char dir[256], path[300], tmp[320], latest[300];
+    char dir[CK_PATH], path[CK_FILE], tmp[CK_FILE], latest[CK_FILE];
     ck_tmpdir(dir, sizeof dir);
     snprintf(path, sizeof path, "%s/rank-00000.dtck", dir);
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
@@ -443,7 +443,7 @@ TEST(ckpt_commit_is_atomic, 2)
 TEST(ckpt_manifest_lists_each_shard, 2)
 {
     dt_test_see("lib/include/dt/ckpt.h, the format");
-    char dir[256], other[256], path[320], from[320];
+    char dir[CK_PATH], other[CK_PATH], path[CK_FILE], from[CK_FILE];
     ck_tmpdir(dir, sizeof dir);
     ck_tmpdir(other, sizeof other);
     enum { RANKS = 3 };
@@ -516,7 +516,7 @@ TEST(ckpt_manifest_lists_each_shard, 2)
 
 TEST(ckpt_bad_names_and_shapes_are_refused, 1)
 {
-    char dir[256], path[300], longname[300];
+    char dir[CK_PATH], path[CK_FILE], longname[CK_FILE];
     ck_tmpdir(dir, sizeof dir);
     snprintf(path, sizeof path, "%s/f.dtck", dir);
     float x[2] = {1, 2};

@@ -44,7 +44,7 @@ static const char *const phase_name[] = {"straight", "first", "resume", "drop-sa
 typedef struct {
     config c;
     phase p;
-    char dir[256];
+    char dir[CK_PATH];
 } job;
 
 typedef struct {
@@ -169,7 +169,7 @@ static dt_result state(run *s, dt_ckpt_io *io)
 /* Each rank its shard, then rank 0 the manifest of every rank's file. */
 static dt_result save(run *s, dt_comm *w, const char *dir)
 {
-    char path[320];
+    char path[CK_FILE];
     int rank = dt_comm_rank(w), ranks = dt_comm_size(w);
     dt_ckpt_io *io;
     dt_ckpt_file_info mine, all[MAX_RANKS];
@@ -190,7 +190,7 @@ static dt_result save(run *s, dt_comm *w, const char *dir)
  * against the entry, then the state. */
 static dt_result load(run *s, dt_comm *w, const char *dir)
 {
-    char path[320];
+    char path[CK_FILE];
     int rank = dt_comm_rank(w), ranks = dt_comm_size(w);
     long step;
     dt_ckpt_io *io;
@@ -219,7 +219,7 @@ static dt_result write_params(run *s, dt_comm *w, const job *j)
         DT_CHECK(dt_train_fsdp_params(s->tr, all));
         p = all;
     }
-    char path[320];
+    char path[CK_FILE];
     snprintf(path, sizeof path, "%s/%s.r%d.f32", j->dir, phase_name[j->p], dt_comm_rank(w));
     ck_spit(path, p, P * sizeof *p);
     free(all);
@@ -283,7 +283,7 @@ static int child(void)
         return 0;
     job j;
     int p, c;
-    EXPECT(sscanf(v, "%d %d %255s", &p, &c, j.dir) == 3 && p >= RESUME && p < MISMATCH &&
+    EXPECT(sscanf(v, "%d %d %4095s", &p, &c, j.dir) == 3 && p >= RESUME && p < MISMATCH &&
            c >= 0 && c < NUM_CONFIGS, "DT_CKPT_TEST_CHILD='%s'", v);
     j.p = (phase)p, j.c = (config)c;
     dt_result r = launch(&j);
@@ -295,7 +295,7 @@ static int child(void)
 /* Runs phase p of config c in a fresh exec of this binary's test `test`. */
 static void in_fresh_process(const char *test, config c, phase p, const char *dir)
 {
-    char var[400];
+    char var[CK_FILE + 64];
     snprintf(var, sizeof var, "DT_CKPT_TEST_CHILD=%d %d %s", (int)p, (int)c, dir);
     const char *set[] = {var, NULL};
     dt_result r = dt_test_run_fresh(test, set, 60);
@@ -307,7 +307,7 @@ static void in_fresh_process(const char *test, config c, phase p, const char *di
 static long first_diff(const char *dir, config c, phase a, phase b, int *rank)
 {
     for (*rank = 0; *rank < config_ranks[c]; ++*rank) {
-        char pa[320], pb[320];
+        char pa[CK_FILE], pb[CK_FILE];
         size_t na, nb;
         snprintf(pa, sizeof pa, "%s/%s.r%d.f32", dir, phase_name[a], *rank);
         snprintf(pb, sizeof pb, "%s/%s.r%d.f32", dir, phase_name[b], *rank);
@@ -462,7 +462,7 @@ static dt_result optimizers_rank(dt_comm *w, void *arg)
 TEST(ckpt_train_refuses_a_hook_whose_state_it_cannot_see, 1)
 {
     dt_test_see("lib/include/dt/train.h, checkpoints");
-    char dir[256], path[320];
+    char dir[CK_PATH], path[CK_FILE];
     ck_tmpdir(dir, sizeof dir);
     snprintf(path, sizeof path, "%s/rank-00000.dtck", dir);
     dt_model m;

@@ -84,7 +84,7 @@ TEST(data_digits_load_and_split, 2)
 /* Writes text to a temporary file and loads it as digits. */
 static dt_result load_text(const char *text, char *path, size_t len)
 {
-    snprintf(path, len, "/tmp/dt_digits_%d.csv", (int)getpid());
+    snprintf(path, len, "%s/digits.csv", dt_test_tmpdir());
     FILE *f = fopen(path, "w");
     EXPECT(f != NULL, "temporary file");
     fputs(text, f);
@@ -110,7 +110,7 @@ static char *digits_line(int pixel, int label, int fields)
 
 TEST(data_digits_errors_name_line_and_column, 1)
 {
-    char path[64], text[2048], want[128];
+    char path[4200], text[2048], want[4300];
     dt_dataset d;
     EXPECT_ERR(dt_data_load_digits(&d, "no/such/digits.csv"), DT_ERR_IO);
     EXPECT(strstr(dt_last_error(), "no/such/digits.csv"), "names the file: %s", dt_last_error());
@@ -267,9 +267,8 @@ TEST(data_sampler_position_walks_epochs_and_survives_a_checkpoint, 2)
     EXPECT_ERR(dt_sampler_next(&s, &odd, 4, batch), DT_ERR_INVALID_ARG);
     EXPECT(strstr(dt_last_error(), "2 ranks") != NULL, "says why: %s", dt_last_error());
     /* through a checkpoint file */
-    char tdir[256], path[300];
-    const char *tmp = getenv("TMPDIR");
-    snprintf(tdir, sizeof tdir, "%s/dtlab-sampler-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    char tdir[4096], path[4200];
+    snprintf(tdir, sizeof tdir, "%s/dtlab-sampler-XXXXXX", dt_test_tmpdir());
     EXPECT(mkdtemp(tdir) != NULL, "mkdtemp");
     snprintf(path, sizeof path, "%s/s.dtck", tdir);
     dt_ckpt_io *io;
