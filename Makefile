@@ -126,6 +126,17 @@ ifneq ($(filter-out $(NO_BUILD_GOALS),$(or $(MAKECMDGOALS),all)),)
     $(file >$(IDENTITY),$(IDENTITY_TEXT))
   endif
 endif
+# Nothing is written outside $(BUILD), or a folder the user named: the
+# temporary files of the compiler, the scripts, the tests and the programs
+# go to $(BUILD)/tmp, unless TMPDIR names a folder. (dtgrade gives each
+# test a folder of its own below it, and checks that it is left empty.)
+ifeq ($(TMPDIR),)
+  export TMPDIR := $(abspath $(BUILD))/tmp
+  ifneq ($(filter-out $(NO_BUILD_GOALS),$(or $(MAKECMDGOALS),all)),)
+    $(shell mkdir -p $(TMPDIR))
+  endif
+endif
+
 # A program's link line: its objects and libraries, not the identity file.
 LINK = $(Q)$(CC) $(LDFLAGS) $(filter-out $(IDENTITY),$^) $(LDLIBS) -o $@
 
@@ -257,6 +268,11 @@ $(BUILD)/obj/headers/umbrella.ok: $(HEADERS)
 	  if [ -n "$$missing" ]; then echo "lib/include/dt/dt.h does not include:$$missing"; exit 1; fi
 	$(Q)touch $@
 
+# The rules a lab's objects must keep before its test binary is linked
+# (what they call, their static storage), and the renaming that charges
+# their allocations to the rank: tests/grader/lab-objects.sh.
+LAB_CHECK := tests/grader/lab-objects.sh tests/grader/refused-symbols tests/grader/untagged.redefine
+
 # One lab's rules: its code from $(IMPL), its graded tests, its program
 # (run.c and its parts run_*.c: they stay out of the test binary).
 # A file with no student fence (a header, run.c, a figures file) lives only
@@ -264,12 +280,15 @@ $(BUILD)/obj/headers/umbrella.ok: $(HEADERS)
 # $(IMPL)/NN-topic/ lacks is taken from there, for solutions/, a student's
 # copy or a mutant alike. The pattern rule of $(IMPL) comes first, so that
 # a file it has is its own (with IMPL=labs both rules are the same one).
+# The test binary links the lab's objects as lab-objects.sh checked and
+# renamed them (obj/graded/); the program links them as compiled.
 LAB_BASE   = $(OFFICIAL)
 define LAB_RULES
 $(1)_OWN   := $$(sort $$(wildcard $(IMPL)/$(1)/*.c))
 $(1)_SRCS  := $$($(1)_OWN) $$(filter-out $$(patsubst $(IMPL)/%,$(LAB_BASE)/%,$$($(1)_OWN)),$$(sort $$(wildcard $(LAB_BASE)/$(1)/*.c)))
 $(1)_CODE  := $$(filter-out run.c run_%.c,$$(notdir $$($(1)_SRCS)))
 $(1)_OBJS  := $$($(1)_CODE:%.c=$(IMPL_DIR)/obj/$(1)/%.o)
+$(1)_GOBJS := $$($(1)_CODE:%.c=$(IMPL_DIR)/obj/graded/$(1)/%.o)
 $(1)_ROBJS := $$(patsubst %.c,$(IMPL_DIR)/obj/$(1)/%.o,$$(filter run.c run_%.c,$$(notdir $$($(1)_SRCS))))
 $(1)_TOBJS := $$(patsubst %.c,$(IMPL_DIR)/obj/tests/%.o,$$(sort $$(wildcard tests/$(1)/*.c)))
 $(1)_INC   := -I$(IMPL)/$(1) $$(if $$(filter-out $(IMPL),$(LAB_BASE)),-I$(LAB_BASE)/$(1))
@@ -285,10 +304,16 @@ $(IMPL_DIR)/obj/tests/tests/$(1)/%.o: tests/$(1)/%.c $(IDENTITY)
 	@mkdir -p $$(dir $$@)
 	$$(call step,CC,$$<)
 	$$(Q)$$(CC) $$(CFLAGS) -Itests/grader $$($(1)_INC) -c $$< -o $$@
-$(IMPL_DIR)/$(1)/grade: $$($(1)_OBJS) $$($(1)_TOBJS) $(GRADER_OBJ) $(LIBDT) $(IDENTITY)
+$(IMPL_DIR)/obj/graded/$(1)/checked: $$($(1)_OBJS) $$($(1)_TOBJS) $(LIBDT) $(LAB_CHECK)
+	@mkdir -p $$(dir $$@)
+	$$(call step,CHECK,$(IMPL)/$(1))
+	$$(Q)rm -f $$@ $$(dir $$@)*.o
+	$$(Q)CC="$$(CC)" LAB_SRC="$(IMPL)/$(1) $(LAB_BASE)/$(1)" tests/grader/lab-objects.sh $(1) $$(dir $$@) $(LIBDT) $$($(1)_TOBJS) -- $$($(1)_OBJS)
+	$$(Q)touch $$@
+$(IMPL_DIR)/$(1)/grade: $(IMPL_DIR)/obj/graded/$(1)/checked $$($(1)_TOBJS) $(GRADER_OBJ) $(LIBDT) $(IDENTITY)
 	@mkdir -p $$(dir $$@)
 	$$(call step,LINK,$$@)
-	$$(LINK)
+	$$(Q)$$(CC) $$(LDFLAGS) $$($(1)_GOBJS) $$($(1)_TOBJS) $(GRADER_OBJ) $(LIBDT) $$(LDLIBS) -o $$@
 $(IMPL_DIR)/$(1)/run: $$($(1)_ROBJS) $$($(1)_OBJS) $(LIBDT) $(IDENTITY)
 	@mkdir -p $$(dir $$@)
 	$$(call step,LINK,$$@)

@@ -4,8 +4,8 @@ loads the parameters into torch.nn.Linear layers, runs the same batch, and
 compares the loss and every gradient (relative error of each tensor,
 |g_dt - g_torch| / |g_torch|, must be below 1e-5).
 
-    build/bin/dttrain --model mlp:64,32,16,10 --data digits --batch 16 --dump /tmp/step.bin
-    /usr/bin/python3 bench/compute_verify.py /tmp/step.bin
+    build/bin/dttrain --model mlp:64,32,16,10 --data digits --batch 16 --dump build/step.bin
+    /usr/bin/python3 bench/compute_verify.py build/step.bin
 
 Not a test of the suite (it needs PyTorch); bench/compute.sh runs it."""
 import struct

@@ -425,11 +425,12 @@ static int gantt_from_trace(dt_gantt *g, const char *path, double t0, int row, i
 
 static int figure(const char *net, int K, const char *svg)
 {
-    char trace[2][64];
+    char trace[2][4200];
     dt_gantt *g = NULL;
     int rc = -1;
     for (int i = 0; i < 2; i++) {
-        snprintf(trace[i], sizeof trace[i], "/tmp/dt-ddp-trace-%d-%d.json", (int)getpid(), i);
+        /* the traces go beside the figure (where the user writes), and then away */
+        snprintf(trace[i], sizeof trace[i], "%s.trace-%d.json", svg, i);
         job j = base(net, K, i ? LAB_DDP_OVERLAP : LAB_DDP_BUCKETS, 1 << 20, 32, 1);
         j.steps = 1;
         j.trace = trace[i];

@@ -83,7 +83,7 @@ static void free_units(lab_fsdp *f)
         dt_mem_free(un->params), dt_mem_free(un->grads);
         dt_optim_free(&un->opt);
     }
-    free(f->units);
+    dt_mem_free(f->units);
     f->units = NULL;
 }
 
@@ -139,8 +139,9 @@ dt_result lab_fsdp_init(lab_fsdp *f, dt_comm *comm, dt_model *m, const lab_fsdp_
     memset(f, 0, sizeof *f);
     f->comm = comm, f->model = m, f->cfg = *cfg;
     f->rank = dt_comm_rank(comm), f->ranks = dt_comm_size(comm);
-    dt_unit *units = calloc((size_t)m->num_layers, sizeof *units);
-    f->units = calloc((size_t)m->num_layers, sizeof *f->units);
+    /* the lab's own tables are charged to the rank too (OTHER) */
+    dt_unit *units = dt_mem_alloc(DT_MEM_OTHER, (size_t)m->num_layers * sizeof *units);
+    f->units = dt_mem_alloc(DT_MEM_OTHER, (size_t)m->num_layers * sizeof *f->units);
     dt_result r = units && f->units ? DT_OK : dt_fail(DT_ERR_NOMEM, "lab_fsdp_init: units");
     if (r == DT_OK)
         r = lab_fsdp_wrap(m, cfg->min_unit_params, units, &f->num_units);
@@ -153,7 +154,7 @@ dt_result lab_fsdp_init(lab_fsdp *f, dt_comm *comm, dt_model *m, const lab_fsdp_
     }
     if (r == DT_OK)
         r = setup_loop(f, m, units);
-    free(units);
+    dt_mem_free(units);
     if (r != DT_OK) {
         lab_fsdp_free(f);
         return r;

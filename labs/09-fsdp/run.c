@@ -302,10 +302,11 @@ static int gantt_rows(dt_gantt *g, const char *path, double t0, int row, int uni
 
 static int figure(const char *spec, const char *net, int K, const char *svg)
 {
-    char trace[96];
+    char trace[4200];
     dt_gantt *g = NULL;
     int rc = -1;
-    snprintf(trace, sizeof trace, "/tmp/dt-fsdp-trace-%d.json", (int)getpid());
+    /* the trace goes beside the figure (where the user writes), and then away */
+    snprintf(trace, sizeof trace, "%s.trace.json", svg);
     for (int p = 0; p < 2; p++) {
         job j = base(spec, net, K, p, 1);
         j.trace = trace;

@@ -26,6 +26,7 @@
 #ifndef LAB_COMPRESS_H
 #define LAB_COMPRESS_H
 
+#include "dt/ckpt.h"
 #include "dt/comm.h"
 #include "dt/core.h"
 #include "dt/data.h"
@@ -255,36 +256,36 @@ dt_result lab_sync_int8(lab_cdp *c);
 dt_result lab_sync_sign(lab_cdp *c);
 
 /* ================================================================ task 6: checkpoints
- * (section 7). A file of named records (given: lab_ckpt_*). */
+ * (section 7). A rank's checkpoint is ONE file of the library's format
+ * (dt/ckpt.h: a shard whose header names rank c->rank of c->ranks) that
+ * holds exactly these records, by name, element type and shape, leaving
+ * out those of buffers this configuration does not have:
+ *
+ *   step              i64 scalar              c->step
+ *   params            f32 [n]                 the model's parameters
+ *   optimizer.range   u64 [2]                 \
+ *   optimizer.step    i64 scalar               > the trainer's optimizer
+ *   optimizer.state   f32 [slots, n]          /  (dt_optim_state(o, io, "optimizer"))
+ *   error             f32 [n]                 c->error (error feedback)
+ *   server_error      f32 [block_len[0]]      c->server_error (1-bit, feedback)
+ *   powersgd.q        f32 [lr_q_count]        c->lr_q (PowerSGD)
+ *
+ * The tests read the files back with dt_ckpt_open and check each record,
+ * and resume from them in a new process: nothing may survive in memory. */
 
-typedef struct lab_ckpt lab_ckpt;
-
-/* Opens path for writing (writing 1: created or truncated) or reading.
- * DT_ERR_IO with the path and the system's reason on failure. */
-dt_result lab_ckpt_open(lab_ckpt **ck, const char *path, int writing);
-
-/* Appends the record (name, the bytes at data). name is at most 31 characters. */
-dt_result lab_ckpt_put(lab_ckpt *ck, const char *name, const void *data, size_t bytes);
-
-/* Reads the next record into data: it must be named name and hold exactly
- * bytes bytes, else DT_ERR_INVALID_ARG naming the file, the record found
- * and the one expected. */
-dt_result lab_ckpt_get(lab_ckpt *ck, const char *name, void *data, size_t bytes);
-
-/* Closes the file (writing: DT_ERR_IO when the data could not all be
- * written). NULL is ignored. Always frees ck. */
-dt_result lab_ckpt_close(lab_ckpt *ck);
-
-/* Writes to path everything that this rank's next training steps depend
- * on, so that lab_cdp_load into a freshly initialised lab_cdp (the same
- * model spec, configs and ranks; any initial parameters) and training on
- * gives the same parameters, bit for bit, as a run that never stopped.
- * Not collective: each rank writes its own file. */
+/* Writes this rank's checkpoint to path (committed atomically: path is the
+ * old file or the whole new one): everything that this rank's next
+ * training steps depend on, so that lab_cdp_load into a freshly
+ * initialised lab_cdp (the same model spec, configs and ranks; any initial
+ * parameters), in any process, and training on gives the same parameters,
+ * bit for bit, as a run that never stopped. Not collective: each rank
+ * writes its own file. */
 dt_result lab_cdp_save(lab_cdp *c, const char *path);
 
-/* Reads what lab_cdp_save wrote into c. A file of another method, model
- * or rank count fails (DT_ERR_INVALID_ARG, from lab_ckpt_get) and leaves
- * c's training state partly read: initialise it again. */
+/* Reads what lab_cdp_save wrote into c. All or nothing: a file that is
+ * damaged, of another rank, rank count, method or model, or with a record
+ * missing or extra fails (DT_ERR_INVALID_ARG or DT_ERR_IO, naming the file
+ * and the record) and leaves c as it was. */
 dt_result lab_cdp_load(lab_cdp *c, const char *path);
 
 /* ================================================================ task 7: PowerSGD

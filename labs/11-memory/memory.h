@@ -137,7 +137,10 @@ dt_result lab_mp_step(lab_mp *mp, lab_scaler *s, int *skipped);
 /* A trainer (dt/train.h) whose step is lab_mp_forward, lab_mp_backward
  * with s->scale and lab_mp_step: no fp32 gradients, no sync. t must come
  * from dt_trainer_init on mp->model with no communicator; mp and s outlive
- * t. (given) */
+ * t. Its state between steps (the scaler: scale, growth_tracker,
+ * hysteresis_left, steps, skipped; the momentum) is given to the trainer,
+ * so that dt_train_state saves and loads it with the master weights.
+ * (given) */
 dt_result lab_mp_use_in_trainer(dt_trainer *t, lab_mp *mp, lab_scaler *s);
 
 /* ================================================================ part B: plans */

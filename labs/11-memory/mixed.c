@@ -171,6 +171,25 @@ static dt_result mp_hook_update(dt_trainer *t, void *self)
     return lab_mp_step(h->mp, h->s, NULL);
 }
 
+/* What the step keeps between steps, for a checkpoint (dt_train_state,
+ * chapter 14): the loss scaler's scale and counters, and the momentum.
+ * The master weights are the model's parameters, which the trainer saves
+ * itself; w16, g16 and the activations are remade by every step. */
+static dt_result mp_hook_state(dt_trainer *t, void *self, dt_ckpt_io *io)
+{
+    mp_hooks *h = self;
+    lab_scaler *s = h->s;
+    DT_CHECK(dt_ckpt_io_record(io, "scaler.scale", DT_CKPT_F32, 0, NULL, &s->scale));
+    DT_CHECK(dt_ckpt_io_long(io, "scaler.growth_tracker", &s->growth_tracker));
+    DT_CHECK(dt_ckpt_io_record(io, "scaler.hysteresis_left", DT_CKPT_I32, 0, NULL,
+                               &s->hysteresis_left));
+    DT_CHECK(dt_ckpt_io_long(io, "scaler.steps", &s->steps));
+    DT_CHECK(dt_ckpt_io_long(io, "scaler.skipped", &s->skipped));
+    if (h->mp->momentum)
+        DT_CHECK(dt_ckpt_io_f32(io, "momentum", h->mp->momentum, t->model->num_params));
+    return DT_OK;
+}
+
 dt_result lab_mp_use_in_trainer(dt_trainer *t, lab_mp *mp, lab_scaler *s)
 {
     if (!t || !mp || !s || t->model != mp->model || t->comm)
@@ -185,5 +204,6 @@ dt_result lab_mp_use_in_trainer(dt_trainer *t, lab_mp *mp, lab_scaler *s)
     dt_train_set_hook(&t->sync, (dt_hook){"none", NULL, NULL, NULL, NULL});
     dt_train_set_hook(&t->update, (dt_hook){"unscale_sgd", mp_hook_update, NULL, NULL, h});
     t->zero_grads = 0;
-    return DT_OK;
+    /* the forward and backward share h: this one state covers all three */
+    return dt_train_set_state(t, &t->update, &(dt_hook_state){mp_hook_state, NULL});
 }

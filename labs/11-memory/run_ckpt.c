@@ -147,7 +147,7 @@ dt_result segments_table(size_t w)
         long rec;
         RUN_CHECK(lab_plan_segments(&d.p, ks[i]));
         RUN_CHECK(measure(&d, &peak, &rec));
-        dt_sim_ckpt s = dt_sim_ckpt_segments(L, ks[i]);
+        dt_sim_recompute_cost s = dt_sim_recompute_segments(L, ks[i]);
         x[i] = ks[i], meas[i] = ((double)peak - F) / A, form[i] = s.peak;
         printf("| %d | %.2f | %.0f | %ld | %.0f |\n", ks[i], meas[i], s.peak, rec, s.recomputed);
     }

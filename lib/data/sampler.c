@@ -36,14 +36,10 @@ dt_result dt_sampler_init(dt_sampler *s, size_t n, int ranks, int rank, int shuf
     return DT_OK;
 }
 
-dt_result dt_sampler_indices(const dt_sampler *s, uint64_t epoch, size_t *out)
+/* order := epoch's order of [0, n): shuffled from (seed, epoch), or 0 .. n-1. */
+static void epoch_order(const dt_sampler *s, uint64_t epoch, size_t *order)
 {
-    if (!s || !out || s->n == 0)
-        return dt_fail(DT_ERR_INVALID_ARG, "dt_sampler_indices: %s",
-                       !out ? "NULL output" : "sampler not initialised");
-    size_t n = s->n, *order = malloc(n * sizeof *order);
-    if (!order)
-        return dt_fail(DT_ERR_NOMEM, "dt_sampler_indices: %zu indices", n);
+    size_t n = s->n;
     for (size_t i = 0; i < n; i++)
         order[i] = i;
     if (s->shuffle) { /* Fisher-Yates from (seed, epoch): every rank draws the same order */
@@ -55,9 +51,67 @@ dt_result dt_sampler_indices(const dt_sampler *s, uint64_t epoch, size_t *out)
             order[j] = t;
         }
     }
-    /* position k of the padded (or cut) order is order[k mod n] */
-    for (size_t j = 0; j < s->num_samples; j++)
-        out[j] = order[((size_t)s->rank + j * (size_t)s->ranks) % n];
+}
+
+/* out[0 .. count) := this rank's indices first .. first+count-1 of epoch:
+ * position k of the padded (or cut) order is order[k mod n]. */
+static dt_result take(const dt_sampler *s, uint64_t epoch, size_t first, size_t count,
+                      size_t *out)
+{
+    size_t n = s->n, *order = malloc(n * sizeof *order);
+    if (!order)
+        return dt_fail(DT_ERR_NOMEM, "dt_sampler: %zu indices", n);
+    epoch_order(s, epoch, order);
+    for (size_t j = 0; j < count; j++)
+        out[j] = order[((size_t)s->rank + (first + j) * (size_t)s->ranks) % n];
     free(order);
+    return DT_OK;
+}
+
+dt_result dt_sampler_indices(const dt_sampler *s, uint64_t epoch, size_t *out)
+{
+    if (!s || !out || s->n == 0)
+        return dt_fail(DT_ERR_INVALID_ARG, "dt_sampler_indices: %s",
+                       !out ? "NULL output" : "sampler not initialised");
+    return take(s, epoch, 0, s->num_samples, out);
+}
+
+dt_result dt_sampler_next(const dt_sampler *s, dt_sampler_pos *pos, size_t B, size_t *out)
+{
+    if (!s || !pos || !out || s->n == 0)
+        return dt_fail(DT_ERR_INVALID_ARG, "dt_sampler_next: %s", !s || s->n == 0 ?
+                       "sampler not initialised" : "NULL position or output");
+    if (B == 0 || B > s->num_samples)
+        return dt_fail(DT_ERR_INVALID_ARG, "dt_sampler_next: batch %zu, a rank's epoch holds "
+                       "%zu", B, s->num_samples);
+    uint64_t R = (uint64_t)s->ranks;
+    if (pos->consumed % R != 0 || pos->consumed > s->total)
+        return dt_fail(DT_ERR_INVALID_ARG, "dt_sampler_next: %llu samples of epoch %llu taken: "
+                       "%s %d ranks", (unsigned long long)pos->consumed,
+                       (unsigned long long)pos->epoch, pos->consumed > s->total ?
+                       "more than an epoch of" : "not a whole number of samples each for",
+                       s->ranks);
+    size_t next = (size_t)(pos->consumed / R);
+    dt_sampler_pos at = *pos;
+    if (next + B > s->num_samples) /* the epoch's rest is no whole batch: the next epoch */
+        at.epoch++, next = 0;
+    DT_CHECK(take(s, at.epoch, next, B, out));
+    at.consumed = (next + B) * R;
+    *pos = at;
+    return DT_OK;
+}
+
+dt_result dt_sampler_state(const dt_sampler *s, dt_sampler_pos *pos, dt_ckpt_io *io,
+                           const char *name)
+{
+    if (!s || !pos || !io || !name)
+        return dt_fail(DT_ERR_INVALID_ARG, "dt_sampler_state: NULL argument");
+    uint64_t order[4] = {s->n, (uint64_t)s->shuffle, (uint64_t)s->drop_last, s->seed};
+    size_t four = 4;
+    DT_CHECK(dt_ckpt_io_push(io, name));
+    DT_CHECK(dt_ckpt_io_expect(io, "order", DT_CKPT_U64, 1, &four, order));
+    DT_CHECK(dt_ckpt_io_u64(io, "epoch", &pos->epoch));
+    DT_CHECK(dt_ckpt_io_u64(io, "consumed", &pos->consumed));
+    dt_ckpt_io_pop(io);
     return DT_OK;
 }

@@ -162,3 +162,21 @@ dt_result dt_optim_step(dt_optimizer *o, float *params, const float *grads)
                        !o ? "optimizer" : !params ? "params" : "grads");
     return dt_optim_step_shard(o, params + o->offset, grads + o->offset);
 }
+
+/* The state for a checkpoint: the range is a check (a shard must go back
+ * to the rank and range it came from), the step count and the moments are
+ * the state. */
+dt_result dt_optim_state(dt_optimizer *o, dt_ckpt_io *io, const char *name)
+{
+    if (!o || !io || !name)
+        return dt_fail(DT_ERR_INVALID_ARG, "dt_optim_state: NULL %s",
+                       !o ? "optimizer" : !io ? "io" : "name");
+    uint64_t range[2] = {o->offset, o->count};
+    size_t two = 2, shape[2] = {(size_t)o->slots, o->count};
+    DT_CHECK(dt_ckpt_io_push(io, name));
+    DT_CHECK(dt_ckpt_io_expect(io, "range", DT_CKPT_U64, 1, &two, range));
+    DT_CHECK(dt_ckpt_io_long(io, "step", &o->step));
+    DT_CHECK(dt_ckpt_io_record(io, "state", DT_CKPT_F32, 2, shape, o->state));
+    dt_ckpt_io_pop(io);
+    return DT_OK;
+}

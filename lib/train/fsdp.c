@@ -22,6 +22,7 @@
  * gathered, and two units' gradients held, at any time. */
 #include "train_internal.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -166,6 +167,44 @@ static dt_result update(dt_trainer *t, void *self)
     return DT_OK;
 }
 
+/* The state: each unit's layout (checked), this rank's shard of its
+ * parameters and the optimizer over the shard. The gradient shards are
+ * overwritten by every step's reduce-scatter: not state. */
+static dt_result fsdp_state(dt_trainer *t, void *self, dt_ckpt_io *io)
+{
+    fsdp *f = self;
+    size_t shape[2] = {(size_t)f->n, 2};
+    uint64_t *layout = malloc((size_t)f->n * 2 * sizeof *layout);
+    (void)t;
+    if (!layout)
+        return dt_fail(DT_ERR_NOMEM, "FSDP: the units' layout");
+    for (int i = 0; i < f->n; i++)
+        layout[2 * i] = f->u[i].unit.offset, layout[2 * i + 1] = f->u[i].unit.count;
+    dt_result r = dt_ckpt_io_expect(io, "units", DT_CKPT_U64, 2, shape, layout);
+    free(layout);
+    for (int i = 0; r == DT_OK && i < f->n; i++) {
+        char name[32];
+        fsdp_unit *u = &f->u[i];
+        snprintf(name, sizeof name, "unit%d", i);
+        if ((r = dt_ckpt_io_push(io, name)) == DT_OK)
+            r = dt_ckpt_io_f32(io, "params", u->param_shard, u->shard);
+        if (r == DT_OK)
+            r = dt_optim_state(&u->opt, io, "optimizer");
+        dt_ckpt_io_pop(io);
+    }
+    return r;
+}
+
+static dt_result fsdp_list(dt_trainer *t, void *self, dt_optimizer **o, int max, int *n)
+{
+    fsdp *f = self;
+    (void)t;
+    for (int i = 0; i < f->n && i < max; i++)
+        o[i] = &f->u[i].opt;
+    *n = f->n;
+    return DT_OK;
+}
+
 static void fsdp_release(void *self)
 {
     fsdp *f = self;
@@ -247,6 +286,7 @@ dt_result dt_train_use_fsdp(dt_trainer *t, const dt_fsdp_config *c)
     /* the sync releases the state (the units' hooks do not own it) */
     dt_train_set_hook(&t->sync, (dt_hook){"fsdp", sync, NULL, fsdp_release, f});
     dt_train_set_hook(&t->update, (dt_hook){"fsdp", update, NULL, NULL, f});
+    dt_train_set_state(t, &t->update, &(dt_hook_state){fsdp_state, fsdp_list}); /* a valid slot */
     dt_mem_free(m->params), dt_mem_free(m->grads); /* the shards hold the parameters now */
     m->params = NULL, m->grads = NULL;
     return DT_OK;

@@ -15,6 +15,7 @@
  * also averages each range over the stage's replicas (lab 06). */
 #include "train_internal.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 
 typedef struct {
@@ -40,6 +41,29 @@ static dt_result own_update(dt_trainer *t, void *self)
         return dt_fail(DT_ERR_STATE, "train: the optimizer needs the model's gradient buffer");
     for (int i = 0; i < o->n; i++)
         DT_CHECK(dt_optim_step(&o->opt[i], t->model->params, t->model->grads));
+    return DT_OK;
+}
+
+/* The state: one optimizer per run of owned layers. */
+static dt_result own_state(dt_trainer *t, void *self, dt_ckpt_io *io)
+{
+    own_layers *o = self;
+    char name[32];
+    (void)t;
+    for (int i = 0; i < o->n; i++) {
+        snprintf(name, sizeof name, "run%d", i);
+        DT_CHECK(dt_optim_state(&o->opt[i], io, name));
+    }
+    return DT_OK;
+}
+
+static dt_result own_list(dt_trainer *t, void *self, dt_optimizer **opt, int max, int *n)
+{
+    own_layers *o = self;
+    (void)t;
+    for (int i = 0; i < o->n && i < max; i++)
+        opt[i] = &o->opt[i];
+    *n = o->n;
     return DT_OK;
 }
 
@@ -94,5 +118,5 @@ dt_result dt_train_use_own_layers(dt_trainer *t, const unsigned char *own)
     /* one state for both hooks: the update releases it */
     dt_train_set_hook(&t->sync, (dt_hook){"own_layers", own_sync, NULL, NULL, o});
     dt_train_set_hook(&t->update, (dt_hook){"own_layers", own_update, NULL, own_release, o});
-    return DT_OK;
+    return dt_train_set_state(t, &t->update, &(dt_hook_state){own_state, own_list});
 }

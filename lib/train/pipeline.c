@@ -39,6 +39,7 @@ typedef struct {
     size_t recv_floats;
     dt_sched_timing *timing;
     dt_hook own_update;    /* the update of this rank's layers (own_layers.c) */
+    dt_hook_state own_state; /* and its state, taken over with it */
 } pipe;
 
 static int stage_of(const pipe *pp, int chunk) { return chunk * pp->p + pp->rank; }
@@ -263,6 +264,23 @@ static dt_result pipe_update(dt_trainer *t, void *self)
     return pp->own_update.run(t, pp->own_update.self);
 }
 
+/* Between steps the runner keeps nothing of its own (the sync has emptied
+ * every pair; the receive buffer is scratch): its state for a checkpoint
+ * is that of the update it runs, the optimizers of this rank's layers. */
+static dt_result pipe_state(dt_trainer *t, void *self, dt_ckpt_io *io)
+{
+    pipe *pp = self;
+    return pp->own_state.visit ? pp->own_state.visit(t, pp->own_update.self, io) : DT_OK;
+}
+
+static dt_result pipe_optimizers(dt_trainer *t, void *self, dt_optimizer **o, int max, int *n)
+{
+    pipe *pp = self;
+    *n = 0;
+    return pp->own_state.optimizers ? pp->own_state.optimizers(t, pp->own_update.self, o, max, n)
+                                    : DT_OK;
+}
+
 static void pipe_release(void *self)
 {
     pipe *pp = self;
@@ -395,6 +413,9 @@ dt_result dt_train_use_pipeline(dt_trainer *t, const dt_pipe_config *c)
         pipe_release(pp);
         return r;
     }
+    const dt_hook_state *own_state = train_state_given(t, &t->update);
+    if (own_state)
+        pp->own_state = *own_state;
     pp->own_update = t->update; /* taken over, with its state */
     t->update = (dt_hook){0};
     dt_train_set_hook(&t->forward, (dt_hook){"pipeline", pipe_forward, NULL, NULL, pp});
@@ -403,5 +424,6 @@ dt_result dt_train_use_pipeline(dt_trainer *t, const dt_pipe_config *c)
     dt_train_set_hook(&t->update, (dt_hook){"pipeline", pipe_update, NULL, NULL, pp});
     dt_train_set_hook(&t->sync, (dt_hook){"pipeline", pipe_sync, NULL, pipe_release, pp});
     t->schedule = pp->ops, t->schedule_len = c->schedule->nsteps[pp->rank];
-    return DT_OK;
+    /* one state for the five hooks (they share pp) */
+    return dt_train_set_state(t, &t->update, &(dt_hook_state){pipe_state, pipe_optimizers});
 }

@@ -28,4 +28,9 @@ double train_forward_cost(const dt_trainer *t, int first, int last);
 /* The update that does nothing (its work was done elsewhere). */
 dt_hook train_update_none(const char *name);
 
+/* The state given (dt_train_set_state) for the hook now in *slot, one of
+ * t's five; NULL when none holds (state.c). For a hook that takes another
+ * over, with its state (the pipeline's update runs own_layers'). */
+const dt_hook_state *train_state_given(dt_trainer *t, const dt_hook *slot);
+
 #endif /* DT_TRAIN_INTERNAL_H */

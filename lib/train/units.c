@@ -278,5 +278,7 @@ dt_result dt_train_use_units(dt_trainer *t, const dt_unit *units, int n, const d
     /* one state for both hooks: the forward releases it */
     dt_train_set_hook(&t->forward, (dt_hook){"units", units_forward, NULL, units_release, s});
     dt_train_set_hook(&t->backward, (dt_hook){"units", units_backward, NULL, NULL, s});
+    /* the runner's buffers are scratch: nothing kept between steps */
+    dt_train_set_state(t, &t->forward, &(dt_hook_state){NULL, NULL});
     return DT_OK;
 }

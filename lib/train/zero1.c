@@ -52,6 +52,27 @@ static dt_result zero1_update(dt_trainer *t, void *self)
     return dt_allreduce_gather(p, t->model->num_params, DT_F32, t->comm);
 }
 
+/* The state: this rank's shard, and the tail every rank updates. */
+static dt_result zero1_state(dt_trainer *t, void *self, dt_ckpt_io *io)
+{
+    zero1 *z = self;
+    (void)t;
+    DT_CHECK(dt_optim_state(&z->opt, io, "shard"));
+    return dt_optim_state(&z->tail_opt, io, "tail");
+}
+
+static dt_result zero1_list(dt_trainer *t, void *self, dt_optimizer **o, int max, int *n)
+{
+    zero1 *z = self;
+    (void)t;
+    if (max > 0)
+        o[0] = &z->opt;
+    if (max > 1)
+        o[1] = &z->tail_opt;
+    *n = 2;
+    return DT_OK;
+}
+
 static void zero1_release(void *self)
 {
     zero1 *z = self;
@@ -76,5 +97,5 @@ dt_result dt_train_use_zero1(dt_trainer *t)
     /* one state for both hooks: the update releases it */
     dt_train_set_hook(&t->sync, (dt_hook){"zero1", zero1_sync, NULL, NULL, z});
     dt_train_set_hook(&t->update, (dt_hook){"zero1", zero1_update, NULL, zero1_release, z});
-    return DT_OK;
+    return dt_train_set_state(t, &t->update, &(dt_hook_state){zero1_state, zero1_list});
 }

@@ -133,7 +133,7 @@ void lab_zero_free(lab_zero *z)
         dt_mem_free(un->param_shard), dt_mem_free(un->grad_shard);
         dt_optim_free(&un->opt);
     }
-    free(z->units);
+    dt_mem_free(z->units);
     memset(z, 0, sizeof *z);
 }
 
@@ -150,8 +150,9 @@ dt_result lab_zero_init(lab_zero *z, dt_comm *comm, dt_model *m, const lab_zero_
     memset(z, 0, sizeof *z);
     z->comm = comm, z->model = m, z->cfg = *cfg;
     z->rank = dt_comm_rank(comm), z->ranks = dt_comm_size(comm);
-    dt_unit *units = calloc((size_t)m->num_layers, sizeof *units);
-    z->units = calloc((size_t)m->num_layers, sizeof *z->units);
+    /* the lab's own tables are charged to the rank too (OTHER) */
+    dt_unit *units = dt_mem_alloc(DT_MEM_OTHER, (size_t)m->num_layers * sizeof *units);
+    z->units = dt_mem_alloc(DT_MEM_OTHER, (size_t)m->num_layers * sizeof *z->units);
     dt_result r = units && z->units ? DT_OK : dt_fail(DT_ERR_NOMEM, "lab_zero_init: units");
     if (r == DT_OK && (z->num_units = make_units(m, cfg, units)) < 1)
         r = DT_ERR_INTERNAL;
@@ -171,7 +172,7 @@ dt_result lab_zero_init(lab_zero *z, dt_comm *comm, dt_model *m, const lab_zero_
         dt_train_set_hook(&z->trainer.sync, (dt_hook){"lab_zero", sync, NULL, NULL, z});
         dt_train_set_hook(&z->trainer.update, (dt_hook){"lab_zero", update, NULL, NULL, z});
     }
-    free(units);
+    dt_mem_free(units);
     if (r != DT_OK) {
         lab_zero_free(z);
         return r;

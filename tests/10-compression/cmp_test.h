@@ -73,4 +73,33 @@ dt_result cmp_train_until(dt_comm *w, const lab_compress_config *cc, dt_optim_co
                           uint64_t model_seed, const char *load, const char *save, long until,
                           dt_model *m);
 
+/* ---------------------------------------------------------------- checkpoints
+ * (cmp_ckpt.c) A run saved in one process and resumed in another: the
+ * test's process trains `steps` straight, then `saved_at` steps from the
+ * same start and saves each rank's checkpoint, which it checks against
+ * compress.h's list of records; a NEW PROCESS (a fresh exec of the test
+ * binary) loads the files into models made from another seed and trains
+ * on to `steps`; the two runs' parameters must be the same bits. Nothing
+ * kept in the first process's memory can reach the second. */
+typedef struct {
+    lab_compress_config cc;
+    dt_optim_config opt;
+    long saved_at, steps;
+} cmp_ckpt_run;
+
+/* Runs every one of runs[0 .. n) on 2 ranks as above, failing the test
+ * with the method, the record or the parameter at fault. `test` is the
+ * calling test's name: the fresh process runs it again, and this call
+ * then does the resume side of the run named in its environment. */
+void cmp_ckpt_resume_test(const char *test, const cmp_ckpt_run *runs, int n);
+
+/* DT_OK when the file at path is rank `rank`'s checkpoint of a lab_cdp
+ * like c (its configs, ranks and buffers) after `steps` steps, as
+ * compress.h lists its records: a shard of (rank, ranks), exactly the
+ * records of c's configuration with their types and shapes, step and
+ * optimizer.step equal to steps, the optimizer's range [0, n), and params
+ * bit for bit equal to params. Else DT_ERR_MISMATCH naming the record. */
+dt_result cmp_ckpt_check(const char *path, const lab_cdp *c, const dt_optim_config *opt,
+                         long steps, const float *params);
+
 #endif /* CMP_TEST_H */

@@ -239,6 +239,11 @@ TEST(mp_memory_halves_activations_and_gradients, 2)
     EXPECT(s0.current[DT_MEM_ACT] == act16 && act16 * 100 <= 55 * act32,
            "ACT %zu bytes in 16 bits against %zu in fp32 (expected %zu: about half)",
            s0.current[DT_MEM_ACT], act32, act16);
+    /* the whole peak: an fp32 copy made with malloc has no tag, but counts */
+    double tagged = (double)(s1.peak[DT_MEM_PARAM] + s1.peak[DT_MEM_GRAD] +
+                             s1.peak[DT_MEM_OPTIM] + s1.peak[DT_MEM_ACT]);
+    EXPECT_OK(dt_test_whole_peak(tagged, (double)s1.peak[DT_MEM_UNTAGGED],
+                                 (double)(12 * P + act16), 0.05, "the 16-bit step"));
     lab_mp_free(&mp);
     dt_model_free(&m);
 }

@@ -26,9 +26,8 @@ static const double WEAK5[] = {10, 11, 12, 14, 16};
 static dt_result call_lab_write_plots(const lab_scaling_data *d, const lab_amdahl *fit, int null_path,
                               char **speedup_doc, char **efficiency_doc)
 {
-    char dir[256], sp[300], ef[300];
-    const char *tmp = getenv("TMPDIR");
-    snprintf(dir, sizeof dir, "%s/lab12-XXXXXX", tmp && tmp[0] ? tmp : "/tmp");
+    char dir[4200], sp[4300], ef[4300];
+    snprintf(dir, sizeof dir, "%s/lab12-XXXXXX", dt_test_tmpdir());
     EXPECT(mkdtemp(dir) != NULL, "cannot make a temporary folder %s", dir);
     snprintf(sp, sizeof sp, "%s/speedup.svg", dir);
     snprintf(ef, sizeof ef, "%s/efficiency.svg", dir);

@@ -70,6 +70,10 @@ seed_tests() { # from-impl to-impl build lab
     mkdir -p "$to" && cp -Rp "$from" "$to/" && rm -f "$to/$4"/*.d
 }
 
+# Nothing outside BUILD: the temporary files here and the tests' folders
+# (dtgrade --tmp-root) go below it.
+export TMPDIR=${TMPDIR:-$BUILD/tmp}
+mkdir -p "$TMPDIR"
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 if ! m BUILD="$BUILD" "$dtgrade" >"$log" 2>&1; then
@@ -116,7 +120,7 @@ done
 [ ${#race_labs[@]} -eq 0 ] ||
     echo "check: race-sensitive tests of ${race_labs[*]} also run from a ThreadSanitizer build (RACE=0: not)"
 
-flags=(-j "${GRADE_JOBS:-1}" --results "${DT_RESULTS:-$BUILD/results.json}")
+flags=(-j "${GRADE_JOBS:-1}" --results "${DT_RESULTS:-$BUILD/results.json}" --tmp-root "$BUILD/tmp")
 [ -z "${TEST:-}" ] || flags+=(--only "$TEST")
 [ -z "${TIMEOUT_SCALE:-}" ] || flags+=(--timeout-scale "$TIMEOUT_SCALE")
 # shellcheck disable=SC2086

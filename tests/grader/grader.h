@@ -70,6 +70,33 @@ void dt_test_register(dt_test *t);
 void dt_test_fail(const char *file, int line, const char *fmt, ...)
     __attribute__((format(printf, 3, 4), noreturn));
 
+/* Ends the test as skipped, saying why ("SKIP: reason"): for a check that
+ * cannot run in this build or on this machine (an AddressSanitizer check
+ * in a plain build). The grader shows it as "skipped" with the reason,
+ * neither passed nor failed, its points out of the maximum: a check that
+ * cannot run passes nothing. Call it from the test's own process, not a
+ * rank. */
+void dt_test_skip(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+
+/* The folder for the test's temporary files: $TMPDIR, which the grader
+ * sets to a fresh folder of the test's own and checks is empty after the
+ * test (a test removes what it writes); build/tmp (made if missing) when
+ * unset, as in a run by hand from the repository's root. */
+const char *dt_test_tmpdir(void);
+
+/* What a memory test checks besides its formula's tags: a rank's whole
+ * peak. Memory the lab's code allocated outside dt_mem_alloc (malloc,
+ * calloc, realloc, aligned allocations, strdup, mmap: charged to the rank
+ * under DT_MEM_UNTAGGED in a lab's test binary) has no tag, so it counts
+ * against the formula as a whole: with `counted` the bytes of the
+ * formula's tags at their peak, `untagged` the untagged bytes over the
+ * same span (dt_mem_stats' peak[DT_MEM_UNTAGGED], or its growth) and
+ * `formula` the formula's total, DT_OK when counted + untagged <= (1 +
+ * tol) formula, else DT_ERR_MISMATCH with a message (starting with `what`)
+ * that says how many bytes were allocated outside dt_mem_alloc. */
+dt_result dt_test_whole_peak(double counted, double untagged, double formula, double tol,
+                             const char *what);
+
 /* Names the text that explains what this test checks, e.g.
  * dt_test_see("chapter 02, section 5"): every failure of the test from
  * here on ends with " (see chapter 02, section 5)". Call it first in the
@@ -96,6 +123,17 @@ dt_backend dt_test_backend(void);
  * A launch pinned to threads under mpirun fails it in every process but
  * one (the others are not MPI rank 0 and still run a rank 0). */
 dt_result dt_test_on_backend(int world_rank, dt_backend backend);
+
+/* Runs this binary's test `name` in a fresh process, a new exec of the
+ * binary (`grade --run NAME`), with the variables set[] ("NAME=VALUE",
+ * NULL-ended; set may be NULL) added to its environment. Its output goes
+ * where this process's goes, so its FAIL line is the test's reason. Waits
+ * at most timeout_s, then kills it. DT_OK when it exited with status 0;
+ * else DT_ERR_TIMEOUT or DT_ERR_INTERNAL with a message saying how it
+ * ended. For what must cross a process boundary, such as a checkpoint
+ * saved in one process and loaded in another: the test reads set[] with
+ * getenv to know which side it is. */
+dt_result dt_test_run_fresh(const char *name, const char *const *set, double timeout_s);
 
 /* The options (...) are designated initializers of dt_test's fields. */
 #define DT_TEST_DEFINE(name_, points_, hidden_, ...)                         \

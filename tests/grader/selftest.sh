@@ -3,13 +3,15 @@
 #
 # The grader's own test: grades the misbehaving fixtures of
 # tests/grader/fixtures/ and checks that each failure mode gets the right
-# verdict (early exits, crashes, hangs, limits), that nothing is left
-# behind (no process, even one that left the process group; no /dev/shm
+# verdict (early exits, crashes, hangs, limits, a skip, files left in the
+# test's TMPDIR or in /tmp), that nothing is left behind (no process, even one that left the process group; no /dev/shm
 # entry), that an interrupted run says so and keeps its maximum, that a
 # constructor that exits cannot pass anything, that stale segments of
 # ended jobs are swept and live ones kept, and that the exit codes follow
-# the options. SAN (environment) says which sanitizer the fixtures were
-# built with: a sanitized binary has no address-space limit.
+# the options; and that tests/grader/lab-objects.sh refuses what a lab may
+# not call or keep, and renames its allocations. SAN (environment) says
+# which sanitizer the fixtures were built with: a sanitized binary has no
+# address-space limit.
 set -euo pipefail
 
 dtgrade=$1
@@ -39,7 +41,7 @@ expect_row() { # name status reason-substring
                              on && /^      \| / { print; next } { on = 0 }' "$out")
     if [ -z "$row" ]; then
         fail "no row for $1 in $out"
-    elif ! grep -qE "^  $1 +[0-9]+/[0-9]+ +$2( |$)" <<<"$row"; then
+    elif ! grep -qE "^  $1 +([0-9]+|-)/[0-9]+ +$2( |$)" <<<"$row"; then
         fail "$1: expected status $2, got: $row"
     elif ! grep -qF -- "$3" <<<"$full"; then
         fail "$1: expected reason containing '$3', got: $full"
@@ -100,12 +102,12 @@ expect_row fx_proc_rank_exit EXIT "EXIT: rank 1 called exit(0) before the test f
 # A forked rank's _exit(0) leaves no trace in the test's process: dt_launch
 # must report it (lib/comm). Until the library says it does, this row is
 # reported as not checked rather than failed.
-score=11 passed=10 # of the run of every fixture
+score=12 passed=11 # of the run of every fixture
 if grep -q 'exited with status %d before its function returned' lib/comm/*.c 2>/dev/null; then
     expect_row fx_proc_rank_underscore_exit FAIL "rank 1: exited with status 0 before its function returned"
 else
     echo "selftest: fx_proc_rank_underscore_exit not checked: this libdt does not report a forked rank's _exit(0) yet"
-    score=12 passed=11
+    score=13 passed=12
 fi
 # limits, and processes that escaped the process group
 expect_row fx_setsid_child pass ""
@@ -119,6 +121,14 @@ expect_row fx_starved pass ""
 expect_row fx_cpu_hog LIMIT "LIMIT: CPU time: a process of the test used its 1 s of CPU"
 expect_row fx_file_hog LIMIT "LIMIT: file size: the test wrote a file past 1 MiB"
 expect_row fx_too_many_tasks LIMIT "LIMIT: processes and threads: more than 8 at once"
+# skipped, saying why; files left behind, in the test's TMPDIR or in /tmp
+expect_row fx_skip skipped "nothing to check in this build (a fixture)"
+expect_row fx_tmp_cleaned pass ""
+expect_row fx_tmp_leftover FAIL "left left-behind.txt behind in its temporary folder"
+expect_row fx_slash_tmp_leftover FAIL "left /tmp/dtlab-fixture-"
+rm -f /tmp/dtlab-fixture-*.json
+[ -z "$(ls -A "$work/tmp" 2>/dev/null)" ] ||
+    fail "the tests' temporary folders were not removed: $(ls -A "$work/tmp" | head -n 3 | tr '\n' ' ')"
 
 # A multi-rank failure shows each rank's last lines under its row.
 for r in 0 1 2; do
@@ -126,14 +136,14 @@ for r in 0 1 2; do
 done
 # A long reason: cut in its row, whole under it.
 grep -qE '^      \| FAIL: .*xxxxEND-OF-REASON$' "$out" || fail "the long reason is not shown whole"
-grep -q "^Score: $score/32 " "$out" || fail "total score line wrong: $(grep '^Score' "$out")"
-[ "$(tail -n 1 "$out")" = "$passed passed, $((30 - passed)) failed" ] ||
+grep -q "^Score: $score/35 " "$out" || fail "total score line wrong: $(grep '^Score' "$out")"
+[ "$(tail -n 1 "$out")" = "$passed passed, $((33 - passed)) failed, 1 skipped" ] ||
     fail "closing line: '$(tail -n 1 "$out")'"
 
 # results.json: Gradescope's fields, the failure text once, rank output.
 json="$work/results.json"
 grep -q "\"score\": $score," "$json" || fail "results.json score"
-grep -q '"max_score": 32,' "$json" || fail "results.json max_score"
+grep -q '"max_score": 35,' "$json" || fail "results.json max_score"
 grep -q '"name": "fixtures/fx_segfault", "score": 0, "max_score": 1' "$json" ||
     fail "results.json row of fx_segfault"
 grep -q '"visibility": "hidden"' "$json" || fail "results.json hidden visibility"
@@ -141,9 +151,10 @@ grep -q '\[rank 1\] step 9' "$json" || fail "results.json lacks rank 1's output"
 [ "$(grep -o 'disagrees' "$json" | wc -l)" -eq 1 ] || fail "results.json repeats a FAIL line"
 [ "$(grep -o 'END-OF-REASON' "$json" | wc -l)" -eq 1 ] || fail "results.json: the long reason not once"
 if command -v python3 >/dev/null; then
-    python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert len(d["tests"]) == 30
-assert d["output"].startswith("Score: %s/32" % sys.argv[2])' "$json" "$score" ||
-        fail "results.json is not valid JSON with 30 tests and the score on top"
+    python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert len(d["tests"]) == 34
+assert d["output"].startswith("Score: %s/35" % sys.argv[2])
+assert [t["max_score"] for t in d["tests"] if t["name"] == "fixtures/fx_skip"] == [0]' "$json" "$score" ||
+        fail "results.json is not valid JSON with 34 tests, the score on top, a skipped test out of the maximum"
 fi
 
 # Nothing left behind: every process the fixtures recorded (the looping and
@@ -212,7 +223,7 @@ expect_row fx_pass EXIT "EXIT: exit(0) was called before the test finished"
 DT_FIXTURE_CTOR_EXIT=list "$dtgrade" --tests-root tests/grader --results "$work/c.json" \
     "fixtures=$fixture" >"$out" 2>&1 || fail "grading with an exiting list failed"
 expect_row fx_pass BUILD "--list' failed: EXIT"
-grep -q '^  Score: 0/32  (BUILD FAILED)' "$out" || fail "an exiting list: not 0/32"
+grep -q '^  Score: 0/36  (BUILD FAILED)' "$out" || fail "an exiting list: not 0/36"
 
 # ------------------------------------------------------------ stale segments
 # One of this user's segments that no process maps (older than 10 s) is
@@ -248,15 +259,78 @@ grep -q '^1 passed, 0 failed$' "$work/out2.txt" || fail "--only fx_pass ran more
 [ "$(run_rc --no-hidden --only fx_hidden "fixtures=$fixture")" = 0 ] || fail "--no-hidden"
 grep -q '^0 passed, 0 failed$' "$work/out2.txt" || fail "--no-hidden still ran the hidden test"
 [ "$(run_rc --stop-on-fail "fixtures=$fixture")" = 0 ] || fail "--stop-on-fail"
-grep -q '^1 passed, 1 failed, 28 not run$' "$work/out2.txt" || fail "--stop-on-fail went on after a failure"
+grep -q '^1 passed, 1 failed, 32 not run$' "$work/out2.txt" || fail "--stop-on-fail went on after a failure"
 
 # A lab that did not build: its tests come from its sources, all BUILD FAILED.
 [ "$(run_rc --tests-root tests/grader "fixtures=$work/no-such-binary")" = 0 ] ||
     fail "a missing binary is a grader error"
 grep -q '^  fx_wrong_answer .* 0/2 .*BUILD' "$work/out2.txt" || fail "missing binary: rows from sources"
-grep -q '^  Score: 0/32  (BUILD FAILED)' "$work/out2.txt" || fail "missing binary: 0/32"
+grep -q '^  Score: 0/36  (BUILD FAILED)' "$work/out2.txt" || fail "missing binary: 0/36"
 [ "$(run_rc --tests-root tests/grader --expect-zero "fixtures=$work/no-such-binary")" = 1 ] ||
     fail "--expect-zero must reject a build failure"
+
+# ------------------------------------------------------------ a lab's objects
+# tests/grader/lab-objects.sh: a lab's code that calls a function of the
+# tests, a refused function or one of libdt's internals, defines a
+# function of the C library, or keeps too much in static storage does not
+# build, each problem named with its line; a lab's allocations are renamed
+# to the ones that charge the rank.
+libdt=$(dirname "$(dirname "$dtgrade")")/libdt.a
+lo=$work/lab-objects
+mkdir -p "$lo"
+cat >"$lo/tests.c" <<'C'
+int fx_reference_answer(int x) { return 2 * x; }
+C
+cat >"$lo/good.c" <<'C'
+#include <stdlib.h>
+#include <string.h>
+#include "dt/core.h"
+void *lab_keep(size_t n) { char *p = malloc(n); if (p) memset(p, 1, n); return p; }
+void lab_drop(void *p) { free(p); }
+int lab_tagged(void) { return dt_mem_alloc(DT_MEM_OTHER, 8) != NULL; }
+C
+cat >"$lo/bad.c" <<'C'
+#include <dlfcn.h>
+#include "dt/comm.h"
+int fx_reference_answer(int x);
+void dt_comm_check(void);
+static float kept[4096];
+int lab_answer(dt_comm *c, int x)
+{
+    kept[x & 4095] += 1;
+    dt_comm_stats_reset(c);
+    dt_comm_check();
+    return fx_reference_answer(x) + (dlsym(0, "x") != 0) + (int)kept[0];
+}
+void *malloc(size_t n) { (void)n; return 0; }
+C
+for f in tests good bad; do
+    ${CC:-cc} -std=c11 -g -O0 -D_GNU_SOURCE -Ilib/include -c "$lo/$f.c" -o "$lo/$f.o" 2>>"$lo/cc.log" ||
+        fail "cannot compile the lab-objects fixture $f.c: $(cat "$lo/cc.log")"
+done
+rc=0
+LAB_SRC=$lo tests/grader/lab-objects.sh 99-fixture "$lo/out" "$libdt" "$lo/tests.o" -- \
+    "$lo/good.o" "$lo/bad.o" >"$lo/out.txt" 2>&1 || rc=$?
+[ "$rc" -eq 1 ] || fail "lab-objects.sh on a bad lab exited $rc, expected 1: $(cat "$lo/out.txt")"
+for want in "bad.c:11: error: the lab calls fx_reference_answer, a function of the tests" \
+    "bad.c:9: error: the lab calls dt_comm_stats_reset, which it may not: it resets" \
+    "bad.c:10: error: the lab calls dt_comm_check, one of libdt's internals" \
+    "error: the lab calls dlsym, which it may not: it calls functions by name" \
+    "bad.c: error: the lab defines malloc" \
+    "error: the lab keeps 16384 bytes in static or thread-local storage" "bad.c 16384 (kept)"; do
+    grep -qF -- "$want" "$lo/out.txt" || fail "lab-objects.sh did not say '$want': $(cat "$lo/out.txt")"
+done
+[ "$(grep -c '(refused by the grader' "$lo/out.txt")" -eq 6 ] ||
+    fail "lab-objects.sh: not 6 refusals: $(cat "$lo/out.txt")"
+[ ! -e "$lo/out/bad.o" ] || fail "lab-objects.sh wrote the objects of a refused lab"
+rc=0
+LAB_SRC=$lo tests/grader/lab-objects.sh 99-fixture "$lo/out" "$libdt" "$lo/tests.o" -- \
+    "$lo/good.o" >"$lo/out.txt" 2>&1 || rc=$?
+[ "$rc" -eq 0 ] || fail "lab-objects.sh refused a good lab: $(cat "$lo/out.txt")"
+nm "$lo/out/good.o" 2>/dev/null | grep -q ' U dt_untagged_malloc$' &&
+    nm "$lo/out/good.o" 2>/dev/null | grep -q ' U dt_untagged_free$' &&
+    ! nm "$lo/out/good.o" 2>/dev/null | grep -qE ' U (malloc|free)$' ||
+    fail "lab-objects.sh did not rename a lab's malloc and free: $(nm "$lo/out/good.o" | grep ' U ')"
 
 if [ "$failures" -ne 0 ]; then
     echo "--- dtgrade output:" >&2

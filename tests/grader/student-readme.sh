@@ -60,7 +60,32 @@ make check LAB=00
   with the lines of the two racing accesses. (`make check RACE=0` leaves that
   run out while you work; the autograder always runs it.)
 - `make check SAN=address` builds with AddressSanitizer and UBSan to find
-  memory errors (`SAN=thread`: ThreadSanitizer for everything).
+  memory errors (`SAN=thread`: ThreadSanitizer for everything). It sees a
+  write even one element past a block of `dt_mem_alloc`, which rounds
+  blocks up to 64 bytes.
+- **What your code may call.** Your lab's code may call libdt's public API
+  (the functions declared in `lib/include/dt/*.h`), the C library and libm,
+  and the functions of the lab's own files; nothing else. Not a function of
+  the tests (they are linked into the same program: returning a test's own
+  answer is not an answer), not one of libdt's internals, and not what
+  `tests/grader/refused-symbols` lists: calls that change what the tests
+  read (`dt_comm_stats_reset`, `dt_mem_reset_peak`, ...), calls that go
+  around the memory accounting (`syscall`, `sbrk`, `dlsym`, `asprintf`, ...),
+  and, per lab, the library's own version of the lab's idea (the library's
+  collectives in labs 01 and 02, its ZeRO and FSDP in labs 08 and 09, ...).
+  A call against these rules stops the lab's build before any test runs:
+  every test of the lab gets `BUILD`, and the message names the call, its
+  file and line, and the rule.
+- **All your memory is counted.** The memory tests compare what a rank
+  holds at its peak with the chapter's formula. Memory your code gets from
+  `malloc`, `calloc`, `realloc`, aligned allocations, `strdup` or `mmap` is
+  counted too, for the rank that allocated it (the tag `untagged`, beside
+  those of `dt_mem_alloc`), and a failure says how many bytes came from
+  outside `dt_mem_alloc`. Static or thread-local storage cannot hold a rank's
+  state: a lab whose objects keep more than 4096 bytes there does not build.
+- **Nothing left behind.** Each test gets a temporary folder of its own
+  (`$TMPDIR`, under `build/`); a test that leaves a file there, or in
+  `/tmp`, fails and names it.
 
 ## Your local score and the autograder's
 

@@ -14,7 +14,9 @@
 #   skeleton   every lab graded with IMPL=labs: builds, scores 0, no timeout
 #   mutants    every tests/NN-topic/mutants/*.patch applied to a copy of the
 #              solutions, graded as `make check` grades it: each must lose
-#              points (a line per mutant as it is done)
+#              points, or be refused at build by the grader's rules
+#              (tests/grader/lab-objects.sh: what a lab calls, its static
+#              storage), with the reason (a line per mutant as it is done)
 #   student    the student tree (make dist-student) and the Gradescope
 #              autograder on three submissions (tests/grader/check-dist.sh)
 #   backends   (without SAN) the communicator's unit tests and labs 01-04
@@ -199,6 +201,11 @@ run_mutant() { # lab patch
         SEED_FROM=$BUILD/spliced/solutions check "$dir/solutions" -q --stop-on-fail \
         --expect-loss --results "$dir/results.json" >>"$log" 2>&1; then
         echo "$lab/$name: caught ($(grep -m1 -E '^  [a-z_0-9]+ +0/' "$log" | awk '{print $1}'))"
+    elif grep -q 'BUILD FAILED' "$log" && grep -q '(refused by the grader' "$dir/spliced/$lab/build.log"; then
+        # refused by tests/grader/lab-objects.sh (what it calls, its static
+        # storage): a BUILD verdict that names the problem is a catch
+        echo "$lab/$name: caught (refused at build: $(grep -m1 '(refused by the grader' \
+            "$dir/spliced/$lab/build.log" | sed 's/^[^ ]*: error: //; s/ (refused by the grader.*//' | cut -c1-120))"
     elif grep -q 'BUILD FAILED' "$log"; then
         echo "$lab/$name: FAILED: does not build (a mutant must build and lose points; log: $log)"
         return 1

@@ -329,10 +329,11 @@ static dt_result nothing_rank(dt_comm *c, void *arg)
  * only after every process has read it (a launch ends when all have come). */
 TEST(comm_trace_is_chrome_json, 2)
 {
-    char path[64];
+    char path[4200];
     dt_launch_opts o = tc_opts(2, DT_ALGO_AUTO);
     int mpi = o.backend == DT_BACKEND_MPI;
-    snprintf(path, sizeof path, "/tmp/dt_trace_test_%d.json", (int)(mpi ? getppid() : getpid()));
+    snprintf(path, sizeof path, "%s/trace_test_%d.json", dt_test_tmpdir(),
+             (int)(mpi ? getppid() : getpid()));
     o.trace_path = path;
     EXPECT_OK(dt_launch(&o, traced_rank, NULL));
     FILE *f = fopen(path, "r");

@@ -84,7 +84,7 @@ TEST(data_digits_load_and_split, 2)
 /* Writes text to a temporary file and loads it as digits. */
 static dt_result load_text(const char *text, char *path, size_t len)
 {
-    snprintf(path, len, "/tmp/dt_digits_%d.csv", (int)getpid());
+    snprintf(path, len, "%s/digits.csv", dt_test_tmpdir());
     FILE *f = fopen(path, "w");
     EXPECT(f != NULL, "temporary file");
     fputs(text, f);
@@ -110,7 +110,7 @@ static char *digits_line(int pixel, int label, int fields)
 
 TEST(data_digits_errors_name_line_and_column, 1)
 {
-    char path[64], text[2048], want[128];
+    char path[4200], text[2048], want[4300];
     dt_dataset d;
     EXPECT_ERR(dt_data_load_digits(&d, "no/such/digits.csv"), DT_ERR_IO);
     EXPECT(strstr(dt_last_error(), "no/such/digits.csv"), "names the file: %s", dt_last_error());
@@ -219,4 +219,70 @@ TEST(data_gather, 1)
     idx[1] = 5;
     EXPECT_ERR(dt_data_gather(&d, idx, 2, NULL, tok, y), DT_ERR_INVALID_ARG);
     dt_dataset_free(&d);
+}
+
+/* dt_sampler_next walks each rank's epochs batch by batch, as dt_train
+ * does (a partial last batch dropped); its position, counted over all
+ * ranks, means the same on another rank count; and it goes through a
+ * checkpoint (dt_sampler_state). */
+TEST(data_sampler_position_walks_epochs_and_survives_a_checkpoint, 2)
+{
+    dt_sampler s, s4;
+    dt_sampler_pos pos = {0, 0};
+    size_t order[20], batch[4], u2[8], u4[8];
+    EXPECT_OK(dt_sampler_init(&s, 41, 2, 1, 1, 1, 5)); /* 20 per rank: 6 batches of 3, 2 dropped */
+    for (uint64_t e = 0; e < 3; e++) {
+        EXPECT_OK(dt_sampler_indices(&s, e, order));
+        for (size_t b = 0; b < 6; b++) {
+            EXPECT_OK(dt_sampler_next(&s, &pos, 3, batch));
+            EXPECT(pos.epoch == e && pos.consumed == (b + 1) * 3 * 2, "epoch %llu batch %zu: "
+                   "position {%llu, %llu}", (unsigned long long)e, b,
+                   (unsigned long long)pos.epoch, (unsigned long long)pos.consumed);
+            EXPECT(!memcmp(batch, order + 3 * b, sizeof(size_t) * 3), "epoch %llu batch %zu is "
+                   "not the shard's", (unsigned long long)e, b);
+        }
+    }
+    /* 2 ranks of batch 4 and 4 ranks of batch 2, at the same position: the
+       same global batch */
+    dt_sampler_pos p2 = {1, 16}, p4 = {1, 16};
+    for (int r = 0; r < 4; r++) {
+        EXPECT_OK(dt_sampler_init(&s4, 40, 4, r, 1, 1, 5));
+        dt_sampler_pos q = p4;
+        EXPECT_OK(dt_sampler_next(&s4, &q, 2, u4 + 2 * r));
+        if (r < 2) {
+            EXPECT_OK(dt_sampler_init(&s, 40, 2, r, 1, 1, 5));
+            q = p2;
+            EXPECT_OK(dt_sampler_next(&s, &q, 4, u2 + 4 * r));
+        }
+    }
+    int same = 1;
+    for (int i = 0; i < 8; i++) {
+        int found = 0;
+        for (int k = 0; k < 8; k++)
+            found |= u2[i] == u4[k];
+        same &= found;
+    }
+    EXPECT(same, "the global batch at a position differs between 2 and 4 ranks");
+    dt_sampler_pos odd = {0, 3};
+    EXPECT_ERR(dt_sampler_next(&s, &odd, 4, batch), DT_ERR_INVALID_ARG);
+    EXPECT(strstr(dt_last_error(), "2 ranks") != NULL, "says why: %s", dt_last_error());
+    /* through a checkpoint file */
+    char tdir[4096], path[4200];
+    snprintf(tdir, sizeof tdir, "%s/dtlab-sampler-XXXXXX", dt_test_tmpdir());
+    EXPECT(mkdtemp(tdir) != NULL, "mkdtemp");
+    snprintf(path, sizeof path, "%s/s.dtck", tdir);
+    dt_ckpt_io *io;
+    dt_sampler_pos saved = {7, 12}, back = {0, 0};
+    EXPECT_OK(dt_ckpt_io_save(&io, path, DT_CKPT_SHARD, 0, 1));
+    EXPECT_OK(dt_ckpt_io_end(io, dt_sampler_state(&s, &saved, io, "sampler"), NULL));
+    EXPECT_OK(dt_ckpt_io_load(&io, path, DT_CKPT_SHARD, 0, 1));
+    EXPECT_OK(dt_ckpt_io_end(io, dt_sampler_state(&s, &back, io, "sampler"), NULL));
+    EXPECT(back.epoch == 7 && back.consumed == 12, "read back {%llu, %llu}",
+           (unsigned long long)back.epoch, (unsigned long long)back.consumed);
+    EXPECT_OK(dt_sampler_init(&s4, 40, 2, 0, 1, 1, 6)); /* another seed: another order */
+    EXPECT_OK(dt_ckpt_io_load(&io, path, DT_CKPT_SHARD, 0, 1));
+    EXPECT_ERR(dt_ckpt_io_end(io, dt_sampler_state(&s4, &back, io, "sampler"), NULL),
+               DT_ERR_INVALID_ARG);
+    EXPECT(strstr(dt_last_error(), "sampler.order"), "names the record: %s", dt_last_error());
+    unlink(path), rmdir(tdir);
 }

@@ -190,7 +190,7 @@ static size_t count_in(const char *from, const char *to, const char *needle)
 
 static void temp_path(char *buf, size_t size, const char *what)
 {
-    snprintf(buf, size, "/tmp/dt_test_%s_%d.svg", what, (int)getpid());
+    snprintf(buf, size, "%s/test_%s.svg", dt_test_tmpdir(), what);
 }
 
 /* Reads path back, checks it is well-formed and returns its text. */
@@ -208,7 +208,7 @@ static char *read_svg(const char *path)
  * the text read back (well-formed, checked); the file is removed. */
 static char *plot_svg(dt_plot *plot, const char *what)
 {
-    char path[128];
+    char path[4200];
     temp_path(path, sizeof path, what);
     EXPECT_OK(dt_plot_write_svg(plot, path));
     dt_plot_free(plot);
@@ -219,7 +219,7 @@ static char *plot_svg(dt_plot *plot, const char *what)
 
 static char *gantt_svg(dt_gantt *g, const char *what)
 {
-    char path[128];
+    char path[4200];
     temp_path(path, sizeof path, what);
     EXPECT_OK(dt_gantt_write_svg(g, path));
     dt_gantt_free(g);
@@ -410,7 +410,7 @@ TEST(metrics_plot_errors, 1)
     dt_plot *plot = NULL;
     EXPECT_ERR(dt_plot_create(NULL, "t", "x", "y"), DT_ERR_INVALID_ARG);
     EXPECT_OK(dt_plot_create(&plot, "t", "x", "y"));
-    char path[128];
+    char path[4200];
     temp_path(path, sizeof path, "err");
     EXPECT_ERR(dt_plot_write_svg(plot, path), DT_ERR_INVALID_ARG); /* no series */
     EXPECT_ERR(dt_plot_write_svg(NULL, path), DT_ERR_INVALID_ARG);
@@ -527,7 +527,7 @@ TEST(metrics_gantt_errors, 1)
     EXPECT_ERR(dt_gantt_create(&g, "t", "x", 0), DT_ERR_INVALID_ARG);
     EXPECT_ERR(dt_gantt_create(NULL, "t", "x", 2), DT_ERR_INVALID_ARG);
     EXPECT_OK(dt_gantt_create(&g, "t", "x", 2));
-    char path[128];
+    char path[4200];
     temp_path(path, sizeof path, "gerr");
     EXPECT_ERR(dt_gantt_write_svg(g, path), DT_ERR_INVALID_ARG); /* no regions */
     EXPECT_ERR(dt_gantt_add(g, 2, 0, 1, "k", NULL), DT_ERR_INVALID_ARG);

@@ -13,7 +13,7 @@
 
 static void temp_path(char *buf, size_t size, const char *what)
 {
-    snprintf(buf, size, "/tmp/dt_test_sched_%s_%d", what, (int)getpid());
+    snprintf(buf, size, "%s/sched_%s", dt_test_tmpdir(), what);
 }
 
 /* Simulates s with the same cost for every stage (T_W used when split). */
@@ -169,7 +169,7 @@ static void expect_same(const dt_schedule *a, const dt_schedule *b)
 
 TEST(sched_text_round_trip_of_references, 1)
 {
-    char path[128];
+    char path[4200];
     temp_path(path, sizeof path, "rt");
     dt_schedule *refs[3];
     EXPECT_OK(dt_sched_1f1b(&refs[0], 4, 6));

@@ -12,7 +12,7 @@
 
 static void temp_path(char *buf, size_t size, const char *what)
 {
-    snprintf(buf, size, "/tmp/dt_test_sched_%s_%d", what, (int)getpid());
+    snprintf(buf, size, "%s/sched_%s", dt_test_tmpdir(), what);
 }
 
 /* A split backward on 2 ranks, 2 micro-batches, each W right after its B. */
@@ -36,7 +36,7 @@ static char *slurp(const char *path)
 /* Written, read back and written again: the same text, the same steps. */
 TEST(sched_text_round_trip, 1)
 {
-    char path[128];
+    char path[4200];
     temp_path(path, sizeof path, "rt");
     dt_schedule *s = NULL, *back = NULL;
     EXPECT_OK(dt_sched_parse(&s, split_2x2, "split"));
@@ -162,7 +162,7 @@ static size_t count(const char *hay, const char *needle)
 /* One box per step, coloured by kind: three kinds with a split backward. */
 TEST(sched_svg_gantt, 1)
 {
-    char path[128];
+    char path[4200];
     temp_path(path, sizeof path, "svg");
     dt_schedule *s = NULL;
     EXPECT_OK(dt_sched_parse(&s, split_2x2, "split"));

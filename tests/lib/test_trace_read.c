@@ -23,8 +23,8 @@ static dt_result traced_rank(dt_comm *w, void *arg)
 
 TEST(trace_read_gives_each_ranks_regions, 1, .own_backend = 1)
 {
-    char path[96];
-    snprintf(path, sizeof path, "/tmp/dtlab-trace-read-%d.json", (int)getpid());
+    char path[4200];
+    snprintf(path, sizeof path, "%s/trace-read.json", dt_test_tmpdir());
     dt_launch_opts o;
     dt_launch_opts_init(&o);
     o.nranks = 2, o.backend = DT_BACKEND_THREAD, o.trace_path = path, o.net = "ib100";

@@ -38,7 +38,7 @@ dt_launch_opts mt_opts(int n, dt_algo algo, double timeout_s)
 
 void mt_trace_path(char *path, size_t cap, const char *what)
 {
-    snprintf(path, cap, "/tmp/dtlab-mpi-%s-%d.json", what, (int)getppid());
+    snprintf(path, cap, "%s/mpi-%s-%d.json", dt_test_tmpdir(), what, (int)getppid());
 }
 
 void mt_check_trace(const char *path, int p)

@@ -52,7 +52,7 @@ static void calls(dt_comm *world)
 TEST_T(mpi_init_joins_the_job, 2, 60)
 {
     int p = mt_job_size(), me = mt_job_rank();
-    char trace[96];
+    char trace[4200];
     mt_trace_path(trace, sizeof trace, "init-trace");
     setenv("DT_TRACE", trace, 1);
     dt_comm *world = NULL, *again = NULL;

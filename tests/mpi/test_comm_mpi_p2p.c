@@ -191,7 +191,7 @@ static dt_result traced_rank(dt_comm *c, void *arg)
 TEST_T(mpi_trace_has_every_rank, 1, 30)
 {
     int p = mt_job_size();
-    char path[96];
+    char path[4200];
     mt_trace_path(path, sizeof path, "trace");
     dt_launch_opts o = mt_opts(p, DT_ALGO_AUTO, 10);
     o.trace_path = path;

@@ -10,6 +10,7 @@
  *   report.c    the score table
  *   results.c   Gradescope's results.json
  *   shm.c       shared-memory segments: a test's, and stale ones
+ *   leftover.c  a test's temporary folder, and the files it left behind
  *   splice.c    `--splice`: the official files with the student's fences
  *   util.c      allocation, formatting, time, files
  *
@@ -42,6 +43,7 @@ enum status {
     ST_NOT_RUN,     /* never started: interrupted, or --stop-on-fail */
     ST_BUILD,       /* the lab did not build */
     ST_SKIP,        /* left out on purpose: --only, --no-hidden */
+    ST_SKIPPED,     /* the test skipped itself (dt_test_skip), saying why */
 };
 extern const char *const status_name[];
 
@@ -96,7 +98,7 @@ typedef struct {
     const char *race_binary; /* the ThreadSanitizer build, or NULL */
     test_row *rows;
     int nrows, cap;
-    int score, max, passed, failed;
+    int score, max, passed, failed, skipped;
     int build_failed;
     int sanitized;    /* the binary was built with a sanitizer */
     char *build_text; /* why it did not build (the build log's errors) */
@@ -111,7 +113,10 @@ typedef struct {
     limits lim;          /* after defaults; as_mib 0: none */
     char job[64];        /* DT_JOB_ID */
     char token[40];      /* the completion token */
+    char tmpdir[1024];   /* TMPDIR: the test's own, emptied and removed after it */
 } run_spec;
+
+#define MAX_PIDS 64 /* processes of a test remembered (leftover.c) */
 
 typedef struct {
     pid_t sup, test;     /* the supervisor and the test's process */
@@ -122,6 +127,8 @@ typedef struct {
     size_t rep_len;
     run_report rep;
     run_output out;
+    pid_t pids[MAX_PIDS]; /* the test's processes the supervisor saw */
+    int npids;
 } run_t;
 
 typedef struct {
@@ -130,6 +137,7 @@ typedef struct {
     const char *job_prefix;
     const char *only;
     const char *notice_file;
+    const char *tmp_root; /* the tests' temporary folders go below it */
     double timeout_scale, race_timeout_scale;
     limits lim;          /* the defaults */
     int jobs;
@@ -176,6 +184,8 @@ typedef struct {
 } thread_delay;
 typedef struct {
     int tasks;           /* processes' threads, all together */
+    pid_t pids[MAX_PIDS]; /* processes seen in any sample so far (the first MAX_PIDS) */
+    int npids;
     long vm_peak_kib;    /* the largest VmPeak among them */
     double waited_s;     /* the most one thread waited for a CPU since the last sample */
     thread_delay *seen;  /* the threads of the last sample */
@@ -202,6 +212,17 @@ void print_lab_notes(const lab_t *lab);
 
 /* results.c */
 int write_results(const lab_t *labs, int nlabs, int score, int max, double secs);
+
+/* leftover.c */
+typedef struct {
+    char **names; /* this user's entries of /tmp named like the project's */
+    int n;
+} tmp_listing;
+const char *tmp_root_absolute(const char *root);
+void tmp_prepare(run_spec *sp);
+void tmp_list(tmp_listing *out);
+void tmp_listing_free(tmp_listing *l);
+char *tmp_leftovers(const run_spec *sp, const run_t *r, const tmp_listing *before);
 
 /* shm.c */
 void shm_unlink_job(const char *job);

@@ -55,6 +55,9 @@ static void usage(FILE *f)
         "  --tests-root DIR    where a lab's test sources are (default: tests); read\n"
         "                      to list the tests of a lab whose binary is missing\n"
         "  --notice FILE       text to put above everything in results.json's output\n"
+        "  --tmp-root DIR      each test's temporary folder (TMPDIR) is DIR/JOB, which\n"
+        "                      must be empty after the test (default: tmp/ beside the\n"
+        "                      results file)\n"
         "  --only TEXT         run only the tests whose name contains TEXT\n"
         "  --hidden            run hidden tests too (the default)\n"
         "  --no-hidden         leave hidden tests out\n"
@@ -131,6 +134,7 @@ static int parse_args(int argc, char **argv, lab_t *labs)
         if (!strcmp(a, "--results")) opt.results = VALUE();
         else if (!strcmp(a, "--tests-root")) opt.tests_root = VALUE();
         else if (!strcmp(a, "--notice")) opt.notice_file = VALUE();
+        else if (!strcmp(a, "--tmp-root")) opt.tmp_root = VALUE();
         else if (!strcmp(a, "--only")) opt.only = VALUE();
         else if (!strcmp(a, "--hidden")) opt.hidden = 1;
         else if (!strcmp(a, "--no-hidden")) opt.hidden = 0;
@@ -179,6 +183,8 @@ static int parse_args(int argc, char **argv, lab_t *labs)
         die("--job-prefix: '%s' is not a name part (no '/', not empty)", opt.job_prefix);
     if (opt.results && !*opt.results)
         die("--results: the file name is empty");
+    if (opt.tmp_root && !*opt.tmp_root)
+        die("--tmp-root: the folder name is empty");
     return nlabs;
 }
 
@@ -216,6 +222,14 @@ int main(int argc, char **argv)
     }
     if (!opt.results || !*opt.results)
         opt.results = "build/results.json";
+    /* The tests' temporary folders: beside the results unless told; an
+     * absolute path, so that a test that changes its folder keeps it. */
+    if (!opt.tmp_root) {
+        const char *slash = strrchr(opt.results, '/');
+        opt.tmp_root = slash ? xprintf("%.*s/tmp", (int)(slash - opt.results), opt.results)
+                             : "tmp";
+    }
+    opt.tmp_root = tmp_root_absolute(opt.tmp_root);
     char prefix[64];
     if (!opt.job_prefix) {
         snprintf(prefix, sizeof prefix, "g%ld.", (long)getpid());
@@ -235,7 +249,7 @@ int main(int argc, char **argv)
 
     double t0 = now_s();
     int score = 0, max = 0, passed = 0, failed = 0, builds_failed = 0, timeouts = 0, cut = 0;
-    int not_run = 0;
+    int not_run = 0, skipped = 0;
     for (int l = 0; l < nlabs; l++) {
         if (interrupted)
             not_reached(&labs[l]);
@@ -245,6 +259,7 @@ int main(int argc, char **argv)
         max += labs[l].max;
         passed += labs[l].passed;
         failed += labs[l].failed;
+        skipped += labs[l].skipped;
         builds_failed += labs[l].build_failed;
         for (int i = 0; i < labs[l].nrows; i++) {
             timeouts += labs[l].rows[i].st == ST_TIMEOUT;
@@ -294,9 +309,12 @@ int main(int argc, char **argv)
         rc = rc ? rc : 1;
     }
     /* The closing line: tests that ran; those that did not are counted apart. */
+    char more[64] = "";
+    if (skipped) /* tests that skipped themselves, saying why: neither passed nor failed */
+        snprintf(more, sizeof more, ", %d skipped", skipped);
     if (not_run)
-        printf("%d passed, %d failed, %d not run\n", passed, failed - not_run, not_run);
+        printf("%d passed, %d failed, %d not run%s\n", passed, failed - not_run, not_run, more);
     else
-        printf("%d passed, %d failed\n", passed, failed);
+        printf("%d passed, %d failed%s\n", passed, failed, more);
     return rc;
 }

@@ -162,7 +162,8 @@ static void sample_threads(pid_t pid, tree_sample *s, thread_delay *now, int *n,
     closedir(d);
 }
 
-/* The processes and threads below root, all together; the largest VmPeak
+/* The processes and threads below root, all together (and the processes
+ * among them not seen before, into s->pids); the largest VmPeak
  * among them; and how long the most delayed of their threads waited for a
  * CPU since the previous sample (a test starved by other load is not a
  * test that hangs: the supervisor moves its deadline by that much). */
@@ -177,6 +178,11 @@ void proctree_sample(pid_t root, tree_sample *s)
     s->vm_peak_kib = 0;
     s->waited_s = 0;
     for (int i = 0; i < n; i++) {
+        int known = 0;
+        for (int k = 0; k < s->npids && !known; k++)
+            known = s->pids[k] == pids[i];
+        if (!known && s->npids < MAX_PIDS)
+            s->pids[s->npids++] = pids[i];
         s->tasks += threads[i] > 0 ? threads[i] : 0;
         long v = vm_peak_kib(pids[i]);
         if (v > s->vm_peak_kib)

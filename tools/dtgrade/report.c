@@ -8,7 +8,7 @@
 
 const char *const status_name[] = {"pass",  "FAIL",        "CRASH",   "TIMEOUT",
                                    "SANITIZER", "LIMIT",   "EXIT",    "INTERRUPTED",
-                                   "NOT RUN", "BUILD",     "skip"};
+                                   "NOT RUN", "BUILD",     "skip",    "skipped"};
 
 /* Prints text's lines with a prefix, from its line `from` on. */
 static void print_lines(const char *prefix, const char *text, int from)
@@ -42,9 +42,14 @@ void print_row(const test_row *r)
     int got = r->st == ST_PASS ? r->points : 0;
     const char *reason = r->reason ? r->reason : "";
     int cut = (int)strlen(reason) > REASON_SHOWN;
-    printf("  %-34s %3d/%-3d %-11s %.*s%s%s\n", r->name, got, r->points, status_name[r->st],
-           REASON_SHOWN, reason, cut ? "..." : "", r->hidden ? "  (hidden)" : "");
-    if (r->details && r->st != ST_PASS && r->st != ST_BUILD && r->st != ST_NOT_RUN) {
+    if (r->st == ST_SKIPPED) /* out of the maximum: no points either way */
+        printf("  %-34s   -/%-3d %-11s %.*s%s%s\n", r->name, r->points, status_name[r->st],
+               REASON_SHOWN, reason, cut ? "..." : "", r->hidden ? "  (hidden)" : "");
+    else
+        printf("  %-34s %3d/%-3d %-11s %.*s%s%s\n", r->name, got, r->points, status_name[r->st],
+               REASON_SHOWN, reason, cut ? "..." : "", r->hidden ? "  (hidden)" : "");
+    if (r->details && r->st != ST_PASS && r->st != ST_BUILD && r->st != ST_NOT_RUN &&
+        r->st != ST_SKIPPED) {
         /* The details start with the reason: shown again only when cut. */
         print_lines("      | ", r->details, cut ? 0 : 1);
     }

@@ -95,15 +95,21 @@ static void write_test(FILE *f, const lab_t *lab, const test_row *r, int first)
     char *out;
     if (r->st == ST_PASS)
         out = xprintf("passed\n%s", r->output ? r->output : "");
+    else if (r->st == ST_SKIPPED)
+        out = xprintf("skipped: %s\n", r->reason ? r->reason : "");
     else if (r->st == ST_BUILD && lab->build_text)
         out = xprintf("%s\n(the build's messages are at the top of the results)\n", r->reason);
     else
         out = xstrdup(r->details ? r->details : r->reason ? r->reason : "");
     fprintf(f, "%s\n    {\"name\": ", first ? "" : ",");
     json_str(f, name);
-    fprintf(f, ", \"score\": %d, \"max_score\": %d, \"status\": \"%s\", \"visibility\": \"%s\",\n",
-            r->st == ST_PASS ? r->points : 0, r->points, r->st == ST_PASS ? "passed" : "failed",
-            r->hidden ? "hidden" : "visible");
+    if (r->st == ST_SKIPPED) /* out of the maximum, neither passed nor failed */
+        fprintf(f, ", \"score\": 0, \"max_score\": 0, \"visibility\": \"%s\",\n",
+                r->hidden ? "hidden" : "visible");
+    else
+        fprintf(f, ", \"score\": %d, \"max_score\": %d, \"status\": \"%s\", "
+                   "\"visibility\": \"%s\",\n", r->st == ST_PASS ? r->points : 0, r->points,
+                r->st == ST_PASS ? "passed" : "failed", r->hidden ? "hidden" : "visible");
     fprintf(f, "     \"extra_data\": {\"verdict\": \"%s\", \"seconds\": %.2f, \"cpu_seconds\": %.2f, "
                "\"tasks_peak\": %d, \"vm_peak_mib\": %.0f},\n     \"output\": ",
             status_name[r->st], r->seconds, (double)r->rep.cpu_ms / 1000.0, r->rep.tasks_peak,

@@ -22,6 +22,7 @@ typedef struct {
     run_spec spec;
     int row;   /* -1: free */
     int race;
+    tmp_listing before; /* /tmp as the run started (leftover.c) */
 } slot_t;
 
 static unsigned job_counter;
@@ -36,6 +37,7 @@ static void spec_init(run_spec *sp, const char *binary, const char *test, double
     limits_resolve(&sp->lim, lim, sanitized, timeout_s);
     snprintf(sp->job, sizeof sp->job, "%s%05u", opt.job_prefix, job_counter++);
     random_hex(sp->token, 16);
+    tmp_prepare(sp);
 }
 
 /* Waits for one run to end (used for `--list`). */
@@ -68,9 +70,11 @@ static char *list_tests(lab_t *lab)
     spec_init(&sp, lab->binary, NULL, LIST_TIMEOUT_S * opt.timeout_scale, &none,
               lab->sanitized);
     run_t r;
+    tmp_listing nothing = {NULL, 0};
     run_start(&r, &sp);
     run_to_end(&r);
     shm_unlink_job(sp.job);
+    free(tmp_leftovers(&sp, &r, &nothing)); /* removes its folder; a list writes nothing */
     test_row probe = {0};
     verdict(&probe, &r, &sp, 0);
     char *why = NULL;
@@ -172,7 +176,32 @@ static void start_slot(slot_t *s, lab_t *lab, int i, int race)
     r->race_pending = race ? 2 : 0; /* 2: the race run is under way */
     if (!race)
         r->st = ST_RUNNING;
+    tmp_list(&s->before);
     run_start(&s->run, &s->spec);
+}
+
+/* A run that left files behind fails (a pass becomes FAIL naming them);
+ * one that failed anyway gets the note under its reason. */
+static void check_leftovers(slot_t *s, test_row *r)
+{
+    char *left = tmp_leftovers(&s->spec, &s->run, &s->before);
+    tmp_listing_free(&s->before);
+    if (!left)
+        return;
+    if (r->st == ST_PASS || r->st == ST_SKIPPED) {
+        r->st = ST_FAIL;
+        free(r->reason);
+        r->reason = left;
+        free(r->details);
+        r->details = make_details(left, NULL, s->run.out.buf ? s->run.out.buf : "", s->run.out.len);
+        free(r->output);
+        r->output = NULL;
+    } else {
+        char *d = xprintf("%s[%s]\n", r->details ? r->details : "", left);
+        free(r->details);
+        r->details = d;
+        free(left);
+    }
 }
 
 /* A run ended: its verdict goes to its row (a race run's only when it did
@@ -184,6 +213,7 @@ static void end_slot(slot_t *s, lab_t *lab)
     shm_unlink_job(s->spec.job);
     if (!s->race) {
         verdict(r, &s->run, &s->spec, 0);
+        check_leftovers(s, r);
         if (r->st == ST_PASS && r->race && lab->race_binary && !interrupted) {
             if (executable(lab->race_binary)) {
                 r->race_pending = 1;
@@ -196,6 +226,7 @@ static void end_slot(slot_t *s, lab_t *lab)
     } else {
         test_row rr = {0};
         verdict(&rr, &s->run, &s->spec, 1);
+        check_leftovers(s, &rr);
         r->race_pending = 0;
         r->seconds += rr.seconds;
         if (rr.st != ST_PASS) {
@@ -279,7 +310,8 @@ static void run_tests(lab_t *lab)
                 active--;
                 for (int j = 0; j < lab->nrows; j++)
                     if (opt.stop_on_fail && row_final(&lab->rows[j]) &&
-                        lab->rows[j].st != ST_PASS && lab->rows[j].st != ST_SKIP)
+                        lab->rows[j].st != ST_PASS && lab->rows[j].st != ST_SKIP &&
+                        lab->rows[j].st != ST_SKIPPED)
                         stop = 1;
             }
         }
@@ -336,6 +368,10 @@ void run_lab(lab_t *lab)
         test_row *r = &lab->rows[i];
         if (r->st == ST_SKIP)
             continue;
+        if (r->st == ST_SKIPPED) { /* neither passed nor failed: out of the maximum */
+            lab->skipped++;
+            continue;
+        }
         lab->max += r->points;
         if (r->st == ST_PASS) {
             lab->score += r->points;

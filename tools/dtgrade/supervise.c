@@ -9,6 +9,7 @@
  * the test's process group (setsid) or lost its parent is still its
  * descendant (proctree.c). It reports one line to dtgrade:
  *   pid P                    when the test started
+ *   pids P1 P2 ...           the test's processes it saw (lines of up to 16)
  *   end STATUS REAPED TIMEOUT INTERRUPTED OVER_TASKS TASKS VM_KIB CPU_MS LEFT STARVED_MS
  *
  * The deadline is the test's timeout of time it could run: while its most
@@ -98,6 +99,10 @@ static void exec_test(const run_spec *sp, int out_w, int chan_w)
     snprintf(v, sizeof v, "%d:%s", chan_w, sp->token);
     setenv("DT_GRADE_DONE", v, 1);
     setenv("DT_JOB_ID", sp->job, 1);
+    /* A folder of the test's own for what it writes (leftover.c checks
+     * that it is empty afterwards). */
+    if (sp->tmpdir[0])
+        setenv("TMPDIR", sp->tmpdir, 1);
     snprintf(v, sizeof v, "%g", sp->timeout_s);
     setenv("DT_TEST_TIMEOUT", v, 1);
     /* libdt runs its BLAS on one thread unless DT_BLAS_THREADS says more,
@@ -209,6 +214,15 @@ static void supervise(const run_spec *sp, pid_t grader, int out_w, int chan_w, i
             rep.vm_peak_kib = ru.ru_maxrss;
     }
     rep.starved_ms = (long)(starved * 1000);
+    /* The processes seen, for the files a test leaves with its pid in
+     * their name (leftover.c); a few per line, lines short. */
+    for (int i = 0; i < ts.npids; i += 16) {
+        char line[256];
+        int len = snprintf(line, sizeof line, "pids");
+        for (int k = i; k < ts.npids && k < i + 16; k++)
+            len += snprintf(line + len, sizeof line - (size_t)len, " %d", (int)ts.pids[k]);
+        say(rep_w, "%s\n", line);
+    }
     say(rep_w, "end %d %d %d %d %d %d %ld %ld %d %ld\n", rep.status, rep.reaped, rep.timed_out,
         rep.interrupted, rep.over_tasks, rep.tasks_peak, rep.vm_peak_kib, rep.cpu_ms,
         rep.leftovers, rep.starved_ms);
@@ -289,9 +303,16 @@ static void parse_report(run_t *r)
         *nl = '\0';
         run_report *p = &r->rep;
         int pid;
-        if (sscanf(r->rep_line, "pid %d", &pid) == 1)
+        if (sscanf(r->rep_line, "pid %d", &pid) == 1) {
             r->test = pid;
-        else if (sscanf(r->rep_line, "end %d %d %d %d %d %d %ld %ld %d %ld", &p->status,
+        } else if (!strncmp(r->rep_line, "pids ", 5)) {
+            char *at = r->rep_line + 5, *end;
+            long v;
+            while (r->npids < MAX_PIDS && (v = strtol(at, &end, 10)) > 0 && end != at) {
+                r->pids[r->npids++] = (pid_t)v;
+                at = end;
+            }
+        } else if (sscanf(r->rep_line, "end %d %d %d %d %d %d %ld %ld %d %ld", &p->status,
                         &p->reaped, &p->timed_out, &p->interrupted, &p->over_tasks,
                         &p->tasks_peak, &p->vm_peak_kib, &p->cpu_ms, &p->leftovers,
                         &p->starved_ms) == 10)

@@ -34,11 +34,12 @@ typedef struct {
     int fail;   /* an EXPECT failed somewhere */
     int early;  /* exit() before the body finished */
     int early_rank, early_status;
+    int skip;   /* the test's own process skipped it (dt_test_skip) */
 } channel;
 
 static channel read_channel(const run_t *r, const char *token)
 {
-    channel c = {0, 0, 0, -1, 0};
+    channel c = {0, 0, 0, -1, 0, 0};
     const char *end = r->out.chan + r->out.chan_len;
     for (const char *p = r->out.chan; p < end;) {
         char line[256], kind[8], tok[48];
@@ -48,10 +49,12 @@ static channel read_channel(const run_t *r, const char *token)
         if (n >= 3 && strcmp(tok, token) == 0) {
             if (!strcmp(kind, "done") && pid == r->test)
                 c.done = 1;
+            else if (!strcmp(kind, "skip") && pid == r->test)
+                c.skip = 1;
             else if (!strcmp(kind, "fail"))
                 c.fail = 1;
             else if (!strcmp(kind, "exit") && n == 5 && !c.early)
-                c = (channel){c.done, c.fail, 1, a, b};
+                c = (channel){c.done, c.fail, 1, a, b, c.skip};
         }
         const char *nl = memchr(p, '\n', (size_t)(end - p));
         p = nl ? nl + 1 : end;
@@ -207,6 +210,14 @@ void verdict(test_row *row, const run_t *r, const run_spec *sp, int race_run)
     } else if (san) {
         st = ST_SANITIZER;
         reason = sanitizer_reason(san, end, &excerpt);
+    } else if (exited && code == 0 && c.skip && !c.fail) {
+        /* skipped, saying why: not a pass (a check that cannot run here
+         * passes nothing), and out of the maximum */
+        st = ST_SKIPPED;
+        const char *why = find_line(buf, end, "SKIP: ");
+        if (why)
+            copy_line(line, sizeof line, why + 6, end);
+        reason = xstrdup(why ? line : "the test skipped itself");
     } else if (exited && code == 0 && c.done && !c.fail) {
         st = ST_PASS;
     } else if ((reason = limit_reason(r, sp, buf, end)) != NULL) {
@@ -236,7 +247,7 @@ void verdict(test_row *row, const run_t *r, const run_spec *sp, int race_run)
     row->reason = reason;
     row->seconds = now_s() - r->started;
     row->rep = *rep;
-    if (st == ST_PASS) {
+    if (st == ST_PASS || st == ST_SKIPPED) {
         row->output = make_details(NULL, NULL, buf, r->out.len);
     } else {
         /* A sanitizer's report is its excerpt: the tail is what came before. */

@@ -171,7 +171,11 @@ float dt_bf16_to_f32(uint16_t b);
 
 /* Every buffer of the library is allocated with a tag, and each rank keeps
  * current and peak bytes per tag: the ZeRO and FSDP chapters are graded on
- * these figures. */
+ * these figures. DT_MEM_UNTAGGED is no tag of dt_mem_alloc: it counts what
+ * a lab's code allocates past it (malloc, calloc, realloc, aligned
+ * allocations, strdup, mmap) in a lab's test binary, where the grader
+ * charges those calls to the rank too (lib/core/untagged.c); elsewhere it
+ * stays 0. A rank's whole memory is every tag, untagged included. */
 typedef enum {
     DT_MEM_PARAM = 0,
     DT_MEM_GRAD,
@@ -179,14 +183,17 @@ typedef enum {
     DT_MEM_ACT,
     DT_MEM_COMM,
     DT_MEM_OTHER,
+    DT_MEM_UNTAGGED,
     DT_MEM_NUM_TAGS
 } dt_mem_tag;
 
-const char *dt_mem_tag_name(dt_mem_tag tag); /* "param", "grad", ... */
+const char *dt_mem_tag_name(dt_mem_tag tag); /* "param", "grad", ..., "untagged" */
 
 /* Zeroed memory aligned to 64 bytes, charged to the calling rank under tag.
  * Returns NULL (and records why) when bytes is 0, the tag is unknown or
- * memory is short. */
+ * DT_MEM_UNTAGGED, or memory is short. The block is rounded up to 64
+ * bytes; under AddressSanitizer the rounding and the block's header are
+ * poisoned, so that a write past either end is reported. */
 void *dt_mem_alloc(dt_mem_tag tag, size_t bytes);
 
 /* Frees a block of dt_mem_alloc and credits the rank it was charged to,

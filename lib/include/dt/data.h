@@ -9,6 +9,7 @@
 #ifndef DT_DATA_H
 #define DT_DATA_H
 
+#include "dt/ckpt.h"
 #include "dt/core.h"
 
 #ifdef __cplusplus
@@ -86,6 +87,33 @@ dt_result dt_sampler_init(dt_sampler *s, size_t n, int ranks, int rank, int shuf
                           int drop_last, uint64_t seed);
 /* Writes this rank's s->num_samples indices of `epoch` into out. */
 dt_result dt_sampler_indices(const dt_sampler *s, uint64_t epoch, size_t *out);
+
+/* Where a run is in its data: the epoch, and how many samples of it the
+ * ranks together have taken. Counted over all ranks, not per rank, so
+ * that the position means the same on another number of ranks (chapter
+ * 14 resumes N ranks' checkpoint on M): rank r's next index into its
+ * shard is consumed / ranks. {0, 0} is the start. */
+typedef struct {
+    uint64_t epoch;
+    uint64_t consumed;
+} dt_sampler_pos;
+
+/* This rank's next B indices at *pos into out (B of them), and *pos moves
+ * on by B x ranks. When fewer than B of this rank's epoch are left, the
+ * epoch is over (its last partial batch dropped, as dt_train drops it)
+ * and the batch is the next epoch's first. A position that the ranks
+ * cannot share (consumed not a multiple of ranks) is DT_ERR_INVALID_ARG,
+ * saying so. Draws the epoch's order again at each call: O(n). */
+dt_result dt_sampler_next(const dt_sampler *s, dt_sampler_pos *pos, size_t B, size_t *out);
+
+/* The sampler's place in a checkpoint (dt/ckpt.h), saved or loaded as io
+ * is, under name:
+ *     NAME.order     u64 [4]  n, shuffle, drop_last, seed: must match on load
+ *     NAME.epoch     u64      pos->epoch
+ *     NAME.consumed  u64      pos->consumed
+ * The rank count is not part of it (above). */
+dt_result dt_sampler_state(const dt_sampler *s, dt_sampler_pos *pos, dt_ckpt_io *io,
+                           const char *name);
 
 #ifdef __cplusplus
 }

@@ -7,6 +7,7 @@
 #define DT_DT_H
 
 #include "dt/core.h"
+#include "dt/ckpt.h"
 #include "dt/net.h"
 #include "dt/comm.h"
 #include "dt/tensor.h"

@@ -12,6 +12,7 @@
 #ifndef DT_OPTIM_H
 #define DT_OPTIM_H
 
+#include "dt/ckpt.h"
 #include "dt/core.h"
 #include "dt/tensor.h"
 
@@ -75,6 +76,15 @@ dt_result dt_optim_step_shard(dt_optimizer *o, float *params_shard, const float 
 
 /* Bytes of state per parameter of a config (8 for AdamW, 4 or 0 for SGD). */
 size_t dt_optim_state_bytes_per_param(const dt_optim_config *cfg);
+
+/* The optimizer's state in a checkpoint (dt/ckpt.h), saved or loaded as io
+ * is, under name:
+ *     NAME.range  u64 [2]             offset and count: must match on load
+ *     NAME.step   i64                 updates done
+ *     NAME.state  f32 [slots, count]  momentum, or Adam's m then v
+ * Loading needs an optimizer made for the same range and kind (its slots);
+ * the configuration (lr, ...) is not saved: a resumed run may change it. */
+dt_result dt_optim_state(dt_optimizer *o, dt_ckpt_io *io, const char *name);
 
 #ifdef __cplusplus
 }

@@ -1,7 +1,7 @@
 /* dt/sim.h - the cost model above the collectives: how long a
  * data-parallel step or a pipeline takes, from the time of its compute and
  * of its communication; and how many bytes of activations a transformer
- * layer keeps, and what activation checkpointing keeps and recomputes.
+ * layer keeps, and what activation recomputation keeps and recomputes.
  * What a message or a collective algorithm costs on a link is
  * the network model's (dt/net.h: dt_net_ring_allreduce, ..., dt_net_busbw);
  * this layer combines those figures with compute.
@@ -60,7 +60,9 @@ double dt_sim_act_bytes_layer_ffn(double s, double b, double h, double a, double
  * selective recomputation drops and recomputes. NaN for bad arguments. */
 double dt_sim_act_bytes_scores(double s, double b, double a, int t, double e, int dropout);
 
-/* ---------------------------------------------------------------- activation checkpointing
+/* ---------------------------------------------------------------- activation recomputation
+ * (the literature's "activation checkpointing"; in libdt a checkpoint is
+ * saved training state, dt/ckpt.h)
  *
  * A chain of L layers whose outputs all have the same size (chapter 11's
  * deep MLP stack), run by chapter 11's executor: a KEPT output stays in
@@ -78,7 +80,7 @@ double dt_sim_act_bytes_scores(double s, double b, double a, int t, double e, in
 typedef struct {
     double peak;       /* layer outputs held at the peak */
     double recomputed; /* layers run a second time, in the backward */
-} dt_sim_ckpt;
+} dt_sim_recompute_cost;
 
 /* k segments, as torch.utils.checkpoint.checkpoint_sequential cuts them:
  * the first k - 1 of s = floor(L / k) layers, the last of the rest; each
@@ -88,18 +90,18 @@ typedef struct {
  * which for k dividing L is peak = k - 1 + L/k, least at k = sqrt(L):
  * 2 sqrt(L) - 1. k = 1 keeps everything (peak L, nothing recomputed).
  * NaN in both for L < 1 or k outside [1, L]. */
-dt_sim_ckpt dt_sim_ckpt_segments(int L, int k);
+dt_sim_recompute_cost dt_sim_recompute_segments(int L, int k);
 
 /* The least peak any plan reaches on L layers: the smallest M with
  * M (M + 1) / 2 >= L (runs of M - 1, M - 2, ..., 1 dropped layers, each
  * followed by one kept output), about sqrt(2 L); 0 for L < 1. */
-int dt_sim_ckpt_min_peak(int L);
+int dt_sim_recompute_min_peak(int L);
 
 /* The fewest layers any plan recomputes within a peak of M outputs:
- * max(0, L - M) when M >= dt_sim_ckpt_min_peak(L) (each output of memory
+ * max(0, L - M) when M >= dt_sim_recompute_min_peak(L) (each output of memory
  * saves one layer of recomputation); NaN when no plan fits (M below the
  * least peak) or L < 1. */
-double dt_sim_ckpt_min_recomputed(int L, double M);
+double dt_sim_recompute_min_layers(int L, double M);
 
 /* The share of a training step spent recomputing: the forward of
  * `recomputed` of L equal layers on top of a step of one forward and a
@@ -107,7 +109,7 @@ double dt_sim_ckpt_min_recomputed(int L, double M);
  *     overhead = (recomputed / L) / (1 + bwd_over_fwd),
  * 1/3 for one whole extra forward with a backward twice the forward. NaN
  * for L < 1, recomputed outside [0, L] or bwd_over_fwd < 0. */
-double dt_sim_ckpt_overhead(double recomputed, int L, double bwd_over_fwd);
+double dt_sim_recompute_overhead(double recomputed, int L, double bwd_over_fwd);
 
 /* ---------------------------------------------------------------- memory (chapters 08, 09)
  *

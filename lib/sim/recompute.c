@@ -1,5 +1,7 @@
-/* checkpoint.c - what activation checkpointing keeps and recomputes on a
- * chain of L equal layers (chapter 11, sections 6 and 7).
+/* recompute.c - what activation recomputation keeps and recomputes on a
+ * chain of L equal layers (chapter 11, sections 6 and 7): the literature's
+ * "activation checkpointing", named so that in libdt a checkpoint means
+ * saved training state (dt/ckpt.h).
  *
  * The executor (dt/sim.h): a kept output lives from the forward to its
  * layer's backward; a dropped one is freed once the next layer has read
@@ -13,18 +15,18 @@
 
 #include <math.h>
 
-static dt_sim_ckpt ckpt_nan(void)
+static dt_sim_recompute_cost recompute_nan(void)
 {
-    dt_sim_ckpt r = {NAN, NAN};
+    dt_sim_recompute_cost r = {NAN, NAN};
     return r;
 }
 
-dt_sim_ckpt dt_sim_ckpt_segments(int L, int k)
+dt_sim_recompute_cost dt_sim_recompute_segments(int L, int k)
 {
     if (L < 1 || k < 1 || k > L) {
-        dt_fail(DT_ERR_INVALID_ARG, "dt_sim_ckpt_segments: %d segments of %d layers (need "
+        dt_fail(DT_ERR_INVALID_ARG, "dt_sim_recompute_segments: %d segments of %d layers (need "
                 "1 <= segments <= layers)", k, L);
-        return ckpt_nan();
+        return recompute_nan();
     }
     /* Segments 0 .. k-2 of s layers keep their last output and drop s - 1;
      * the last keeps all of its L - (k-1) s. The run of segment j has j
@@ -32,11 +34,11 @@ dt_sim_ckpt dt_sim_ckpt_segments(int L, int k)
      * the start of the backward's (k - 1) + (L - (k-1) s): the last
      * segment is at least s long. */
     double s = (double)(L / k), kept = (double)(k - 1) + ((double)L - (double)(k - 1) * s);
-    dt_sim_ckpt r = {kept, (double)(k - 1) * (s - 1)};
+    dt_sim_recompute_cost r = {kept, (double)(k - 1) * (s - 1)};
     return r;
 }
 
-int dt_sim_ckpt_min_peak(int L)
+int dt_sim_recompute_min_peak(int L)
 {
     /* With a peak of M, run t (t = 1, 2, ...) has at least t - 1 kept
      * outputs before it and one after: it holds at most M - t layers. At
@@ -47,11 +49,11 @@ int dt_sim_ckpt_min_peak(int L)
     return M;
 }
 
-double dt_sim_ckpt_min_recomputed(int L, double M)
+double dt_sim_recompute_min_layers(int L, double M)
 {
-    if (L < 1 || !(M >= dt_sim_ckpt_min_peak(L))) {
-        dt_fail(DT_ERR_INVALID_ARG, "dt_sim_ckpt_min_recomputed: no plan of %d layers fits in a "
-                "peak of %g outputs (the least is %d)", L, M, dt_sim_ckpt_min_peak(L));
+    if (L < 1 || !(M >= dt_sim_recompute_min_peak(L))) {
+        dt_fail(DT_ERR_INVALID_ARG, "dt_sim_recompute_min_layers: no plan of %d layers fits in a "
+                "peak of %g outputs (the least is %d)", L, M, dt_sim_recompute_min_peak(L));
         return NAN;
     }
     /* At most M outputs are kept (they are all alive when the backward
@@ -61,10 +63,10 @@ double dt_sim_ckpt_min_recomputed(int L, double M)
     return M >= L ? 0 : (double)L - floor(M);
 }
 
-double dt_sim_ckpt_overhead(double recomputed, int L, double bwd_over_fwd)
+double dt_sim_recompute_overhead(double recomputed, int L, double bwd_over_fwd)
 {
     if (L < 1 || !(recomputed >= 0 && recomputed <= L) || !(bwd_over_fwd >= 0)) {
-        dt_fail(DT_ERR_INVALID_ARG, "dt_sim_ckpt_overhead: %g of %d layers recomputed, backward "
+        dt_fail(DT_ERR_INVALID_ARG, "dt_sim_recompute_overhead: %g of %d layers recomputed, backward "
                 "%g x forward (need 0 <= recomputed <= layers, ratio >= 0)", recomputed, L,
                 bwd_over_fwd);
         return NAN;
