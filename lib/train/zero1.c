@@ -52,13 +52,12 @@ static dt_result zero1_update(dt_trainer *t, void *self)
     return dt_allreduce_gather(p, t->model->num_params, DT_F32, t->comm);
 }
 
-/* The state: this rank's shard, and the tail every rank updates. */
+/* The state: the optimizer of this rank's block. */
 static dt_result zero1_state(dt_trainer *t, void *self, dt_ckpt_io *io)
 {
     zero1 *z = self;
     (void)t;
-    DT_CHECK(dt_optim_state(&z->opt, io, "shard"));
-    return dt_optim_state(&z->tail_opt, io, "tail");
+    return dt_optim_state(&z->opt, io, "shard");
 }
 
 static dt_result zero1_list(dt_trainer *t, void *self, dt_optimizer **o, int max, int *n)
@@ -67,9 +66,7 @@ static dt_result zero1_list(dt_trainer *t, void *self, dt_optimizer **o, int max
     (void)t;
     if (max > 0)
         o[0] = &z->opt;
-    if (max > 1)
-        o[1] = &z->tail_opt;
-    *n = 2;
+    *n = 1;
     return DT_OK;
 }
 

@@ -425,7 +425,7 @@ dt_result dt_train_use_fused_sgd(dt_trainer *t);
  *   SLOT.*             the hook's state, for each slot (forward, backward,
  *                      sync, update, weight) whose hook keeps one:
  *     update "sgd", "adamw"  update.optimizer.*   (dt_optim_state)
- *     update "zero1"         update.shard.*, update.tail.*: this rank's shard
+ *     update "zero1"         update.shard.*: the optimizer of this rank's block
  *     update "fsdp"          update.units (u64 [n, 2], each unit's offset and
  *                            count, checked), update.unitI.params (f32 [c],
  *                            this rank's shard), update.unitI.optimizer.*
@@ -457,8 +457,8 @@ dt_result dt_train_state(dt_trainer *t, dt_ckpt_io *io);
 /* The optimizers t's update steps, for a checkpoint or a look at their
  * state: up to max of them into o, *n how many there are. The default
  * update: 1 over every parameter, made at once if no update has run (a
- * zeroed state, step 0, as the first update would make it); ZeRO-1: 2
- * (this rank's shard, and the tail every rank updates); FSDP: one per
+ * zeroed state, step 0, as the first update would make it); ZeRO-1: 1
+ * (over this rank's block of the allreduce's cut); FSDP: one per
  * unit, over this rank's shard of it; own layers and a pipeline: one per
  * run of this rank's layers; fused SGD and a hook whose self is NULL: 0.
  * An update that keeps state and has none given (dt_train_set_state) is
