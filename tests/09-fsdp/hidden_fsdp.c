@@ -1,6 +1,6 @@
 /* hidden_fsdp.c - lab 09's hidden tests: ranks as processes, the GPT in
- * units of blocks, FSDP without prefetch, the backward's prefetch in the
- * trace, five ranks. */
+ * units of blocks, FSDP without prefetch, the backward's prefetch and its
+ * reduce-scatters in the trace, five ranks. */
 #include "grader.h"
 #include "fsdp_test.h"
 
@@ -58,6 +58,31 @@ TEST_HIDDEN_T(backward_prefetch_overlaps, 1, 30)
                "unit %d's all-gather [%.1f, %.1f) us does not overlap unit %d's backward "
                "[%.1f, %.1f) us", U - 2 - j, ag[U + j + 1].s, ag[U + j + 1].e, U - 1 - j,
                comp[U + j].s, comp[U + j].e);
+}
+
+/* The backward's other asynchronous collective: unit u's reduce-scatter
+ * runs while unit u-1 computes its backward, and is waited for only after
+ * it (the post_backward postcondition: the gradients of u and of the unit
+ * before it in the backward held at once). */
+TEST_HIDDEN_T(backward_reduce_scatter_overlaps, 1, 30)
+{
+    dt_test_see("chapter 09, section 4");
+    char path[96];
+    snprintf(path, sizeof path, "/tmp/dtlab-fsdp-rtrace-%d.json", (int)getpid());
+    fsdp_run run = {FT_BIG, 0, 1, 1, 30e-6, 60e-6, 4, 1, 0, path, 0, 0};
+    EXPECT_OK(ft_launch(2, DT_BACKEND_THREAD, "ib100", &run));
+    ft_span rs[64], comp[64];
+    int U = run.units, nrs = ft_trace_spans(path, "reduce_scatter", 1, rs, 64);
+    int nc = ft_trace_spans(path, "compute", 0, comp, 64);
+    remove(path);
+    EXPECT(nrs >= U && nc >= 2 * U, "%d reduce-scatters (asynchronous) and %d compute regions "
+           "for %d units", nrs, nc, U);
+    /* rs[j]: unit U-1-j's reduce-scatter; comp[U + j + 1]: unit U-2-j's backward */
+    for (int j = 0; j + 1 < U; j++)
+        EXPECT(rs[j].s < comp[U + j + 1].e && rs[j].e > comp[U + j + 1].s,
+               "unit %d's reduce-scatter [%.1f, %.1f) us does not overlap unit %d's backward "
+               "[%.1f, %.1f) us: it was waited for before the next unit's backward ran", U - 1 - j,
+               rs[j].s, rs[j].e, U - 2 - j, comp[U + j + 1].s, comp[U + j + 1].e);
 }
 
 TEST_HIDDEN_T(fsdp_five_ranks, 1, 30)
