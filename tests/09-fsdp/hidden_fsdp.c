@@ -70,11 +70,12 @@ TEST_HIDDEN_T(backward_reduce_scatter_overlaps, 1, 30)
     char path[96];
     snprintf(path, sizeof path, "/tmp/dtlab-fsdp-rtrace-%d.json", (int)getpid());
     fsdp_run run = {FT_BIG, 0, 1, 1, 30e-6, 60e-6, 4, 1, 0, path, 0, 0};
-    EXPECT_OK(ft_launch(2, DT_BACKEND_THREAD, "ib100", &run));
+    dt_result r = ft_launch(2, DT_BACKEND_THREAD, "ib100", &run);
     ft_span rs[64], comp[64];
     int U = run.units, nrs = ft_trace_spans(path, "reduce_scatter", 1, rs, 64);
     int nc = ft_trace_spans(path, "compute", 0, comp, 64);
-    remove(path);
+    remove(path); /* before any verdict: a failed run leaves nothing behind */
+    EXPECT(r == DT_OK, "ft_launch: %s", dt_last_error());
     EXPECT(nrs >= U && nc >= 2 * U, "%d reduce-scatters (asynchronous) and %d compute regions "
            "for %d units", nrs, nc, U);
     /* rs[j]: unit U-1-j's reduce-scatter; comp[U + j + 1]: unit U-2-j's backward */
