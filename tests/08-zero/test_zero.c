@@ -110,7 +110,7 @@ TEST(setup_keeps_what_each_stage_keeps, 3)
 
 static void run_stage(lab_zero_stage stage, size_t bucket_bytes, int checks, int K0, int K1)
 {
-    zero_run run = {ZT_SPEC, stage, bucket_bytes, 6, 3, checks};
+    zero_run run = {ZT_SPEC, stage, bucket_bytes, 6, 3, checks, 0};
     for (int K = K0; K <= K1; K++)
         EXPECT_OK(zt_launch(K, DT_BACKEND_THREAD, &run));
 }
