@@ -35,7 +35,7 @@ static dt_result global_batch(size_t G, int t, size_t *idx)
     return r;
 }
 
-dt_result ddp_reference(dt_model *m, const char *spec, size_t G, int steps)
+dt_result ddp_reference(dt_model *m, const char *spec, size_t G, int steps, float *grad0)
 {
     dt_dataset data = {0};
     dt_acts *a = NULL;
@@ -64,6 +64,8 @@ dt_result ddp_reference(dt_model *m, const char *spec, size_t G, int steps)
             r = dt_model_loss(m, a, y, &loss, NULL);
         if (r == DT_OK)
             r = dt_model_backward(m, a, NULL, NULL, NULL, NULL);
+        if (r == DT_OK && t == 0 && grad0)
+            memcpy(grad0, m->grads, m->num_params * sizeof *grad0);
         if (r == DT_OK) /* the loss is a mean over G rows: the gradient of the global batch */
             r = dt_sgd_update(&cfg, m->params, m->grads, mom, m->num_params);
     }
@@ -88,8 +90,11 @@ static double rel_diff(const float *a, const float *b, size_t n, size_t *worst)
     return isnan(dmax) ? INFINITY : dmax / (bmax > 0 ? bmax : 1);
 }
 
-/* Trains with the lab; *allreduces_expected gets what the run should call. */
-static dt_result train(dt_comm *world, const ddp_run *run, dt_model *m, long *expected)
+/* Trains with the lab; *allreduces_expected gets what the run should call,
+ * grad0 (the model's num_params floats) the gradient after the first
+ * step's sync. */
+static dt_result train(dt_comm *world, const ddp_run *run, dt_model *m, long *expected,
+                       float **grad0)
 {
     int rank = dt_comm_rank(world), K = dt_comm_size(world);
     size_t rows = run->micro_B * (size_t)run->micro_steps;
@@ -116,12 +121,49 @@ static dt_result train(dt_comm *world, const ddp_run *run, dt_model *m, long *ex
             r = dt_data_gather(&data, idx, rows, x, NULL, y);
         if (r == DT_OK)
             r = lab_ddp_step(&d, x, y, run->micro_B, run->micro_steps, &loss);
+        if (r == DT_OK && t == 0 && !(*grad0 = malloc(m->num_params * sizeof **grad0)))
+            r = dt_fail(DT_ERR_NOMEM, "train");
+        if (r == DT_OK && t == 0) /* the loop zeroes them only at the next step's start */
+            memcpy(*grad0, m->grads, m->num_params * sizeof **grad0);
     }
     lab_ddp_free(&d);
 out:
     free(x), free(y), free(idx);
     dt_dataset_free(&data);
     return r;
+}
+
+/* The first step's synchronised gradient against the global batch's
+ * mean; when it is a multiple of it, the message names which. */
+static dt_result check_mean(const ddp_run *run, int K, const float *got, const float *want,
+                            size_t n)
+{
+    size_t worst;
+    double e = rel_diff(got, want, n, &worst), gw = 0, ww = 0;
+    if (e <= run->tol)
+        return DT_OK;
+    for (size_t i = 0; i < n; i++)
+        gw += (double)got[i] * want[i], ww += (double)want[i] * want[i];
+    double c = ww > 0 ? gw / ww : 0; /* got ~ c want */
+    int m = run->micro_steps;
+    const char *why = "";
+    if (K > 1 && fabs(c - K * m) <= 1e-3 * K * m && m > 1)
+        why = ": K x micro_steps times the mean, neither the ranks' sum nor the micro-batches' "
+              "sum divided";
+    else if (K > 1 && K == m && fabs(c - K) <= 1e-3 * K)
+        why = ": K = micro_steps times the mean, the ranks' sum or the micro-batches' sum not "
+              "divided";
+    else if (K > 1 && fabs(c - K) <= 1e-3 * K)
+        why = ": K times the mean, the ranks' gradients summed, not averaged";
+    else if (m > 1 && fabs(c - m) <= 1e-3 * m)
+        why = ": micro_steps times the mean, the sum of the micro-batches' means not divided "
+              "by their number";
+    return dt_fail(DT_ERR_MISMATCH, "%d ranks x batch %zu x %d micro-steps: after the first "
+                   "step's sync grads[%zu] = %.9g, the mean gradient of the global batch of %zu "
+                   "is %.9g (relative error %.3g > %.0e; the gradient is %.4g times the mean%s)",
+                   K, run->micro_B, m, worst, (double)got[worst],
+                   (size_t)K * run->micro_B * (size_t)m, (double)want[worst], e, run->tol, c,
+                   why);
 }
 
 dt_result ddp_check_rank(dt_comm *world, void *arg)
@@ -132,10 +174,10 @@ dt_result ddp_check_rank(dt_comm *world, void *arg)
     dt_model m = {0}, ref = {0};
     dt_stats st;
     long expected = 0;
-    float *root = NULL;
+    float *root = NULL, *grad0 = NULL, *want0 = NULL;
     dt_result r = dt_test_on_backend(rank, job->backend);
     if (r == DT_OK)
-        r = train(world, run, &m, &expected);
+        r = train(world, run, &m, &expected, &grad0);
     if (r == DT_OK)
         r = dt_comm_stats(world, &st);
     if (r == DT_OK && st.calls[DT_COLL_BROADCAST] != 1)
@@ -146,7 +188,12 @@ dt_result ddp_check_rank(dt_comm *world, void *arg)
                     (unsigned long long)st.calls[DT_COLL_ALLREDUCE], run->steps, expected);
     if (r == DT_OK && rank == 0) {
         size_t G = (size_t)K * run->micro_B * (size_t)run->micro_steps, worst;
-        r = ddp_reference(&ref, run->spec, G, run->steps);
+        if (!(want0 = malloc(m.num_params * sizeof *want0)))
+            r = dt_fail(DT_ERR_NOMEM, "ddp_check_rank");
+        if (r == DT_OK)
+            r = ddp_reference(&ref, run->spec, G, run->steps, want0);
+        if (r == DT_OK)
+            r = check_mean(run, K, grad0, want0, m.num_params);
         double e = r == DT_OK ? rel_diff(m.params, ref.params, m.num_params, &worst) : 0;
         if (r == DT_OK && !(e <= run->tol))
             r = dt_fail(DT_ERR_MISMATCH, "%d ranks x batch %zu x %d micro-steps: after %d steps "
@@ -162,7 +209,7 @@ dt_result ddp_check_rank(dt_comm *world, void *arg)
         r = dt_broadcast(m.params, root, m.num_params, DT_F32, 0, world);
     if (r == DT_OK && memcmp(root, m.params, m.num_params * sizeof *root) != 0)
         r = dt_fail(DT_ERR_MISMATCH, "rank %d's parameters differ from rank 0's", rank);
-    free(root);
+    free(root), free(grad0), free(want0);
     dt_model_free(&m);
     dt_model_free(&ref);
     return r;

@@ -27,8 +27,10 @@ dt_result ddp_test_data(dt_dataset *d);
 
 /* Trains a model made from (spec, DDP_MODEL_SEED) on ONE rank for `steps`
  * steps, step t on samples [t*G, (t+1)*G) of the sampler's order of epoch 0
- * (G = global batch), with the same optimizer as the lab runs, into m. */
-dt_result ddp_reference(dt_model *m, const char *spec, size_t G, int steps);
+ * (G = global batch), with the same optimizer as the lab runs, into m;
+ * grad0 (may be NULL; m's num_params floats) gets the first step's
+ * gradient, the mean over the global batch. */
+dt_result ddp_reference(dt_model *m, const char *spec, size_t G, int steps, float *grad0);
 
 /* The optimizer every run uses: SGD, lr 0.1, momentum 0.9. */
 dt_optim_config ddp_test_optim(void);
@@ -38,7 +40,9 @@ dt_optim_config ddp_test_optim(void);
  *  - that the rank runs on job->backend (dt_test_on_backend);
  *  - that the lab made one broadcast and the expected number of allreduces
  *    (1 per step in FLAT mode, one per bucket per step otherwise);
- *  - on rank 0, the parameters against ddp_reference within run->tol;
+ *  - on rank 0, the gradient after the first step's sync against the
+ *    global batch's mean (a multiple of it is named: K, micro_steps), then
+ *    the parameters against ddp_reference, both within run->tol;
  *  - that every rank holds rank 0's parameters bit for bit.
  * Fails with a message naming what differs. */
 typedef struct {

@@ -1,7 +1,8 @@
 /* hidden_mp.c - lab 05, staff tests: the chapter's worked partition,
  * training over several steps with processes as ranks, the modeled step
- * time of both placements on a real link, and layer counts K does not
- * divide on every rank count. */
+ * time of both placements on a real link, layer counts K does not divide
+ * on every rank count, and a placement where the next layer's owner is
+ * not the next rank. */
 #include "grader.h"
 #include "mp_test.h"
 
@@ -69,4 +70,33 @@ TEST_HIDDEN_T(layer_counts_not_divisible, 2, 40)
             mp_run run = {specs[s], (mp_placement)(K % 2), 4, 2, 1e-5, NULL, 0, 0, 0};
             EXPECT_OK(mp_launch(K, DT_BACKEND_THREAD, &run));
         }
+}
+
+/* Any placement (section 2): layers go to the owner of the next layer,
+ * whoever it is. The scattered placement sends to lower ranks, wraps
+ * around, and gives a rank segments of two lengths (mp_test.h); the bytes
+ * formula, the gradients, the loss and each rank's messages. */
+TEST_HIDDEN_T(any_placement_equals_one_rank, 2, 40)
+{
+    dt_test_see("chapter 05, sections 2 and 3");
+    static const char *const specs[2] = {"deep:12,16,5,4", "deep:12,16,8,4"}; /* L = 7, 10 */
+    for (int s = 0; s < 2; s++) {
+        dt_model m;
+        int owner[LAB_MP_MAX_LAYERS];
+        EXPECT_OK(dt_model_create_spec(&m, specs[s], 1));
+        for (int K = 2; K <= 4; K++) {
+            mp_test_placement(MP_SCATTERED, m.num_layers, K, owner);
+            for (int rank = 0; rank < K; rank++) {
+                uint64_t got = 0, msgs, want;
+                mp_expected_traffic(&m, owner, rank, 3, &msgs, &want);
+                EXPECT_OK(lab_mp_bytes_sent(&m, owner, rank, 3, &got));
+                EXPECT(got == want, "%s, scattered on %d ranks, batch 3: rank %d sends %llu "
+                       "bytes per step, your formula says %llu", specs[s], K, rank,
+                       (unsigned long long)want, (unsigned long long)got);
+            }
+            mp_run run = {specs[s], MP_SCATTERED, 6, 1, 1e-5, NULL, 0, 0, 0};
+            EXPECT_OK(mp_launch(K, DT_BACKEND_THREAD, &run));
+        }
+        dt_model_free(&m);
+    }
 }

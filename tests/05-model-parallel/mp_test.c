@@ -15,10 +15,16 @@ void mp_batch(size_t B, size_t in, size_t classes, int t, float *x, int32_t *y)
         y[i] = (int32_t)((i * 3 + (size_t)t) % classes);
 }
 
+const char *mp_placement_name(mp_placement p)
+{
+    static const char *const names[] = {"contiguous", "round-robin", "scattered"};
+    return p >= MP_CONTIGUOUS && p <= MP_SCATTERED ? names[p] : "?";
+}
+
 void mp_test_placement(mp_placement p, int L, int K, int *owner)
 {
     for (int l = 0; l < L; l++)
-        owner[l] = p == MP_ROUND_ROBIN ? l % K : -1;
+        owner[l] = p == MP_ROUND_ROBIN ? l % K : p == MP_SCATTERED ? (K - 1) - (l / 2) % K : -1;
     for (int k = 0; p == MP_CONTIGUOUS && k < K; k++)
         for (int l = k * L / K; l < (k + 1) * L / K; l++)
             owner[l] = k;
@@ -80,6 +86,40 @@ static dt_result reference(dt_model *ref, const mp_run *run, float *loss)
     return r;
 }
 
+/* After the first step: the input each segment received (its `in`)
+ * against what one rank's forward feeds that layer, the output of the
+ * layer before it. Another layer's output there means it was sent to, or
+ * received from, the wrong rank. */
+static dt_result check_inputs(const lab_mp *mp, const mp_run *run, const float *x)
+{
+    dt_model w = {0};
+    DT_CHECK(dt_model_create_spec(&w, run->spec, MP_MODEL_SEED));
+    dt_result r = DT_OK;
+    for (int i = 0; r == DT_OK && i < mp->num_segments; i++) {
+        const lab_segment *s = &mp->seg[i];
+        dt_acts *a = NULL;
+        if (s->first == 0)
+            continue;
+        r = dt_acts_create(&a, &w, 0, s->first, run->B, 1);
+        if (r == DT_OK)
+            r = dt_model_forward(&w, a, x, NULL);
+        size_t n = run->B * w.layers[s->first].in_width, worst;
+        double e = r == DT_OK ? rel_diff(s->in, dt_acts_output(a), 0, n, &worst) : 0;
+        if (r == DT_OK && !(e <= run->tol))
+            r = dt_fail(DT_ERR_MISMATCH, "%s, %s on %d ranks: rank %d's segment of layers [%d, "
+                        "%d) ran on an input that is not layer %d's output: in[%zu] = %.9g, "
+                        "layer %d's output (on rank %d) is %.9g. A segment's output goes to the "
+                        "owner of the next layer, and a segment receives from the owner of the "
+                        "layer before it, whichever ranks they are (section 2)", run->spec,
+                        mp_placement_name(run->placement), mp->ranks, mp->rank, s->first,
+                        s->last, s->first - 1, worst, (double)s->in[worst], s->first - 1,
+                        mp->owner[s->first - 1], (double)dt_acts_output(a)[worst]);
+        dt_acts_free(a);
+    }
+    dt_model_free(&w);
+    return r;
+}
+
 /* Trains with the lab; *loss gets the last step's, *step_s the first
  * step's modeled time on this rank's clock. */
 static dt_result train(dt_comm *world, const mp_run *run, dt_model *m, const int *owner,
@@ -103,6 +143,8 @@ static dt_result train(dt_comm *world, const mp_run *run, dt_model *m, const int
         r = lab_mp_step(&mp, x, y, loss);
         if (t == 0)
             *step_s = dt_clock(world) - t0;
+        if (r == DT_OK && t == 0)
+            r = check_inputs(&mp, run, x);
     }
     lab_mp_free(&mp);
     free(x), free(y);
@@ -127,7 +169,7 @@ static dt_result compare(const dt_model *m, const dt_model *ref, const mp_run *r
         if (!(e <= run->tol))
             return dt_fail(DT_ERR_MISMATCH, "%s, %s on %d ranks, %d step(s): layer %d (%s) "
                            "%s[%zu] = %.9g, one rank gives %.9g (relative error %.3g > %.0e)",
-                           run->spec, run->placement ? "round-robin" : "contiguous", K,
+                           run->spec, mp_placement_name(run->placement), K,
                            run->steps, l, ly->name, run->steps == 1 ? "grads" : "params", worst,
                            (double)got[worst], (double)want[worst], e, run->tol);
     }

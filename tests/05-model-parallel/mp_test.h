@@ -9,8 +9,16 @@
 
 #define MP_MODEL_SEED 7
 
-/* A placement the tests ask for. */
-typedef enum { MP_CONTIGUOUS = 0, MP_ROUND_ROBIN } mp_placement;
+/* A placement the tests ask for. In the first two the owner of the next
+ * layer is always the next rank (mod K); the scattered one breaks that:
+ * pairs of layers dealt from the last rank down, (K-1) - (l/2 mod K), so
+ * that a rank may hold segments of different lengths, sends to lower
+ * ranks, and wraps (L = 7, K = 3: 2 2 1 1 0 0 2). Every rank owns a layer
+ * when L >= 2K - 1. */
+typedef enum { MP_CONTIGUOUS = 0, MP_ROUND_ROBIN, MP_SCATTERED } mp_placement;
+
+/* "contiguous", "round-robin", "scattered". */
+const char *mp_placement_name(mp_placement p);
 
 /* One model-parallel run, checked inside the ranks (so that it works with
  * the proc backend too, where nothing a rank writes comes back). */
@@ -38,6 +46,8 @@ void mp_expected_traffic(const dt_model *m, const int *owner, int rank, size_t B
                          uint64_t *msgs, uint64_t *bytes);
 
 /* The rank function: trains run->steps steps with the lab and checks
+ *  - after the first step: the input each of this rank's segments
+ *    received, against one rank's forward;
  *  - with one step: the loss on the last layer's rank, and this rank's
  *    layers' gradients, against one rank with the whole model;
  *  - with more: this rank's layers' parameters against one rank trained

@@ -103,7 +103,7 @@ static void expect_bytes(const char *spec, mp_placement p, size_t B)
             mp_expected_traffic(&m, owner, rank, B, &msgs, &want);
             EXPECT_OK(lab_mp_bytes_sent(&m, owner, rank, B, &got));
             EXPECT(got == want, "%s, %s on %d ranks, batch %zu: rank %d sends %llu bytes per "
-                   "step, your formula says %llu", spec, p ? "round-robin" : "contiguous", K, B,
+                   "step, your formula says %llu", spec, mp_placement_name(p), K, B,
                    rank, (unsigned long long)want, (unsigned long long)got);
         }
     }

@@ -1,16 +1,26 @@
 /* hidden_pipe.c - lab 06, staff tests: the going-further schedules
- * (interleaved 1F1B, ZB-H1) against their formulas and run; processes as
- * ranks; messages above the eager limit, where a blocking send deadlocks;
- * data parallelism around a zero-bubble pipeline. */
+ * (interleaved 1F1B, ZB-H1) against their formulas (bubble, messages,
+ * activations in flight) and run (gradients, bubble, activation memory);
+ * processes as ranks; messages above the eager limit, where a blocking
+ * send deadlocks; data parallelism around a zero-bubble pipeline and
+ * around an interleaved one. */
 #include "grader.h"
 #include "pipe_test.h"
 
 #include <stdio.h>
 
-static int peak_zbh1(int p, int m, int r)
+static int peak_zbh1(int p, int v, int m, int r)
 {
-    (void)r;
+    (void)v, (void)r;
     return p < m ? p : m;
+}
+
+/* Megatron-LM's order: 2(p-1-r) + (v-1)p warm-up chunk-forwards, then one
+ * more before the first backward frees a pair (section 5). */
+static int peak_interleaved(int p, int v, int m, int r)
+{
+    int held = 2 * (p - 1 - r) + (v - 1) * p + 1;
+    return held < v * m ? held : v * m;
 }
 
 TEST_HIDDEN(interleaved_schedule_bubble_and_messages, 2)
@@ -30,7 +40,9 @@ TEST_HIDDEN(interleaved_schedule_bubble_and_messages, 2)
                     msgs += rep.msgs_sent[r];
                 EXPECT(msgs == 2 * (v * p - 1) * m, "%s: %d messages a step, expected 2(vp-1)m "
                        "= %d", what, msgs, 2 * (v * p - 1) * m);
-                pipe_expect_schedule(s, what, 1, 2, 0, (double)(p - 1) / (v * m), NULL);
+                pipe_expect_schedule(s, what, 1, 2, 0, (double)(p - 1) / (v * m),
+                                     peak_interleaved, "min(2(p-1-r) + (v-1)p + 1, vm) "
+                                     "(section 5)");
             }
     dt_schedule *s = NULL;
     EXPECT_ERR(lab_sched_interleaved(&s, 4, 2, 6), DT_ERR_INVALID_ARG); /* m not a multiple of p */
@@ -45,17 +57,20 @@ TEST_HIDDEN(zbh1_schedule_bubble_and_memory, 2)
             dt_schedule *s = NULL;
             snprintf(what, sizeof what, "ZB-H1 p=%d m=%d", p, m);
             EXPECT_OK(lab_sched_zbh1(&s, p, m));
-            pipe_expect_schedule(s, what, 1, 1, 1, (double)(p - 1) / (3 * m), peak_zbh1);
+            pipe_expect_schedule(s, what, 1, 1, 1, (double)(p - 1) / (3 * m), peak_zbh1,
+                                 "min(p, m) (section 6)");
         }
 }
 
-TEST_HIDDEN_T(interleaved_runner_gradients_and_bubble, 2, 60)
+/* Two chunks per rank: the gradients, the bubble, and each rank's peak
+ * of activation bytes (chunks of unequal size: 8 layers in 2p stages). */
+TEST_HIDDEN_T(interleaved_runner_gradients_bubble_and_memory, 2, 60)
 {
     dt_test_see("chapter 06, section 5");
     for (int p = 2; p <= 4; p += 2)
         for (int m = p; m <= 2 * p; m += p) {
             pipe_run run = {"deep:6,10,6,3", PIPE_INTERLEAVED, NULL, p, 2, 1, m, 2, 1, 1e-5,
-                            (double)(p - 1) / (2 * m), 0, DT_BACKEND_THREAD};
+                            (double)(p - 1) / (2 * m), 1, DT_BACKEND_THREAD};
             EXPECT_OK(pipe_launch(&run));
         }
 }
@@ -95,6 +110,16 @@ TEST_HIDDEN_T(data_parallel_around_zbh1, 1, 40)
 {
     dt_test_see("chapter 06, section 8");
     pipe_run run = {"deep:6,10,5,3", PIPE_ZBH1, NULL, 2, 1, 2, 2, 2, 3, 1e-5, 0, 0,
+                    DT_BACKEND_THREAD};
+    EXPECT_OK(pipe_launch(&run));
+}
+
+/* Two interleaved pipelines of two ranks, two chunks each: every chunk's
+ * stage has its replica on the other pipeline, and each must be averaged. */
+TEST_HIDDEN_T(data_parallel_around_interleaved, 1, 40)
+{
+    dt_test_see("chapter 06, sections 5 and 8");
+    pipe_run run = {"deep:6,10,6,3", PIPE_INTERLEAVED, NULL, 2, 2, 2, 2, 2, 3, 1e-5, 0, 1,
                     DT_BACKEND_THREAD};
     EXPECT_OK(pipe_launch(&run));
 }

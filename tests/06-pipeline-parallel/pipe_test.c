@@ -92,27 +92,54 @@ typedef struct {
     lab_pipe lp;
     dt_sched_report rep;
     float loss;
-    size_t act_peak, act_unit; /* bytes: the step's peak in flight, and one pair's */
-    size_t untagged;           /* bytes allocated outside dt_mem_alloc, at the step's peak */
+    size_t act_peak;                          /* bytes: the first step's peak in flight */
+    size_t act_unit[LAB_PIPE_MAX_STAGES];     /* bytes: one pair's, of each chunk */
+    size_t want_peak;                         /* bytes: the peak of the schedule's walk */
+    int want_pairs;                           /* pairs in flight at that peak */
+    size_t untagged;                          /* bytes outside dt_mem_alloc, at the peak */
 } pipe_rank;
 
-/* One pair's activation bytes on this rank's (only) stage. */
+/* One pair's activation bytes on each of this rank's stages (chunks). */
 static dt_result pair_bytes(pipe_rank *pr)
 {
     lab_pipe *lp = &pr->lp;
-    int s = lab_pipe_stage(lp, 0);
-    dt_mem_stats a, b;
-    dt_acts *acts = NULL;
-    dt_wgrad *w = NULL;
-    dt_mem_stats_get(&a);
-    dt_result r = dt_acts_create(&acts, &pr->m, lp->first[s], lp->first[s + 1], lp->B, 1);
-    if (r == DT_OK && pr->rep.split_backward)
-        r = dt_wgrad_create(&w, acts);
-    dt_mem_stats_get(&b);
-    pr->act_unit = b.current[DT_MEM_ACT] - a.current[DT_MEM_ACT];
-    dt_wgrad_free(w);
-    dt_acts_free(acts);
+    dt_result r = DT_OK;
+    for (int c = 0; r == DT_OK && c < lp->v; c++) {
+        int s = lab_pipe_stage(lp, c);
+        dt_mem_stats a, b;
+        dt_acts *acts = NULL;
+        dt_wgrad *w = NULL;
+        dt_mem_stats_get(&a);
+        r = dt_acts_create(&acts, &pr->m, lp->first[s], lp->first[s + 1], lp->B, 1);
+        if (r == DT_OK && pr->rep.split_backward)
+            r = dt_wgrad_create(&w, acts);
+        dt_mem_stats_get(&b);
+        pr->act_unit[c] = b.current[DT_MEM_ACT] - a.current[DT_MEM_ACT];
+        dt_wgrad_free(w);
+        dt_acts_free(acts);
+    }
     return r;
+}
+
+/* What this rank's steps keep in flight, walked in the schedule's order: a
+ * pair's activations from its F to its last backward step (B, or W when
+ * the backward is split), the bytes of its chunk's stage (sections 2, 4
+ * to 6). The largest sum along the walk is the peak the runner must show. */
+static void schedule_peak(pipe_rank *pr, const dt_schedule *s)
+{
+    int r = pr->lp.rank, held = 0;
+    size_t bytes = 0;
+    pr->want_peak = 0, pr->want_pairs = 0;
+    for (int i = 0; i < s->nsteps[r]; i++) {
+        const dt_step *st = &s->steps[r][i];
+        size_t unit = pr->act_unit[st->stage / s->ranks];
+        if (st->kind == DT_STEP_F)
+            bytes += unit, held++;
+        else if (st->kind == DT_STEP_W || !pr->rep.split_backward)
+            bytes -= unit, held--;
+        if (bytes > pr->want_peak)
+            pr->want_peak = bytes, pr->want_pairs = held;
+    }
 }
 
 /* Trains run->steps steps; the first step's ACT peak above what was held. */
@@ -138,6 +165,8 @@ static dt_result train(pipe_rank *pr)
         r = lab_pipe_set_schedule(lp, s);
     if (r == DT_OK && run->check_memory)
         r = pair_bytes(pr);
+    if (r == DT_OK && run->check_memory)
+        schedule_peak(pr, s);
     for (int t = 0; r == DT_OK && t < run->steps; t++) {
         dt_mem_stats before, after;
         pipe_batch((size_t)replica * rows, rows, pr->m.in_width, pr->m.num_classes, t, x, y);
@@ -177,7 +206,9 @@ static dt_result compare(pipe_rank *pr)
     return DT_OK;
 }
 
-/* The d replicas of this rank's stages hold the same parameters, bit for bit. */
+/* The d replicas of this rank's stages hold the same parameters, bit for
+ * bit: each against the first replica, and every replica told the verdict
+ * (so that the first replica names the stage too). */
 static dt_result replicas_agree(pipe_rank *pr)
 {
     lab_pipe *lp = &pr->lp;
@@ -185,15 +216,19 @@ static dt_result replicas_agree(pipe_rank *pr)
         int s = lab_pipe_stage(lp, c);
         size_t off, n;
         DT_CHECK(dt_model_layer_range(&pr->m, lp->first[s], lp->first[s + 1], &off, &n));
-        float *root = malloc(n * sizeof *root);
+        float *root = malloc(n * sizeof *root), mine, all = 0;
         dt_result r = root ? dt_broadcast(pr->m.params + off, root, n, DT_F32, 0, lp->dp)
                            : dt_fail(DT_ERR_NOMEM, "replicas_agree");
-        int same = r == DT_OK && !memcmp(root, pr->m.params + off, n * sizeof *root);
+        mine = r == DT_OK && !memcmp(root, pr->m.params + off, n * sizeof *root);
         free(root);
         DT_CHECK(r);
-        if (!same)
-            return dt_fail(DT_ERR_MISMATCH, "after %d steps the replicas of stage %d differ: "
-                           "each trained on its own share (section 8)", pr->run->steps, s);
+        DT_CHECK(dt_allreduce(&mine, &all, 1, DT_F32, DT_MIN, lp->dp));
+        if (all != 1)
+            return dt_fail(DT_ERR_MISMATCH, "%s, p=%d v=%d d=%d: after %d steps the %d replicas "
+                           "of stage %d (chunk %d of pipeline rank %d) differ: its gradients "
+                           "were not averaged over lp->dp, each replica trained on its own "
+                           "share (section 8)", pipe_kind_name(pr->run->kind), lp->p, lp->v,
+                           lp->d, pr->run->steps, lp->d, s, c, lp->rank);
     }
     return DT_OK;
 }
@@ -220,19 +255,28 @@ static dt_result check_memory(pipe_rank *pr)
 {
     const pipe_run *run = pr->run;
     int r = pr->lp.rank;
-    size_t want = (size_t)pr->rep.peak_acts[r] * pr->act_unit;
-    if (pr->act_peak != want)
-        return dt_fail(DT_ERR_MISMATCH, "%s, p=%d m=%d: rank %d held %zu bytes of activations at "
-                       "its peak, %.2f micro-batches' worth; the schedule keeps %d in flight "
-                       "(%zu bytes each)", pipe_kind_name(run->kind), run->p, run->m, r,
-                       pr->act_peak, (double)pr->act_peak / (double)pr->act_unit,
-                       pr->rep.peak_acts[r], pr->act_unit);
+    if (pr->act_peak != pr->want_peak) {
+        const char *why = pr->act_peak > pr->want_peak
+                              ? "a pair's activations outlive its last backward step"
+                              : "a pair's activations are gone before its last backward step";
+        if (run->v == 1)
+            return dt_fail(DT_ERR_MISMATCH, "%s, p=%d m=%d: rank %d held %zu bytes of activations at "
+                           "its peak, %.2f micro-batches' worth; the schedule keeps %d in flight "
+                           "(%zu bytes each): %s (section 4)", pipe_kind_name(run->kind), run->p,
+                           run->m, r, pr->act_peak, (double)pr->act_peak / (double)pr->act_unit[0],
+                           pr->want_pairs, pr->act_unit[0], why);
+        return dt_fail(DT_ERR_MISMATCH, "%s, p=%d v=%d d=%d m=%d: rank %d held %zu bytes of "
+                       "activations at its peak; its steps keep at most %zu in flight (%d (chunk, "
+                       "micro-batch) pairs, each from its F to its last backward step): %s "
+                       "(section 5)", pipe_kind_name(run->kind), run->p, run->v, run->d, run->m, r,
+                       pr->act_peak, pr->want_peak, pr->want_pairs, why);
+    }
     /* activations kept outside dt_mem_alloc count too */
     char what[96];
     snprintf(what, sizeof what, "%s, p=%d m=%d, rank %d, activations", pipe_kind_name(run->kind),
              run->p, run->m, r);
-    return dt_test_whole_peak((double)pr->act_peak, (double)pr->untagged, (double)want, 0.05,
-                              what);
+    return dt_test_whole_peak((double)pr->act_peak, (double)pr->untagged, (double)pr->want_peak,
+                              0.05, what);
 }
 
 dt_result pipe_check_rank(dt_comm *world, void *arg)
@@ -246,6 +290,8 @@ dt_result pipe_check_rank(dt_comm *world, void *arg)
         r = train(&pr);
     if (r == DT_OK && pr.run->want_ratio > 0)
         r = check_bubble(&pr);
+    if (r == DT_OK) /* collective over lp->dp: before the checks one rank fails alone */
+        r = replicas_agree(&pr);
     if (r == DT_OK && pr.run->check_memory)
         r = check_memory(&pr);
     if (r == DT_OK)
@@ -258,8 +304,6 @@ dt_result pipe_check_rank(dt_comm *world, void *arg)
         r = dt_fail(DT_ERR_MISMATCH, "the step's loss is %.9g on the last stage, one rank gives "
                     "%.9g (the mean over the micro-batches: section 1)", (double)pr.loss,
                     (double)ref_loss);
-    if (r == DT_OK)
-        r = replicas_agree(&pr);
     lab_pipe_free(&pr.lp);
     dt_model_free(&pr.m);
     dt_model_free(&pr.ref);
@@ -280,7 +324,7 @@ dt_result pipe_launch(const pipe_run *run)
 /* ------------------------------------------------------------ schedules */
 
 void pipe_expect_schedule(dt_schedule *s, const char *what, double t_f, double t_b, double t_w,
-                          double want_ratio, int (*want_peak)(int p, int m, int r))
+                          double want_ratio, pipe_peak_fn want_peak, const char *peak_rule)
 {
     dt_sched_report rep;
     dt_sched_timing *t = NULL;
@@ -288,7 +332,7 @@ void pipe_expect_schedule(dt_schedule *s, const char *what, double t_f, double t
     EXPECT(s != NULL, "%s: no schedule", what);
     dt_result r = dt_sched_validate(s, &rep);
     EXPECT(r == DT_OK, "%s: the validator refuses it: %s", what, dt_last_error());
-    int p = s->ranks, m = s->micro, per = rep.split_backward ? 3 : 2;
+    int p = s->ranks, v = s->chunks, m = s->micro, per = rep.split_backward ? 3 : 2;
     for (int k = 0; k < p; k++)
         EXPECT(s->nsteps[k] == per * s->chunks * m, "%s: rank %d has %d steps, expected %d", what,
                k, s->nsteps[k], per * s->chunks * m);
@@ -297,9 +341,9 @@ void pipe_expect_schedule(dt_schedule *s, const char *what, double t_f, double t
            "%s: idle/busy %.6f with equal stages, the formula gives %.6f", what, t->bubble_ratio,
            want_ratio);
     for (int k = 0; want_peak && k < p; k++)
-        EXPECT(rep.peak_acts[k] == want_peak(p, m, k), "%s: rank %d holds %d micro-batches' "
-               "activations at its peak, expected %d", what, k, rep.peak_acts[k],
-               want_peak(p, m, k));
+        EXPECT(rep.peak_acts[k] == want_peak(p, v, m, k), "%s: rank %d holds %d %s' "
+               "activations at its peak, expected %s = %d", what, k, rep.peak_acts[k],
+               v > 1 ? "chunks" : "micro-batches", peak_rule, want_peak(p, v, m, k));
     dt_sched_timing_free(t);
     dt_sched_free(s);
 }

@@ -32,7 +32,9 @@ typedef struct {
      * free network: the measured idle over busy time must be this within
      * 2% (relative) */
     double want_ratio;
-    int check_memory;       /* v = 1: peak ACT bytes = the schedule's peak pairs x one pair */
+    int check_memory;       /* each rank's peak ACT bytes in its first step = the largest
+                               sum, walking its steps in order, of the pairs in flight
+                               (from F to the last backward step), each its chunk's bytes */
     dt_backend backend;
 } pipe_run;
 
@@ -58,9 +60,11 @@ dt_result pipe_launch(const pipe_run *run);
 
 /* A schedule's shape against the formulas: valid, the right steps per
  * rank, the bubble ratio of equal stages (t_f, t_b, t_w given) equal to
- * want_ratio (1e-9), and peak_acts[r] equal to want_peak(r) when given.
- * Frees s. */
+ * want_ratio (1e-9), and peak_acts[r] (pairs in flight) equal to
+ * want_peak(p, v, m, r) when given; `peak_rule` (the formula, for the
+ * message) says where it comes from. Frees s. */
+typedef int (*pipe_peak_fn)(int p, int v, int m, int r);
 void pipe_expect_schedule(dt_schedule *s, const char *what, double t_f, double t_b, double t_w,
-                          double want_ratio, int (*want_peak)(int p, int m, int r));
+                          double want_ratio, pipe_peak_fn want_peak, const char *peak_rule);
 
 #endif /* PIPE_TEST_H */

@@ -9,14 +9,15 @@
 
 #include <stdio.h>
 
-static int peak_m(int p, int m, int r)
+static int peak_m(int p, int v, int m, int r)
 {
-    (void)p, (void)r;
+    (void)p, (void)v, (void)r;
     return m;
 }
 
-static int peak_1f1b(int p, int m, int r)
+static int peak_1f1b(int p, int v, int m, int r)
 {
+    (void)v;
     return p - r < m ? p - r : m;
 }
 
@@ -32,7 +33,8 @@ TEST(gpipe_schedule_bubble_and_memory, 3)
             snprintf(what, sizeof what, "GPipe p=%d m=%d", p, m);
             EXPECT_OK(lab_sched_gpipe(&s, p, m));
             /* T_B = 2 T_F: idle/busy (p-1)/m, the fraction (p-1)/(m+p-1) */
-            pipe_expect_schedule(s, what, 1, 2, 0, (double)(p - 1) / m, peak_m);
+            pipe_expect_schedule(s, what, 1, 2, 0, (double)(p - 1) / m, peak_m,
+                                 "m (section 2)");
         }
     dt_schedule *s = NULL;
     EXPECT_ERR(lab_sched_gpipe(&s, 0, 4), DT_ERR_INVALID_ARG);
@@ -47,7 +49,8 @@ TEST(onef1b_schedule_bubble_and_memory, 3)
             char what[64];
             snprintf(what, sizeof what, "1F1B p=%d m=%d", p, m);
             EXPECT_OK(lab_sched_1f1b(&s, p, m));
-            pipe_expect_schedule(s, what, 1, 2, 0, (double)(p - 1) / m, peak_1f1b);
+            pipe_expect_schedule(s, what, 1, 2, 0, (double)(p - 1) / m, peak_1f1b,
+                                 "min(p - r, m) (section 4)");
         }
     dt_schedule *s = NULL;
     EXPECT_ERR(lab_sched_1f1b(&s, 2, 0), DT_ERR_INVALID_ARG);
@@ -56,7 +59,8 @@ TEST(onef1b_schedule_bubble_and_memory, 3)
 /* ------------------------------------------------------------ task 3 */
 
 /* Schedules written by hand (section 3): GPipe and 1F1B on 2 ranks, and an
- * order of no name on 3 that is valid all the same. */
+ * order of no name on 3 that is valid all the same. The runner keeps in
+ * flight what each order says, not what a named schedule would. */
 static const char *const by_hand[3] = {
     "schedule ranks=2 chunks=1 micro=2\n"
     "0 0 0 F\n0 0 1 F\n0 0 0 B\n0 0 1 B\n1 1 0 F\n1 1 1 F\n1 1 0 B\n1 1 1 B\n",
@@ -74,7 +78,7 @@ TEST_T(runner_on_schedules_written_by_hand, 4, 30)
     static const int p[3] = {2, 2, 3}, m[3] = {2, 3, 2};
     for (int i = 0; i < 3; i++) {
         pipe_run run = {"deep:6,10,5,3", PIPE_TEXT, by_hand[i], p[i], 1, 1, m[i], 4, 1, 1e-5,
-                        0, 0, DT_BACKEND_THREAD};
+                        0, 1, DT_BACKEND_THREAD};
         EXPECT_OK(pipe_launch(&run));
     }
 }

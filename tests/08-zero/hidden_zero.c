@@ -1,5 +1,5 @@
 /* hidden_zero.c - lab 08's hidden tests: ranks as processes, other bucket
- * caps, another model, five ranks. */
+ * caps, another model, five ranks, another optimizer. */
 #include "grader.h"
 #include "zero_test.h"
 
@@ -9,7 +9,7 @@ TEST_HIDDEN_T(zero_on_proc_backend, 2, 30)
 {
     dt_test_see("chapter 08, sections 3 to 5");
     for (lab_zero_stage s = LAB_ZERO_1; s <= LAB_ZERO_3; s++) {
-        zero_run run = {ZT_SPEC, s, 0, 6, 2, ZT_PARAMS | ZT_CALLS | ZT_MEMORY};
+        zero_run run = {ZT_SPEC, s, 0, 6, 2, ZT_PARAMS | ZT_MEAN | ZT_CALLS | ZT_MEMORY, 0};
         EXPECT_OK(zt_launch(3, DT_BACKEND_PROC, &run));
     }
 }
@@ -22,7 +22,7 @@ TEST_HIDDEN_T(zero2_bucket_caps, 1, 30)
     static const size_t caps[] = {2000, 3000, (size_t)1 << 30};
     for (int i = 0; i < 3; i++) {
         zero_run run = {ZT_SPEC, LAB_ZERO_2, caps[i], 6, 2,
-                        ZT_PARAMS | ZT_CALLS | ZT_MEMORY | ZT_BYTES};
+                        ZT_PARAMS | ZT_MEAN | ZT_CALLS | ZT_MEMORY | ZT_BYTES, 0};
         EXPECT_OK(zt_launch(4, DT_BACKEND_THREAD, &run));
     }
 }
@@ -33,7 +33,8 @@ TEST_HIDDEN_T(zero_deep_mlp_six_steps, 1, 30)
 {
     dt_test_see("chapter 08, sections 3 to 5");
     for (lab_zero_stage s = LAB_ZERO_DDP; s <= LAB_ZERO_3; s++) {
-        zero_run run = {"deep:9,14,3,4", s, 0, 5, 6, ZT_PARAMS | ZT_CALLS | ZT_BYTES};
+        zero_run run = {"deep:9,14,3,4", s, 0, 5, 6, ZT_PARAMS | ZT_MEAN | ZT_CALLS | ZT_BYTES,
+                        0};
         EXPECT_OK(zt_launch(4, DT_BACKEND_THREAD, &run));
     }
 }
@@ -44,7 +45,23 @@ TEST_HIDDEN_T(zero_five_ranks, 1, 30)
 {
     dt_test_see("chapter 08, section 6");
     for (lab_zero_stage s = LAB_ZERO_1; s <= LAB_ZERO_3; s++) {
-        zero_run run = {ZT_SPEC, s, 0, 4, 2, ZT_PARAMS | ZT_CALLS | ZT_MEMORY | ZT_BYTES};
+        zero_run run = {ZT_SPEC, s, 0, 4, 2, ZT_PARAMS | ZT_MEAN | ZT_CALLS | ZT_MEMORY | ZT_BYTES,
+                        0};
         EXPECT_OK(zt_launch(5, DT_BACKEND_THREAD, &run));
     }
+}
+
+/* SGD with momentum and weight decay instead of AdamW: each shard's
+ * optimizer is the config's, its state a quarter of the parameters' bytes
+ * (one float a parameter), and a gradient K times the mean moves the
+ * parameters K times as far. */
+TEST_HIDDEN_T(zero_with_sgd_momentum, 2, 30)
+{
+    dt_test_see("chapter 08, sections 2 to 5");
+    for (lab_zero_stage s = LAB_ZERO_DDP; s <= LAB_ZERO_3; s++)
+        for (int K = 2; K <= 3; K++) {
+            zero_run run = {ZT_SPEC, s, 0, 6, 3,
+                            ZT_PARAMS | ZT_MEAN | ZT_CALLS | ZT_MEMORY | ZT_BYTES, 1};
+            EXPECT_OK(zt_launch(K, DT_BACKEND_THREAD, &run));
+        }
 }

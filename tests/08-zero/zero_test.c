@@ -20,22 +20,23 @@ size_t zt_shard(size_t count, int K)
     return (count + (size_t)K - 1) / (size_t)K;
 }
 
-static dt_optim_config zt_optim(void)
+dt_optim_config zt_optim(const zero_run *run)
 {
-    return dt_adamw_config(0.01f);
+    return run->sgd ? dt_sgd_config(0.05f, 0.9f, 1e-3f) : dt_adamw_config(0.01f);
 }
 
 void zt_kept_bytes(const lab_zero *z, size_t out[3])
 {
     size_t K = (size_t)z->ranks, f = sizeof(float);
+    size_t o = dt_optim_state_bytes_per_param(&z->cfg.optim); /* AdamW 8, SGD 4 or 0 */
     out[0] = out[1] = out[2] = 0;
     for (int u = 0; u < z->num_units; u++) {
         size_t n = z->units[u].unit.count, c = zt_shard(n, z->ranks);
         switch (z->cfg.stage) {
-        case LAB_ZERO_DDP: out[0] += f * n, out[1] += f * n, out[2] += 2 * f * n; break;
-        case LAB_ZERO_1: out[0] += f * K * c, out[1] += f * K * c, out[2] += 2 * f * c; break;
-        case LAB_ZERO_2: out[0] += f * K * c, out[1] += f * c, out[2] += 2 * f * c; break;
-        case LAB_ZERO_3: out[0] += f * c, out[1] += f * c, out[2] += 2 * f * c; break;
+        case LAB_ZERO_DDP: out[0] += f * n, out[1] += f * n, out[2] += o * n; break;
+        case LAB_ZERO_1: out[0] += f * K * c, out[1] += f * K * c, out[2] += o * c; break;
+        case LAB_ZERO_2: out[0] += f * K * c, out[1] += f * c, out[2] += o * c; break;
+        case LAB_ZERO_3: out[0] += f * c, out[1] += f * c, out[2] += o * c; break;
         }
     }
 }
@@ -43,13 +44,14 @@ void zt_kept_bytes(const lab_zero *z, size_t out[3])
 void zt_peak_formula(const lab_zero *z, size_t psi, double out[3])
 {
     double P = (double)psi, K = z->ranks, big = 0;
+    double O = (double)dt_optim_state_bytes_per_param(&z->cfg.optim);
     for (int u = 0; u < z->num_units; u++)
         big = fmax(big, (double)z->units[u].unit.count);
     switch (z->cfg.stage) {
-    case LAB_ZERO_DDP: out[0] = 4 * P, out[1] = 4 * P, out[2] = 8 * P; break;
-    case LAB_ZERO_1: out[0] = 4 * P, out[1] = 4 * P, out[2] = 8 * P / K; break;
-    case LAB_ZERO_2: out[0] = 4 * P, out[1] = 4 * P / K + 4 * big, out[2] = 8 * P / K; break;
-    case LAB_ZERO_3: out[0] = out[1] = 4 * P / K + 4 * big, out[2] = 8 * P / K; break;
+    case LAB_ZERO_DDP: out[0] = 4 * P, out[1] = 4 * P, out[2] = O * P; break;
+    case LAB_ZERO_1: out[0] = 4 * P, out[1] = 4 * P, out[2] = O * P / K; break;
+    case LAB_ZERO_2: out[0] = 4 * P, out[1] = 4 * P / K + 4 * big, out[2] = O * P / K; break;
+    case LAB_ZERO_3: out[0] = out[1] = 4 * P / K + 4 * big, out[2] = O * P / K; break;
     }
 }
 
@@ -71,7 +73,7 @@ static dt_result ddp_reference(dt_comm *w, const zero_run *run, const dt_dataset
     dt_model m;
     dt_trainer t;
     dt_trainer_config tc = {0};
-    tc.optim = zt_optim();
+    tc.optim = zt_optim(run);
     DT_CHECK(dt_model_create_spec(&m, run->spec, ZT_SEED));
     dt_result r = dt_trainer_init(&t, &m, w, &tc);
     for (int s = 0; r == DT_OK && s < run->steps; s++) {
@@ -89,7 +91,7 @@ static dt_result ddp_reference(dt_comm *w, const zero_run *run, const dt_dataset
     return r;
 }
 
-static const char *stage_name(lab_zero_stage s)
+const char *zt_stage_name(lab_zero_stage s)
 {
     static const char *const names[] = {"DDP (stage 0)", "ZeRO-1", "ZeRO-2", "ZeRO-3"};
     return s >= LAB_ZERO_DDP && s <= LAB_ZERO_3 ? names[s] : "?";
@@ -111,7 +113,7 @@ static dt_result check_calls(const lab_zero *z, const dt_stats *s0, const dt_sta
     if (memcmp(got, want, sizeof got))
         return dt_fail(DT_ERR_MISMATCH, "%s, %d units: a step made %llu allreduces, %llu "
                        "reduce-scatters and %llu allgathers; expected %llu, %llu and %llu",
-                       stage_name(z->cfg.stage), z->num_units, (unsigned long long)got[0],
+                       zt_stage_name(z->cfg.stage), z->num_units, (unsigned long long)got[0],
                        (unsigned long long)got[1], (unsigned long long)got[2],
                        (unsigned long long)want[0], (unsigned long long)want[1],
                        (unsigned long long)want[2]);
@@ -125,7 +127,7 @@ static dt_result check_bytes(const lab_zero *z, size_t psi, uint64_t sent)
     double want = 4.0 * (z->cfg.stage == LAB_ZERO_3 ? 3 : 2) * (double)psi * (K - 1) / K;
     if (K == 1 ? sent != 0 : fabs((double)sent - want) > 0.05 * want)
         return dt_fail(DT_ERR_MISMATCH, "%s on %d ranks: a step sent %llu bytes, section 7 "
-                       "says %d psi (K-1)/K = %.0f (within 5%%)", stage_name(z->cfg.stage), K,
+                       "says %d psi (K-1)/K = %.0f (within 5%%)", zt_stage_name(z->cfg.stage), K,
                        (unsigned long long)sent, z->cfg.stage == LAB_ZERO_3 ? 3 : 2, want);
     return DT_OK;
 }
@@ -142,12 +144,12 @@ static dt_result check_memory(const lab_zero *z, size_t psi, const dt_mem_stats 
         if (fabs(got - want[i]) > 0.05 * want[i])
             return dt_fail(DT_ERR_MISMATCH, "%s on %d ranks, %d units: peak %s memory %.0f "
                            "bytes per rank over the steps, the formula %.0f (within 5%%)",
-                           stage_name(z->cfg.stage), z->ranks, z->num_units,
+                           zt_stage_name(z->cfg.stage), z->ranks, z->num_units,
                            dt_mem_tag_name(tags[i]), got, want[i]);
         counted += got, formula += want[i];
     }
     char what[96];
-    snprintf(what, sizeof what, "%s on %d ranks, %d units", stage_name(z->cfg.stage), z->ranks,
+    snprintf(what, sizeof what, "%s on %d ranks, %d units", zt_stage_name(z->cfg.stage), z->ranks,
              z->num_units);
     return dt_test_whole_peak(counted, (double)ms->peak[DT_MEM_UNTAGGED], formula, 0.05,
                               what);
@@ -167,19 +169,163 @@ static double rel_diff(const float *a, const float *b, size_t n, size_t *worst)
     return isnan(dmax) ? INFINITY : dmax / (bmax > 0 ? bmax : 1);
 }
 
-/* Trains with the lab; checks calls and bytes step by step, memory at the end. */
+/* The mean over the K ranks of their gradients at the first step, from
+ * the initial parameters: each rank's batch through a plain model on this
+ * rank, summed in double. */
+static dt_result mean_gradient(const zero_run *run, const dt_dataset *d, int K, float *x,
+                               int32_t *y, float **out)
+{
+    dt_model m;
+    dt_acts *a = NULL;
+    float loss;
+    DT_CHECK(dt_model_create_spec(&m, run->spec, ZT_SEED));
+    double *sum = calloc(m.num_params, sizeof *sum);
+    *out = malloc(m.num_params * sizeof **out);
+    dt_result r = sum && *out ? dt_acts_create(&a, &m, 0, m.num_layers, run->B, 1)
+                              : dt_fail(DT_ERR_NOMEM, "zero tests: the mean gradient");
+    for (int q = 0; r == DT_OK && q < K; q++) {
+        r = batch(d, K, q, 0, run->B, x, y);
+        if (r == DT_OK)
+            r = dt_model_zero_grads(&m);
+        if (r == DT_OK)
+            r = dt_model_forward(&m, a, x, NULL);
+        if (r == DT_OK)
+            r = dt_model_loss(&m, a, y, &loss, NULL);
+        if (r == DT_OK)
+            r = dt_model_backward(&m, a, NULL, NULL, NULL, NULL);
+        for (size_t i = 0; r == DT_OK && i < m.num_params; i++)
+            sum[i] += m.grads[i];
+    }
+    for (size_t i = 0; r == DT_OK && i < m.num_params; i++)
+        (*out)[i] = (float)(sum[i] / K);
+    dt_acts_free(a);
+    dt_model_free(&m);
+    free(sum);
+    return r;
+}
+
+/* What the probe checks at the first "sync": by then every stage has
+ * reduced (stage 1 in its reduce-scatter, stages 2 and 3 unit by unit in
+ * the backward), and the shards hold the mean gradient until the update. */
+typedef struct {
+    const lab_zero *z;
+    const float *mean;  /* mean_gradient's, the model's flat layout */
+    int syncs;          /* "sync" events seen */
+    char why[640];      /* the first problem found, or "" */
+} mean_probe;
+
+/* This rank's gradient shard of unit u: stage 0 the whole unit, stage 1
+ * its block of the full gradients, stages 2 and 3 grad_shard. */
+static const float *grad_shard_of(const lab_zero *z, const lab_zero_unit *un, size_t *n,
+                                  size_t *begin)
+{
+    if (z->cfg.stage == LAB_ZERO_DDP) {
+        *n = un->unit.count, *begin = 0;
+        return un->grads;
+    }
+    *n = un->shard, *begin = (size_t)z->rank * un->shard;
+    return z->cfg.stage == LAB_ZERO_1 ? (un->grads ? un->grads + *begin : NULL)
+                                      : un->grad_shard;
+}
+
+static void check_mean(mean_probe *p, int u)
+{
+    const lab_zero *z = p->z;
+    const lab_zero_unit *un = &z->units[u];
+    const float *want = p->mean + un->unit.offset;
+    size_t n, begin, count = un->unit.count, worst = 0;
+    const float *got = grad_shard_of(z, un, &n, &begin);
+    if (!got) {
+        snprintf(p->why, sizeof p->why, "%s on %d ranks, rank %d, unit %d: no gradient shard "
+                 "after the reduction", zt_stage_name(z->cfg.stage), z->ranks, z->rank, u);
+        return;
+    }
+    double big = 0, d_mean = 0, d_sum = 0;
+    for (size_t i = 0; i < count; i++)
+        big = fmax(big, fabs((double)want[i]));
+    for (size_t i = 0; i < n; i++) {
+        double w = begin + i < count ? want[begin + i] : 0, e = fabs((double)got[i] - w);
+        if (!(e <= d_mean))
+            d_mean = e, worst = i;
+        d_sum = fmax(d_sum, fabs((double)got[i] - z->ranks * w));
+    }
+    if (big == 0)
+        big = 1;
+    if (d_mean <= 1e-5 * big)
+        return;
+    double w = begin + worst < count ? want[begin + worst] : 0;
+    if (z->ranks > 1 && d_sum <= 1e-5 * big * z->ranks)
+        snprintf(p->why, sizeof p->why, "%s on %d ranks, rank %d, unit %d (layers [%d, %d)), "
+                 "step 1: the gradient shard is K = %d times the mean gradient (element %zu of "
+                 "the unit: %.9g, the mean over the ranks %.9g): the ranks' gradients were "
+                 "summed, not averaged", zt_stage_name(z->cfg.stage), z->ranks, z->rank, u,
+                 un->unit.first, un->unit.last, z->ranks, begin + worst, (double)got[worst], w);
+    else
+        snprintf(p->why, sizeof p->why, "%s on %d ranks, rank %d, unit %d (layers [%d, %d)), "
+                 "step 1: element %zu of the unit in this rank's gradient shard is %.9g, %s "
+                 "%.9g (the largest difference, %.3g of the unit's largest gradient)",
+                 zt_stage_name(z->cfg.stage), z->ranks, z->rank, u, un->unit.first,
+                 un->unit.last, begin + worst, (double)got[worst],
+                 begin + worst < count ? "the mean over the ranks of their gradients is"
+                                       : "padding, which must be", w, d_mean / big);
+}
+
+static void on_event(void *arg, const char *event, int unit)
+{
+    mean_probe *p = arg;
+    (void)unit;
+    if (strcmp(event, "sync") || p->syncs++ > 0)
+        return;
+    for (int u = 0; !p->why[0] && u < p->z->num_units; u++)
+        check_mean(p, u);
+}
+
+/* Each unit's optimizer is the one the config asks for (section 2: the
+ * stage changes where the state lives, not the rule). */
+static dt_result check_optimizer(const lab_zero *z)
+{
+    const dt_optim_config *want = &z->cfg.optim;
+    for (int u = 0; u < z->num_units; u++) {
+        const dt_optim_config *got = &z->units[u].opt.cfg;
+        if (got->kind != want->kind || got->lr != want->lr ||
+            got->weight_decay != want->weight_decay || got->momentum != want->momentum)
+            return dt_fail(DT_ERR_MISMATCH, "%s, unit %d: its optimizer is %s (lr %g, momentum "
+                           "%g, weight decay %g), the config's is %s (lr %g, momentum %g, "
+                           "weight decay %g): the shard's optimizer is z->cfg.optim",
+                           zt_stage_name(z->cfg.stage), u,
+                           got->kind == DT_OPTIM_ADAMW ? "AdamW" : "SGD", (double)got->lr,
+                           (double)got->momentum, (double)got->weight_decay,
+                           want->kind == DT_OPTIM_ADAMW ? "AdamW" : "SGD", (double)want->lr,
+                           (double)want->momentum, (double)want->weight_decay);
+    }
+    return DT_OK;
+}
+
+/* Trains with the lab; checks calls and bytes step by step, the first
+ * step's mean gradient, memory at the end. */
 static dt_result train_lab(dt_comm *w, const zero_run *run, const dt_dataset *d, dt_model *m,
                            float *x, int32_t *y, float *params)
 {
     lab_zero z;
-    lab_zero_config cfg = {run->stage, zt_optim(), run->bucket_bytes, NULL, NULL};
+    mean_probe probe = {&z, NULL, 0, ""};
+    float *mean = NULL;
+    lab_zero_config cfg = {run->stage, zt_optim(run), run->bucket_bytes, NULL, NULL};
     size_t psi = m->num_params;
-    DT_CHECK(lab_zero_init(&z, w, m, &cfg));
-    dt_result r = DT_OK;
+    if (run->checks & ZT_MEAN) {
+        DT_CHECK(mean_gradient(run, d, dt_comm_size(w), x, y, &mean));
+        probe.mean = mean, cfg.probe = on_event, cfg.probe_arg = &probe;
+    }
+    dt_result r = lab_zero_init(&z, w, m, &cfg);
+    if (r != DT_OK) {
+        free(mean);
+        return r;
+    }
     if (strcmp(z.trainer.sync.name, "lab_zero") || strcmp(z.trainer.update.name, "lab_zero"))
         r = dt_fail(DT_ERR_STATE, "the loop's hooks are not the lab's (sync %s, update %s): "
                     "the library's own ZeRO does not count", z.trainer.sync.name,
                     z.trainer.update.name);
+    if (r == DT_OK)
+        r = check_optimizer(&z);
     dt_mem_reset_peak();
     for (int s = 0; r == DT_OK && s < run->steps; s++) {
         dt_stats s0, s1;
@@ -194,6 +340,10 @@ static dt_result train_lab(dt_comm *w, const zero_run *run, const dt_dataset *d,
             r = check_calls(&z, &s0, &s1);
         if (r == DT_OK && (run->checks & ZT_BYTES))
             r = check_bytes(&z, psi, s1.bytes_sent - s0.bytes_sent);
+        if (r == DT_OK && probe.why[0])
+            r = dt_fail(DT_ERR_MISMATCH, "%s", probe.why);
+        if (r == DT_OK && (run->checks & ZT_MEAN) && probe.syncs == 0)
+            r = dt_fail(DT_ERR_STATE, "the step never reached its sync");
     }
     dt_mem_stats ms;
     dt_mem_stats_get(&ms);
@@ -202,6 +352,7 @@ static dt_result train_lab(dt_comm *w, const zero_run *run, const dt_dataset *d,
     if (r == DT_OK)
         r = lab_zero_params(&z, params);
     lab_zero_free(&z);
+    free(mean);
     return r;
 }
 
@@ -229,9 +380,10 @@ dt_result zt_check_rank(dt_comm *w, void *arg)
         size_t worst;
         double e = rel_diff(params, ref, psi, &worst);
         if (!(e <= 1e-5))
-            r = dt_fail(DT_ERR_MISMATCH, "%s on %d ranks: after %d steps of AdamW params[%zu] "
+            r = dt_fail(DT_ERR_MISMATCH, "%s on %d ranks: after %d steps of %s params[%zu] "
                         "= %.9g, data parallelism gives %.9g (relative difference %.3g > 1e-5)",
-                        stage_name(run->stage), dt_comm_size(w), run->steps, worst,
+                        zt_stage_name(run->stage), dt_comm_size(w), run->steps,
+                        run->sgd ? "SGD" : "AdamW", worst,
                         (double)params[worst], (double)ref[worst], e);
     }
     /* every rank holds rank 0's parameters, bit for bit */
@@ -241,7 +393,7 @@ dt_result zt_check_rank(dt_comm *w, void *arg)
                  : dt_fail(DT_ERR_NOMEM, "zero tests: rank 0's parameters");
         if (r == DT_OK && memcmp(root, params, psi * sizeof *root))
             r = dt_fail(DT_ERR_MISMATCH, "%s: rank %d's parameters differ from rank 0's",
-                        stage_name(run->stage), dt_comm_rank(w));
+                        zt_stage_name(run->stage), dt_comm_rank(w));
         free(root);
     }
     free(x), free(y), free(params), free(ref);

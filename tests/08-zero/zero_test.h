@@ -18,6 +18,9 @@ enum {
     ZT_MEMORY = 2,  /* peak PARAM, GRAD, OPTIM per rank within 5% of section 2's formulas */
     ZT_BYTES = 4,   /* bytes sent per step within 5% of section 7's 2, 2, 2, 3 psi */
     ZT_CALLS = 8,   /* the collectives of each step, counted exactly */
+    ZT_MEAN = 16,   /* after the first step's reduction (the probe's "sync") each rank's
+                       gradient shard is the mean over the ranks of their gradients,
+                       within 1e-5 of the unit's largest, its padding 0 */
 };
 
 typedef struct {
@@ -27,7 +30,15 @@ typedef struct {
     size_t B;        /* samples per rank per step */
     int steps;
     int checks;      /* ZT_* flags */
+    int sgd;         /* 0: AdamW (lr 0.01); 1: SGD, lr 0.05, momentum 0.9, weight decay
+                        1e-3, where a sum in place of the mean moves K times as far */
 } zero_run;
+
+/* The optimizer of a run. */
+dt_optim_config zt_optim(const zero_run *run);
+
+/* "DDP (stage 0)", "ZeRO-1", "ZeRO-2", "ZeRO-3". */
+const char *zt_stage_name(lab_zero_stage s);
 
 /* The shared data set: blobs of the model's input width and classes. */
 dt_result zt_data(dt_dataset *d, const dt_model *m);
@@ -40,7 +51,8 @@ size_t zt_shard(size_t count, int K);
  * peaks of a step by the chapter's formulas (no padding):
  *   stage 0  4 psi, 4 psi, 8 psi             stage 2  4 psi, 4 psi/K + 4 B, 8 psi/K
  *   stage 1  4 psi, 4 psi, 8 psi/K           stage 3  4 psi/K + 4 L, 4 psi/K + 4 L, 8 psi/K
- * with B the largest unit of stage 2 (a bucket), L that of stage 3 (a layer). */
+ * with B the largest unit of stage 2 (a bucket), L that of stage 3 (a layer);
+ * 8 is AdamW's state per parameter (SGD with momentum: 4). */
 void zt_kept_bytes(const lab_zero *z, size_t out[3]);
 void zt_peak_formula(const lab_zero *z, size_t psi, double out[3]);
 

@@ -147,6 +147,85 @@ static dt_result check_memory(const fsdp_run *run, const lab_fsdp *f, const dt_m
     return DT_OK;
 }
 
+/* The mean over the K ranks of their gradients at the first step, from
+ * the initial parameters: each rank's batch through a plain model on this
+ * rank, summed in double. */
+static dt_result mean_gradient(const fsdp_run *run, const dt_dataset *d, int K, bufs *bb,
+                               float **out)
+{
+    dt_model m;
+    dt_acts *a = NULL;
+    dt_batch b;
+    float loss;
+    DT_CHECK(dt_model_create_spec(&m, run->spec, FT_SEED));
+    double *sum = calloc(m.num_params, sizeof *sum);
+    *out = malloc(m.num_params * sizeof **out);
+    dt_result r = sum && *out ? DT_OK : dt_fail(DT_ERR_NOMEM, "fsdp tests: the mean gradient");
+    for (int q = 0; r == DT_OK && q < K; q++) {
+        r = ft_batch(d, &m, K, q, 0, run->B, bb->x, bb->tok, bb->y, &b);
+        if (r == DT_OK && !a)
+            r = dt_acts_create(&a, &m, 0, m.num_layers, b.B, b.T);
+        if (r == DT_OK)
+            r = dt_model_zero_grads(&m);
+        if (r == DT_OK)
+            r = dt_model_forward(&m, a, b.x, b.tokens);
+        if (r == DT_OK)
+            r = dt_model_loss(&m, a, b.labels, &loss, NULL);
+        if (r == DT_OK)
+            r = dt_model_backward(&m, a, NULL, NULL, NULL, NULL);
+        for (size_t i = 0; r == DT_OK && i < m.num_params; i++)
+            sum[i] += m.grads[i];
+    }
+    for (size_t i = 0; r == DT_OK && i < m.num_params; i++)
+        (*out)[i] = (float)(sum[i] / K);
+    dt_acts_free(a);
+    dt_model_free(&m);
+    free(sum);
+    return r;
+}
+
+/* After the first step: each unit's grad_shard (this rank's shard of the
+ * padded unit) against the mean. AdamW hardly moves when the gradient is
+ * K times larger, so a sum shows here, not in the parameters. */
+static dt_result check_mean(const fsdp_run *run, const lab_fsdp *f, const float *mean)
+{
+    for (int u = 0; u < f->num_units; u++) {
+        const lab_fsdp_unit *un = &f->units[u];
+        const float *want = mean + un->unit.offset;
+        size_t count = un->unit.count, begin = (size_t)f->rank * un->shard, worst = 0;
+        double big = 0, d_mean = 0, d_sum = 0;
+        for (size_t i = 0; i < count; i++)
+            big = fmax(big, fabs((double)want[i]));
+        big = big > 0 ? big : 1;
+        for (size_t i = 0; i < un->shard; i++) {
+            double w = begin + i < count ? want[begin + i] : 0;
+            double e = fabs((double)un->grad_shard[i] - w);
+            if (!(e <= d_mean))
+                d_mean = e, worst = i;
+            d_sum = fmax(d_sum, fabs((double)un->grad_shard[i] - f->ranks * w));
+        }
+        if (d_mean <= 1e-5 * big)
+            continue;
+        double w = begin + worst < count ? want[begin + worst] : 0;
+        if (f->ranks > 1 && d_sum <= 1e-5 * big * f->ranks)
+            return dt_fail(DT_ERR_MISMATCH, "%s on %d ranks, rank %d, unit %d (layers [%d, %d)), "
+                           "step 1: grad_shard is K = %d times the mean gradient (element %zu "
+                           "of the unit: %.9g, the mean over the ranks %.9g): the ranks' "
+                           "gradients were summed, not averaged", mode(run), f->ranks, f->rank,
+                           u, un->unit.first, un->unit.last, f->ranks, begin + worst,
+                           (double)un->grad_shard[worst], w);
+        return dt_fail(DT_ERR_MISMATCH, "%s on %d ranks, rank %d, unit %d (layers [%d, %d)), "
+                       "step 1: grad_shard[%zu] (element %zu of the unit) is %.9g, %s %.9g "
+                       "(%.3g of the unit's largest gradient)", mode(run), f->ranks, f->rank, u,
+                       un->unit.first, un->unit.last, worst, begin + worst,
+                       (double)un->grad_shard[worst],
+                       begin + worst < count ? "the mean over the ranks of their gradients is"
+                                             : "padding, which must be",
+                       w, d_mean / big);
+    }
+    return DT_OK;
+}
+
 /* One step of the lab with its checks; *clock gets its modeled time. */
 static dt_result lab_step(dt_comm *w, const fsdp_run *run, lab_fsdp *f, const dt_batch *b,
                           size_t psi, double *clock)
@@ -176,8 +255,14 @@ static dt_result train_lab(dt_comm *w, fsdp_run *run, const dt_dataset *d, dt_mo
     if (run->fwd_s > 0 || run->bwd_s > 0)
         cfg.forward_layer_s = fwd, cfg.backward_s = bwd;
     size_t psi = m->num_params;
-    DT_CHECK(lab_fsdp_init(&f, w, m, &cfg));
-    dt_result r = DT_OK;
+    float *mean = NULL;
+    if (run->checks & FT_MEAN)
+        DT_CHECK(mean_gradient(run, d, dt_comm_size(w), bb, &mean));
+    dt_result r = lab_fsdp_init(&f, w, m, &cfg);
+    if (r != DT_OK) {
+        free(mean);
+        return r;
+    }
     if (strcmp(f.trainer.sync.name, "lab_fsdp") || strcmp(f.trainer.update.name, "lab_fsdp"))
         r = dt_fail(DT_ERR_STATE, "the loop's hooks are not the lab's");
     dt_mem_reset_peak();
@@ -187,6 +272,8 @@ static dt_result train_lab(dt_comm *w, fsdp_run *run, const dt_dataset *d, dt_mo
         r = ft_batch(d, m, f.ranks, f.rank, s, run->B, bb->x, bb->tok, bb->y, &b);
         if (r == DT_OK)
             r = lab_step(w, run, &f, &b, psi, &t);
+        if (r == DT_OK && s == 0 && mean)
+            r = check_mean(run, &f, mean);
         if (r == DT_OK && f.rank == 0)
             run->step_s = t, run->units = f.num_units;
     }
@@ -197,6 +284,7 @@ static dt_result train_lab(dt_comm *w, fsdp_run *run, const dt_dataset *d, dt_mo
     if (r == DT_OK)
         r = lab_fsdp_params(&f, params);
     lab_fsdp_free(&f);
+    free(mean);
     return r;
 }
 

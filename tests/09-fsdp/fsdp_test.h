@@ -19,6 +19,8 @@ enum {
     FT_FULL = 4,    /* peak PARAM within 5% of the shards + every unit (resharding off) */
     FT_BYTES = 8,   /* bytes sent per step within 5% of 3 psi (K-1)/K, 2 psi without resharding */
     FT_CALLS = 16,  /* per step: 2U all-gathers (U without resharding), U reduce-scatters */
+    FT_MEAN = 32,   /* after the first step every unit's grad_shard is the mean over the
+                       ranks of their gradients, within 1e-5 of the unit's largest */
 };
 
 typedef struct {

@@ -152,8 +152,10 @@ static dt_result reduce_rank(dt_comm *w, void *arg)
             float want = (float)(((size_t)rank * c + i) % 7) + (float)(K * (K - 1)) / 2;
             if (un->grad_shard[i] != want)
                 r = dt_fail(DT_ERR_MISMATCH, "unit %d, rank %d: grad_shard[%zu] = %g, the mean "
-                            "of element %zu over the ranks is %g", u, rank, i,
-                            (double)un->grad_shard[i], (size_t)rank * c + i, (double)want);
+                            "of element %zu over the ranks is %g%s", u, rank, i,
+                            (double)un->grad_shard[i], (size_t)rank * c + i, (double)want,
+                            K > 1 && un->grad_shard[i] == K * want
+                                ? ": that is their sum, not their mean" : "");
         }
     }
     if (r == DT_OK || f.units)
@@ -180,11 +182,11 @@ TEST_T(fsdp_equals_ddp, 3, 30)
 {
     dt_test_see("chapter 09, section 2");
     for (int K = 1; K <= 4; K++) {
-        fsdp_run run = plain(FT_MLP, 1, 1, FT_PARAMS | FT_CALLS);
+        fsdp_run run = plain(FT_MLP, 1, 1, FT_PARAMS | FT_MEAN | FT_CALLS);
         EXPECT_OK(ft_launch(K, DT_BACKEND_THREAD, "none", &run));
     }
     for (int K = 2; K <= 3; K++) {
-        fsdp_run run = plain(FT_GPT, 1, 1, FT_PARAMS | FT_CALLS);
+        fsdp_run run = plain(FT_GPT, 1, 1, FT_PARAMS | FT_MEAN | FT_CALLS);
         EXPECT_OK(ft_launch(K, DT_BACKEND_THREAD, "none", &run));
     }
 }
@@ -261,7 +263,7 @@ TEST_T(reshard_off_keeps_parameters_and_sends_2_psi, 2, 30)
 {
     dt_test_see("chapter 09, section 5");
     for (int K = 2; K <= 4; K++) {
-        fsdp_run off = plain(FT_MLP, 1, 0, FT_PARAMS | FT_FULL | FT_BYTES | FT_CALLS);
+        fsdp_run off = plain(FT_MLP, 1, 0, FT_PARAMS | FT_MEAN | FT_FULL | FT_BYTES | FT_CALLS);
         fsdp_run on = plain(FT_MLP, 1, 1, FT_PEAK2 | FT_BYTES | FT_CALLS);
         EXPECT_OK(ft_launch(K, DT_BACKEND_THREAD, "none", &off));
         EXPECT_OK(ft_launch(K, DT_BACKEND_THREAD, "none", &on));

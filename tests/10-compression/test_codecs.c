@@ -36,6 +36,39 @@ TEST(sign_encode_fixed, 2)
            (double)s, out[4]);
 }
 
+/* The scale of values with 24 significant bits, as gradients have:
+ * m_i 2^-20 with m_i in [2^19, 2^24), so |v_i| in [0.5, 16). Their sum,
+ * below 2^14 on a grid of 2^-20, takes 34 bits: exact in a double in any
+ * order, rounded at every step in a float (whose last bit is then worth
+ * 2^-10). The contract's scale, the exact sum over n rounded once, is one
+ * float, whatever order a correct encoder adds in. */
+TEST(sign_scale_summed_in_double, 1)
+{
+    dt_test_see("chapter 10, section 2");
+    enum { N = 1001 };
+    float v[N];
+    uint8_t out[4 + (N + 7) / 8];
+    double exact = 0;
+    float in_float = 0;
+    for (int i = 0; i < N; i++) {
+        uint64_t h = dt_hash64(77, 0, (uint64_t)i);
+        float m = (float)((1u << 19) + h % ((1u << 24) - (1u << 19)));
+        v[i] = (h >> 40 & 1 ? -m : m) / 1048576.0f;
+        exact += fabs((double)v[i]);
+        in_float += fabsf(v[i]);
+    }
+    float want = (float)(exact / N), s;
+    EXPECT_OK(lab_sign_encode(v, N, out));
+    memcpy(&s, out, 4);
+    EXPECT(!memcmp(&s, &want, sizeof s), "the scale of %d values in [0.5, 16) with 24 "
+           "significant bits is %.9g; their sum of |v| in double over n, rounded once, is "
+           "%.9g%s", N, (double)s, (double)want,
+           s == in_float / N || s == (float)((double)in_float / N)
+               ? ": your scale is the sum in float, which rounds away the low bits of "
+                 "every value added (sum |v_i| in a double, section 2)"
+               : "");
+}
+
 TEST(sign_decode_fixed_and_random, 2)
 {
     dt_test_see("chapter 10, section 2");
