@@ -2,6 +2,8 @@
 #
 # Everything is found by its place, so adding a file needs no edit here:
 #   lib/<layer>/*.c           -> libdt.a
+#   lib/<layer>/<backend>/*.c -> libdt.a too: a backend's own folder
+#                             (lib/comm/emul/; lib/comm/mpi/ only with MPI)
 #   lib/include/dt/*.h        public headers: each must compile alone, and
 #                             dt/dt.h must include every other one
 #   tools/<name>.c            -> build/bin/<name>
@@ -86,12 +88,13 @@ ifeq ($(HAVE_OPENBLAS),1)
   LDLIBS := $(shell pkg-config --libs openblas) $(LDLIBS)
 endif
 
-# MPI is optional: with mpicc on the PATH (Open MPI or MPICH) and library code
-# that uses it (#ifdef DT_HAVE_MPI), libdt gets the mpi backend. MPI=0 turns
-# it off; it is off under sanitizers (the MPI libraries are not instrumented).
+# MPI is optional: with mpicc on the PATH (Open MPI or MPICH) and a backend
+# folder that uses it (lib/<layer>/mpi/), libdt gets the mpi backend. MPI=0
+# turns it off; it is off under sanitizers (the MPI libraries are not
+# instrumented).
 MPI ?= $(if $(SAN),0,auto)
 ifneq ($(MPI),0)
-  MPI_USERS := $(shell grep -l DT_HAVE_MPI lib/*/*.c 2>/dev/null)
+  MPI_USERS := $(shell grep -l DT_HAVE_MPI lib/*/*.c lib/*/*/*.c 2>/dev/null)
   MPICC_OK  := $(if $(MPI_USERS),$(shell command -v mpicc 2>/dev/null))
   ifneq ($(MPICC_OK),)
     MPI_CFLAGS := $(shell mpicc --showme:compile 2>/dev/null || mpicc -compile_info 2>/dev/null | cut -d' ' -f2-)
@@ -121,7 +124,8 @@ endif
 # A program's link line: its objects and libraries, not the identity file.
 LINK = $(Q)$(CC) $(LDFLAGS) $(filter-out $(IDENTITY),$^) $(LDLIBS) -o $@
 
-LIB_SRCS   := $(sort $(wildcard lib/*/*.c))
+# A layer's files, and its backends' folders (lib/comm/emul/, lib/comm/mpi/).
+LIB_SRCS   := $(sort $(wildcard lib/*/*.c lib/*/*/*.c))
 LIB_OBJS   := $(LIB_SRCS:%.c=$(BUILD)/obj/%.o)
 LIBDT      := $(BUILD)/libdt.a
 

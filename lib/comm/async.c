@@ -14,7 +14,7 @@
 
 #include "diag.h"
 #include "stats.h"
-#include "wait.h"
+#include "emul/wait.h"
 
 #include <stdlib.h>
 #include <string.h>

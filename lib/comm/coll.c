@@ -6,7 +6,7 @@
 
 #include "diag.h"
 #include "progress.h"
-#include "shortcut.h"
+#include "emul/shortcut.h"
 #include "stats.h"
 
 #include <string.h>

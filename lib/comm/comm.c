@@ -3,7 +3,7 @@
 #include "handle.h"
 
 #include "diag.h"
-#include "mpi.h"
+#include "mpi/mpi_backend.h"
 #include "port.h"
 #include "progress.h"
 #include "shm.h"

@@ -4,7 +4,7 @@
 
 #include "coll.h"
 #include "shm.h"
-#include "wait.h"
+#include "emul/wait.h"
 
 #include <sched.h>
 #include <signal.h>

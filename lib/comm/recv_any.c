@@ -34,7 +34,7 @@
  * answers (mpi_any.c). */
 #include "any.h"
 #include "coll.h"
-#include "wait.h"
+#include "emul/wait.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -2,8 +2,8 @@
  * per rank. */
 #include "sync.h"
 
-#include "mpi.h"
-#include "wait.h"
+#include "mpi/mpi_backend.h"
+#include "emul/wait.h"
 
 #include <string.h>
 

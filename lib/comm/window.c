@@ -8,7 +8,7 @@
  * dt_alloc_shared: one rank's buffer in that same shared memory, which the
  * collectives then address directly. */
 #include "diag.h"
-#include "mpi.h"
+#include "mpi/mpi_backend.h"
 #include "shm.h"
 #include "sync.h"
 

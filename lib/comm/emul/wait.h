@@ -4,8 +4,8 @@
 #ifndef DT_COMM_WAIT_H
 #define DT_COMM_WAIT_H
 
-#include "bell.h"
-#include "handle.h"
+#include "../bell.h"
+#include "../handle.h"
 
 /* Waits until cond(arg) is true, within the job's deadline: a spin, a
  * while yielding, then sleeps on the rank's doorbell. DT_ERR_TIMEOUT with

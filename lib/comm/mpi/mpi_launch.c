@@ -25,13 +25,13 @@
  * failure leaves messages on their way (notices, a collective's steps), and
  * MPI would hand a freed communicator's context id to a later launch's,
  * where they would arrive. */
-#include "launch.h"
-#include "mpi.h"
+#include "../launch.h"
+#include "mpi_backend.h"
 
 #ifdef DT_HAVE_MPI
 
-#include "rank.h"
-#include "shm.h"
+#include "../rank.h"
+#include "../shm.h"
 
 #include <sched.h>
 #include <stdio.h>

@@ -12,7 +12,7 @@
  * that computes answers at its next call. One question is out per rank at
  * a time; a question and its answer carry the launch's epoch, and one left
  * over from an earlier launch is dropped. */
-#include "mpi.h"
+#include "mpi_backend.h"
 
 #ifdef DT_HAVE_MPI
 

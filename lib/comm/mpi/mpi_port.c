@@ -34,12 +34,12 @@
  * the rest. Two calls 256 numbers apart never have messages in flight at
  * once on a communicator, except those a failure left behind (the
  * communicators of a failed launch are never reused: dt_mpi_launch). */
-#include "mpi.h"
+#include "mpi_backend.h"
 
 #ifdef DT_HAVE_MPI
 
-#include "diag.h"
-#include "stats.h"
+#include "../diag.h"
+#include "../stats.h"
 
 #include <limits.h>
 #include <sched.h>

@@ -3,11 +3,11 @@
  * launch's failure notices, and answers and asks the other ranks what
  * they do (mpi_board.c): the mismatch check and the timeout's report that
  * the other backends read on the boards. */
-#include "mpi.h"
+#include "mpi_backend.h"
 
 #ifdef DT_HAVE_MPI
 
-#include "diag.h"
+#include "../diag.h"
 
 #include <sched.h>
 #include <stdio.h>

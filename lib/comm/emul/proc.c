@@ -16,9 +16,9 @@
  * soon as no process needs to open it any more (at once for forked ranks;
  * when the last program has attached for dtrun) and at the end of the job.
  */
-#include "launch.h"
+#include "../launch.h"
 
-#include "shm.h"
+#include "../shm.h"
 
 #include <errno.h>
 #include <signal.h>

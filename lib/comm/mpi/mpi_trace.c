@@ -8,11 +8,11 @@
  * never comes is reported, never waited for without end): every rank sends
  * how many events it has; rank 0 makes room for them and answers each rank
  * "send" or, where it has no room, "keep them"; the ranks told to send do. */
-#include "mpi.h"
+#include "mpi_backend.h"
 
 #ifdef DT_HAVE_MPI
 
-#include "launch.h"
+#include "../launch.h"
 
 #include <sched.h>
 #include <stdlib.h>

@@ -5,7 +5,7 @@
  * the handle this process holds). A group's id (dt_comm_shared.id) is the
  * same in every member: dt_recv_any's questions name the communicator by
  * it (mpi_any.c). */
-#include "mpi.h"
+#include "mpi_backend.h"
 
 #ifdef DT_HAVE_MPI
 

@@ -9,10 +9,10 @@
  * error that names it rather than a SIGBUS or a job run inside someone
  * else's memory; then the header's magic, version, size and rank count.
  */
-#include "launch.h"
+#include "../launch.h"
 
-#include "mpi.h"
-#include "shm.h"
+#include "../mpi/mpi_backend.h"
+#include "../shm.h"
 
 #include <errno.h>
 #include <stdio.h>

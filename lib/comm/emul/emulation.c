@@ -1,6 +1,6 @@
 /* emulation.c - the emulation backends (thread, proc): every call runs the
  * algorithms of lib/comm over the messages of port.c. */
-#include "coll.h"
+#include "../coll.h"
 
 #include "shortcut.h"
 

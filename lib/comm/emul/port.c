@@ -19,13 +19,13 @@
  * send's departure, the receive's posting), so that no figure depends on
  * which rank came first in wall time.
  */
-#include "port.h"
+#include "../port.h"
 
 #include "copy.h"
-#include "mpi.h"
-#include "diag.h"
-#include "shm.h"
-#include "stats.h"
+#include "../mpi/mpi_backend.h"
+#include "../diag.h"
+#include "../shm.h"
+#include "../stats.h"
 #include "wait.h"
 
 #include <math.h>

@@ -20,8 +20,8 @@
  * the boards now. Like the boards, a rank that computes tells nothing until
  * its next call: dt_recv_any waits for it in wall time, never guesses, so
  * the choice is the emulation's. */
-#include "any.h"
-#include "mpi.h"
+#include "../any.h"
+#include "mpi_backend.h"
 
 #ifdef DT_HAVE_MPI
 

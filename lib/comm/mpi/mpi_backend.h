@@ -18,10 +18,10 @@
 #ifndef DT_COMM_MPI_H
 #define DT_COMM_MPI_H
 
-#include "coll.h"
-#include "diag.h"
-#include "launch.h"
-#include "sync.h"
+#include "../coll.h"
+#include "../diag.h"
+#include "../launch.h"
+#include "../sync.h"
 
 static inline int dt_mpi_job(const dt_job *job) { return job->backend == DT_BACKEND_MPI; }
 

@@ -6,7 +6,7 @@
  * and dt_finalize is the launch's end, where every process waits for the
  * others (and writes DT_TRACE's file from rank 0's process). A rank that
  * fails ends its process: mpirun then ends the job, as MPI programs do. */
-#include "mpi.h"
+#include "mpi_backend.h"
 
 #include <stdlib.h>
 
@@ -27,7 +27,7 @@ int dt_mpi_env(int *rank, int *size)
 
 #ifdef DT_HAVE_MPI
 
-#include "shm.h"
+#include "../shm.h"
 
 #include <stdio.h>
 
