@@ -94,7 +94,7 @@ endif
 # instrumented).
 MPI ?= $(if $(SAN),0,auto)
 ifneq ($(MPI),0)
-  MPI_USERS := $(shell grep -l DT_HAVE_MPI lib/*/*.c lib/*/*/*.c 2>/dev/null)
+  MPI_USERS := $(wildcard lib/*/mpi/*.c)
   MPICC_OK  := $(if $(MPI_USERS),$(shell command -v mpicc 2>/dev/null))
   ifneq ($(MPICC_OK),)
     MPI_CFLAGS := $(shell mpicc --showme:compile 2>/dev/null || mpicc -compile_info 2>/dev/null | cut -d' ' -f2-)
@@ -124,8 +124,11 @@ endif
 # A program's link line: its objects and libraries, not the identity file.
 LINK = $(Q)$(CC) $(LDFLAGS) $(filter-out $(IDENTITY),$^) $(LDLIBS) -o $@
 
-# A layer's files, and its backends' folders (lib/comm/emul/, lib/comm/mpi/).
-LIB_SRCS   := $(sort $(wildcard lib/*/*.c lib/*/*/*.c))
+# A layer's files, and its backends' folders (lib/comm/emul/, lib/comm/mpi/):
+# an mpi/ folder is compiled only where MPI is (DT_HAVE_MPI).
+LIB_MPI_SRCS := $(wildcard lib/*/mpi/*.c)
+LIB_SRCS   := $(sort $(wildcard lib/*/*.c) $(filter-out $(LIB_MPI_SRCS),$(wildcard lib/*/*/*.c)) \
+                $(if $(MPICC_OK),$(LIB_MPI_SRCS)))
 LIB_OBJS   := $(LIB_SRCS:%.c=$(BUILD)/obj/%.o)
 LIBDT      := $(BUILD)/libdt.a
 

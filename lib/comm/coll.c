@@ -1,12 +1,12 @@
 /* coll.c - the collective calls of dt/comm.h: argument checks, the choice of
  * algorithm, and the bookkeeping around each call (sequence number, stats,
  * clock, trace, what the rank is doing for the timeout report). The
- * backend (emulation.c) carries them out. */
+ * rank's backend carries them out (backend.h). */
 #include "coll.h"
 
+#include "backend.h"
 #include "diag.h"
 #include "progress.h"
-#include "emul/shortcut.h"
 #include "stats.h"
 
 #include <string.h>
@@ -67,9 +67,16 @@ static void resolve_algo(const dt_comm *c, dt_coll_args *a)
     if (a->algo != DT_ALGO_AUTO)
         return;
     a->algo = bytes <= AUTO_TREE_MAX ? DT_ALGO_TREE : DT_ALGO_RING;
-    /* the shortcuts address the other ranks' memory: not across MPI processes */
-    a->shortcut = c->size > 1 && c->rc->job->fast && c->rc->job->backend != DT_BACKEND_MPI &&
-                  dt_shortcut_applies(a->kind, bytes);
+    /* a backend's shortcuts (the emulation's address the other ranks' memory) */
+    const dt_backend_ops *be = c->rc->ops;
+    a->shortcut = c->size > 1 && c->rc->job->fast && be->shortcut && be->shortcut(a->kind, bytes);
+}
+
+dt_result dt_coll_run(dt_call *call, const dt_coll_args *a)
+{
+    if (dt_call_job(call)->debug && call->comm->size > 1)
+        DT_TRY(dt_coll_debug_check(call, a));
+    return call->comm->rc->ops->collective(call, a);
 }
 
 static dt_result blocking(dt_comm *comm, dt_coll_args *a)

@@ -1,7 +1,7 @@
-/* join.c - dt_init and dt_finalize: a program started by tools/dtrun joins
- * its job by mapping the job's segment (named by DT_SHM) at the address
- * the launcher recorded in its header; one started by mpirun joins the MPI
- * job (mpi_init.c); run alone, it is a job of one rank.
+/* attach.c - the emulation's dt_init and dt_finalize (join.c picks them):
+ * a program started by tools/dtrun joins its job by mapping the job's
+ * segment (named by DT_SHM) at the address the launcher recorded in its
+ * header; run alone, it is a job of one rank.
  *
  * The segment is checked before anything in it is read: its name must be
  * a segment's (segment.c), it must belong to this user with mode 0600, and
@@ -9,9 +9,10 @@
  * error that names it rather than a SIGBUS or a job run inside someone
  * else's memory; then the header's magic, version, size and rank count.
  */
-#include "../launch.h"
+#include "emul.h"
 
-#include "../mpi/mpi_backend.h"
+#include "proc.h"
+
 #include "../shm.h"
 
 #include <errno.h>
@@ -98,17 +99,12 @@ static dt_result read_rank(int *rank, int *size)
     return DT_OK;
 }
 
-dt_result dt_init(dt_comm **world)
+int dt_proc_started(void) { return dt_env_str("DT_SHM", NULL) != NULL; }
+
+dt_result dt_emul_attach(dt_comm **world)
 {
-    if (!world)
-        return dt_fail(DT_ERR_INVALID_ARG, "dt_init: world is NULL");
-    *world = NULL;
-    if (joined || dt_mpi_joined(NULL))
-        return dt_fail(DT_ERR_STATE, "dt_init: already initialized");
     const char *name = dt_env_str("DT_SHM", NULL);
     int rank, size;
-    if (!name && dt_mpi_env(&rank, &size)) /* started by mpirun, not by dtrun */
-        return dt_mpi_join(world);
     DT_TRY(read_rank(&rank, &size));
     if (!name && size > 1)
         return dt_fail(DT_ERR_UNSUPPORTED, "dt_init: WORLD_SIZE is %d but DT_SHM is not set: "
@@ -151,11 +147,8 @@ dt_result dt_init(dt_comm **world)
     return DT_OK;
 }
 
-dt_result dt_finalize(dt_comm *world)
+dt_result dt_emul_detach(dt_comm *world)
 {
-    DT_TRY(dt_comm_check(world, "dt_finalize"));
-    if (dt_mpi_joined(world))
-        return dt_mpi_leave(world);
     joined_job *j = joined;
     if (!j || j->world != world)
         return dt_fail(DT_ERR_INVALID_ARG, "dt_finalize: not the communicator of dt_init");

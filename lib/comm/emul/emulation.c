@@ -1,48 +1,39 @@
-/* emulation.c - the emulation backends (thread, proc): every call runs the
- * algorithms of lib/comm over the messages of port.c. */
-#include "../coll.h"
+/* emulation.c - the tables of the emulation backends (backend.h): thread
+ * and proc run every call the same way, over the shared memory of the job
+ * (ports, stamps, boards), and differ in how their ranks are started and
+ * how DT_FAULT kills one. */
+#include "emul.h"
 
 #include "shortcut.h"
+#include "wait.h"
 
-/* The emulation backends' collectives: the debug check, then a shortcut
- * over shared memory when AUTO allowed one, else the algorithm over
- * messages. */
-dt_result dt_emulated_collective(dt_call *call, const dt_coll_args *a)
+#include "../fault.h"
+
+/* The collectives: AUTO's shortcut over shared memory where it took one,
+ * else libdt's algorithm over the ports' messages. */
+static dt_result emul_collective(dt_call *call, const dt_coll_args *a)
 {
-    if (dt_call_job(call)->debug && call->comm->size > 1)
-        DT_TRY(dt_coll_debug_check(call, a));
-    if (a->shortcut)
-        return dt_shortcut_collective(call, a);
-    switch (a->kind) {
-    case DT_COLL_ALLREDUCE: return dt_alg_allreduce(call, a);
-    case DT_COLL_BROADCAST: return dt_alg_broadcast(call, a);
-    case DT_COLL_REDUCE: return dt_alg_reduce(call, a);
-    case DT_COLL_ALLGATHER: return dt_alg_allgather(call, a);
-    case DT_COLL_REDUCE_SCATTER: return dt_alg_reduce_scatter(call, a);
-    case DT_COLL_ALLTOALL: return dt_alg_alltoall(call, a);
-    case DT_COLL_BARRIER: return dt_alg_barrier(call);
-    default: return dt_fail(DT_ERR_INTERNAL, "unknown collective %d", a->kind);
+    return a->shortcut ? dt_shortcut_collective(call, a) : dt_alg_collective(call, a);
+}
+
+#define EMUL_OPS(name_, launch_, started_, kill_)                                         \
+    {                                                                                     \
+        .name = name_, .launch = launch_, .started = started_, .attach = dt_emul_attach, \
+        .detach = dt_emul_detach, .kill = kill_, .group_init = dt_emul_group_init,       \
+        .group_free = dt_emul_group_free, .split = dt_emul_split,                         \
+        .win_allocate = dt_emul_win_allocate, .win_free = dt_emul_win_free,              \
+        .collective = emul_collective, .shortcut = dt_shortcut_applies,                  \
+        .isend = dt_port_isend, .irecv = dt_port_irecv, .wait = dt_port_wait,            \
+        .done = dt_port_done, .cancel = dt_port_cancel,                                  \
+        .choose_any = dt_boards_choose_any, .exchange = dt_stamps_exchange,              \
+        .wait_until = dt_wait_until,                                                     \
     }
-}
 
-/* User messages carry tag 0: they never match a collective's messages. */
-static dt_result emulated_send(dt_call *call, int peer, const void *buf, size_t bytes,
-                               dt_xfer *out)
-{
-    return dt_msg_isend(call, peer, buf, bytes, 0, out);
-}
+/* Ranks are threads of the launching process; run alone, a program is a
+ * job of one rank (attach.c). */
+const dt_backend_ops dt_thread_ops =
+    EMUL_OPS("thread", dt_launch_threads, NULL, dt_fault_fail_rank);
 
-static dt_result emulated_recv(dt_call *call, int peer, void *buf, size_t bytes, dt_xfer *out)
-{
-    return dt_msg_irecv(call, peer, buf, bytes, 0, out);
-}
-
-const dt_backend_ops dt_emulation_ops = {
-    "emulation", dt_emulated_collective, emulated_send, emulated_recv, dt_msg_wait, dt_msg_done,
-    dt_msg_cancel, dt_choose_any,
-};
-
-dt_result dt_coll_run(dt_call *call, const dt_coll_args *a)
-{
-    return call->comm->rc->ops->collective(call, a);
-}
+/* Ranks are forked processes, or dtrun's programs (DT_SHM), over one
+ * segment; DT_FAULT's kill is a SIGKILL, as a crash. */
+const dt_backend_ops dt_proc_ops = EMUL_OPS("proc", dt_launch_proc, dt_proc_started, dt_proc_kill);

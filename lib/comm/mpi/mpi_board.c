@@ -14,8 +14,6 @@
  * over from an earlier launch is dropped. */
 #include "mpi_backend.h"
 
-#ifdef DT_HAVE_MPI
-
 #include <math.h>
 #include <sched.h>
 #include <stdlib.h>
@@ -246,5 +244,3 @@ void dt_mpi_board_free(dt_mpi_launch *l)
     free(l->peer);
     l->peer = NULL;
 }
-
-#endif /* DT_HAVE_MPI */

@@ -10,8 +10,6 @@
  * "send" or, where it has no room, "keep them"; the ranks told to send do. */
 #include "mpi_backend.h"
 
-#ifdef DT_HAVE_MPI
-
 #include "../launch.h"
 
 #include <sched.h>
@@ -115,5 +113,3 @@ dt_result dt_mpi_trace(dt_mpi_launch *l, int n, const char *path, dt_trace_ev *e
     MPI_Isend(ev, (int)(sizeof *ev * nev), MPI_BYTE, 0, DT_MPI_TAG_TRACE, l->ctl, &reqs[0]);
     return trace_wait(l, reqs, 1, "sending rank 0 the events");
 }
-
-#endif /* DT_HAVE_MPI */
