@@ -72,13 +72,6 @@ static void resolve_algo(const dt_comm *c, dt_coll_args *a)
     a->shortcut = c->size > 1 && c->rc->job->fast && be->shortcut && be->shortcut(a->kind, bytes);
 }
 
-dt_result dt_coll_run(dt_call *call, const dt_coll_args *a)
-{
-    if (dt_call_job(call)->debug && call->comm->size > 1)
-        DT_TRY(dt_coll_debug_check(call, a));
-    return call->comm->rc->ops->collective(call, a);
-}
-
 static dt_result blocking(dt_comm *comm, dt_coll_args *a)
 {
     DT_TRY(dt_comm_poisoned(comm));
