@@ -354,6 +354,12 @@ test-mpi-netns: $(MPI_GRADE)
 	  else tests/mpi/netns.sh test $(MPI_GRADE); fi
 
 # The project's own suite: see tests/grader/suite.sh.
+# lib/'s include graph between layers and the call circles between its
+# files, read from the code (tools/deps-graph.sh); make test checks them
+# against docs/design.md (tests/tools/check-deps.sh).
+deps-graph: $(LIBDT)
+	@tools/deps-graph.sh --build $(BUILD)
+
 test:
 	@env -u MAKEFLAGS -u MAKELEVEL -u MFLAGS BUILD=$(BUILD) SAN=$(SAN) WERROR="$(WERROR)" \
 	  CC="$(CC)" MAKE="$(MAKE)" MPI_BUILT="$(if $(MPICC_OK),yes)" tests/grader/suite.sh
@@ -444,6 +450,7 @@ help:
 	@echo "  make bench           the benchmark table: libdt beside OpenMPI and PyTorch (ROUNDS=N)"
 	@echo "  make bench-NAME      one detailed benchmark, bench/NAME.sh: $(BENCH_NAMES)"
 	@echo "  make gpu             compile-only check of the CUDA/NCCL code (needs nvcc)"
+	@echo "  make deps-graph      lib/'s include graph between layers and its call circles"
 	@echo "  make deps            install the Debian/Ubuntu packages (apt-get)"
 	@echo "  make clean           remove $(BUILD)/"
 	@echo "  make help            this list"
@@ -471,7 +478,7 @@ endif
 clean:
 	rm -rf $(BUILD)
 
-.PHONY: all lab-bins headers run run-lab check stress unit test test-mpi test-mpi-netns bench bench-progs dist-student gradescope gpu deps clean help
+.PHONY: all lab-bins headers run run-lab check stress unit test test-mpi test-mpi-netns deps-graph bench bench-progs dist-student gradescope gpu deps clean help
 .DELETE_ON_ERROR:
 # Objects between a source and a program are kept (make would delete them
 # as intermediate files, and rebuild them next time).
