@@ -10,7 +10,7 @@
 #                                  DT_MPI_*, MPI_*, <mpi.h>
 #   nccl          lib/comm/nccl/   DT_BACKEND_NCCL, DT_HAVE_NCCL, dt_nccl_*,
 #                                  nccl*, <nccl.h>
-# and a backend value is compared (backend == ..., != ...) nowhere else.
+# and nothing else chooses by a backend value (backend == ..., !=, switch).
 # dt/comm.h's enum, which names the backends a program may pick, is the
 # API, not a check. Each finding names the file and the line.
 #   tests/tools/check-seam.sh [BUILD]
@@ -54,8 +54,9 @@ found=$(find lib -name '*.[ch]' | sort | grep -vxF -e lib/comm/backend.c -e lib/
             report(f, "mpi (lib/comm/mpi/)")
         if (!nccl && match(line, /DT_BACKEND_NCCL|DT_HAVE_NCCL|dt_nccl_[A-Za-z0-9_]+|(^|[^A-Za-z0-9_])nccl[A-Za-z0-9_]*|<nccl\.h>/))
             report(f, "nccl (lib/comm/nccl/)")
-        if (!emul && !mpi && !nccl && match(line, /backend[ \t]*[!=]=|[!=]=[ \t]*[A-Za-z0-9_>.-]*backend([^A-Za-z0-9_]|$)/))
-            report(f, "a comparison of backends")
+        if (!emul && !mpi && !nccl &&
+            match(line, /backend[ \t]*[!=]=|[!=]=[ \t]*[A-Za-z0-9_>.-]*backend([^A-Za-z0-9_]|$)|switch[ \t]*\(.*backend/))
+            report(f, "a choice by backend")
     }
     function report(f, what,   name) {
         name = substr(line, RSTART, RLENGTH)
