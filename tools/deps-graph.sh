@@ -148,7 +148,7 @@ if [ -n "$calls" ]; then echo "$calls" | sed 's/^/  /'; else echo "  none"; fi
 
 pass=0
 fail=0
-verdict() { # ok what
+verdict() { # 0: the check passed
     if [ "$1" = 0 ]; then pass=$((pass + 1)); else fail=$((fail + 1)); fi
 }
 

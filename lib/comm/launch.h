@@ -19,7 +19,7 @@ typedef struct {
     int nfaults;
     double spin_us;   /* < 0: the default (SPIN_DEFAULT_US when ranks <= cores) */
     int bind;
-    size_t arena_mb;  /* 0: the default (see proc.c) */
+    size_t arena_mb;  /* 0: the default (see emul/segment.c) */
     char job_id[DT_JOB_ID_MAX + 1]; /* "" when unset */
 } dt_resolved;
 
