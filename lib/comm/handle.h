@@ -2,8 +2,8 @@
  * (not a public header).
  *
  *   dt_comm_shared (one per communicator group, shared memory)
- *     +- port[member]: the member's inbox of posted sends and receives
  *     +- rec[lane][parity]: the barrier-exchange's records, one per member
+ *     +- be: the backend's part (the emulation's ports, one per member)
  *   dt_rank_ctx (one per rank, private): modeled clock, faults, trace
  *   dt_comm (one per rank and communicator, private): the handle
  *   dt_call (one per call in progress on a lane): its clock, tags, stats
@@ -20,7 +20,6 @@
 #define DT_COMM_LIVE 0x636f6d6dU  /* "comm" */
 #define DT_COMM_FREED 0x66726565U /* "free" */
 
-struct dt_port;
 struct dt_rec;
 
 typedef struct dt_comm_shared {
@@ -28,11 +27,10 @@ typedef struct dt_comm_shared {
     int size;
     _Atomic int refs;          /* members still holding it */
     int *world;                /* [size] world rank of each member */
-    struct dt_port *port;      /* [size] */
     struct dt_rec *rec[DT_LANES][2]; /* [size] each: the barrier-exchange (sync.c) */
     _Atomic int poison;        /* DT_POISON_*: the members called different things */
     char poison_why[360];      /* the first rank's message, once DT_POISON_SET */
-    void *mpi;                 /* the mpi backend's dt_mpi_group (mpi.h), else NULL */
+    void *be;                  /* the backend's part (its group_init, group_free) */
 } dt_comm_shared;
 
 enum { DT_POISON_NONE = 0, DT_POISON_WRITING, DT_POISON_SET };

@@ -41,16 +41,12 @@
  *  - A communicator belongs to one rank: its calls are made by that rank's
  *    thread (or the threads it starts, one call at a time).
  *
- * Backends: DT_BACKEND_THREAD (ranks are threads of one process, the
- * default), DT_BACKEND_PROC (ranks are forked processes sharing one POSIX
- * shared-memory arena per job) and DT_BACKEND_MPI (ranks are the processes
- * of an MPI job started by mpirun; built when mpicc is found), running the
- * same algorithms with the same modeled clock, stats and bits (mpi over MPI
- * point-to-point messages, without the shared-memory shortcuts: docs/
- * design.md, docs/cluster.md). DT_BACKEND_NCCL is reserved. The proc
- * backend moves large messages with process_vm_readv/writev; where the
- * system forbids it (no CAP_SYS_PTRACE), those calls say so
- * (DT_ERR_UNSUPPORTED).
+ * Backends (dt_backend below) run the same algorithms with the same
+ * modeled clock, stats and bits; docs/design.md draws the seam behind them
+ * and what each does differently (docs/cluster.md: mpi on several
+ * machines). The proc backend moves large messages
+ * with process_vm_readv/writev; where the system forbids it (no
+ * CAP_SYS_PTRACE), those calls say so (DT_ERR_UNSUPPORTED).
  */
 #ifndef DT_COMM_H
 #define DT_COMM_H
@@ -83,7 +79,9 @@ typedef enum {
 typedef enum {
     DT_BACKEND_THREAD = 0, /* ranks are pthreads of one process */
     DT_BACKEND_PROC,       /* ranks are fork()ed processes over POSIX shm */
-    DT_BACKEND_MPI,        /* ranks are the processes of mpirun's job */
+    DT_BACKEND_MPI,        /* ranks are the processes of mpirun's job, over
+                              MPI messages, without the shared-memory
+                              shortcuts (built where mpicc is found) */
     DT_BACKEND_NCCL,       /* reserved: one rank per GPU */
     DT_NUM_BACKENDS
 } dt_backend;

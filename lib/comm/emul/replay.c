@@ -11,7 +11,7 @@
  * same bits as the reference's. The cost is O(n) per step for each rank. */
 #include "replay.h"
 
-#include "algo.h"
+#include "../algo.h"
 
 #include <stdlib.h>
 

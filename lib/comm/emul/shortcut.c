@@ -32,13 +32,13 @@
  * DT_ERR_MISMATCH on every rank and nothing is written out of bounds. */
 #include "shortcut.h"
 
-#include "algo.h"
+#include "../algo.h"
 #include "copy.h"
-#include "diag.h"
-#include "reduce.h"
+#include "../diag.h"
+#include "../reduce.h"
 #include "replay.h"
-#include "shm.h"
-#include "stats.h"
+#include "../shm.h"
+#include "../stats.h"
 
 
 #include <math.h>

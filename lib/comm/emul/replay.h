@@ -7,7 +7,7 @@
 #ifndef DT_COMM_REPLAY_H
 #define DT_COMM_REPLAY_H
 
-#include "sync.h"
+#include "../sync.h"
 
 /* One rank's timeline (its clock and ports) and its traffic, after the
  * replay. */
