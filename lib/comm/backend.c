@@ -30,6 +30,23 @@ dt_result dt_backend_unavailable(dt_backend b)
                    b == DT_BACKEND_MPI ? " (this libdt was built without MPI)" : "");
 }
 
+/* mpi's processes are mpirun's: a program that starts its own ranks, or
+ * one that mpirun did not start, cannot take it. */
+dt_result dt_backend_usable(dt_backend b, int own_ranks)
+{
+    if (b == DT_BACKEND_MPI && own_ranks)
+        return dt_fail(DT_ERR_UNSUPPORTED, "this program runs its ranks as threads or processes "
+                       "(thread, proc)");
+    if (b == DT_BACKEND_MPI && !dt_started_by_mpirun(&(int){0}, &(int){0}))
+        return dt_fail(DT_ERR_UNSUPPORTED, "not available outside an MPI job (mpirun -np N "
+                       "PROGRAM ...)");
+    if (!dt_backend_of(b))
+        return dt_fail(DT_ERR_UNSUPPORTED, "not available here (thread, proc%s)%s",
+                       own_ranks ? "" : "; mpi under mpirun",
+                       b == DT_BACKEND_MPI ? ": this libdt was built without MPI" : "");
+    return DT_OK;
+}
+
 int dt_started_by_mpirun(int *rank, int *size)
 {
     const char *pairs[][2] = {{"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"},

@@ -125,6 +125,12 @@ const char *dt_redop_name(dt_redop op);
 dt_result dt_algo_parse(const char *name, dt_algo *out);
 dt_result dt_backend_parse(const char *name, dt_backend *out);
 
+/* Whether a program can run its job on backend b here: DT_OK, else
+ * DT_ERR_UNSUPPORTED saying why (not built in; mpi outside mpirun's job).
+ * own_ranks: the program starts its ranks as threads or processes itself,
+ * so a backend whose processes another launcher starts is refused too. */
+dt_result dt_backend_usable(dt_backend b, int own_ranks);
+
 /* ---------------------------------------------------------------- launch */
 
 typedef struct {
