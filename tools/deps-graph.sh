@@ -3,8 +3,9 @@
 #
 #   layers    for each layer of lib/ (in docs/design.md's order, lowest
 #             first), the layers it includes: #include "dt/X.h" in its
-#             files and in its public header, and relative includes that
-#             reach another layer's folder
+#             files and in its public headers (dt/tp.h is nn's: a header
+#             not named after a layer says whose it is), and relative
+#             includes that reach another layer's folder
 #   backends  the same between a layer and its backends' folders
 #             (lib/comm/emul/, lib/comm/mpi/)
 #   circles   the call circles between files of lib/: a file calls another
@@ -52,10 +53,29 @@ layers=$(ls -d lib/*/ | sed 's|lib/||; s|/$||' | grep -vx include)
 
 # ---------------------------------------------------------------- includes
 
+# The layer of each public header, "X=LAYER": dt/X.h is layer X's, or,
+# where no layer is named X, the layer its opening comment names ("Part
+# of the nn layer": dt/tp.h); dt/dt.h, which includes them all, is none.
+header_layers() {
+    local h x l
+    for h in lib/include/dt/*.h; do
+        x=$(basename "$h" .h)
+        l=$x
+        if [ ! -d "lib/$x" ]; then
+            l=$(head -20 "$h" | grep -m1 -oE 'Part of the [a-z]+ layer' | awk '{ print $4 }')
+            [ -n "$l" ] || l=$x
+        fi
+        echo "$x=$l"
+    done | paste -sd' ' -
+}
+
 # One line per include: FILE LINE FROM_FOLDER TO_FOLDER (folders below
-# lib/: "comm", "comm/emul"; a public header dt/X.h counts as folder X).
+# lib/: "comm", "comm/emul"; a public header dt/X.h counts as its layer's
+# folder, header_layers).
 includes() {
-    find lib -name '*.[ch]' | sort | xargs awk '
+    find lib -name '*.[ch]' | sort | xargs awk -v hl="$(header_layers)" '
+            BEGIN { n = split(hl, p, " "); for (i = 1; i <= n; i++) { split(p[i], kv, "="); hdr[kv[1]] = kv[2] } }
+            function layer(x) { return (x in hdr) ? hdr[x] : x }
             function folder(p,   n, a, i, out, k) {  # lib/comm/emul/x.c -> comm/emul
                 n = split(p, a, "/"); out = ""; k = 0
                 for (i = 1; i < n; i++) {
@@ -70,8 +90,8 @@ includes() {
                 f = FILENAME
                 inc = $0; sub(/^[^"]*"/, "", inc); sub(/".*/, "", inc)
                 from = folder(f)
-                if (from == "include/dt") { from = f; sub(/.*\//, "", from); sub(/\.h$/, "", from) }
-                if (inc ~ /^dt\//) { to = inc; sub(/^dt\//, "", to); sub(/\.h$/, "", to) }
+                if (from == "include/dt") { from = f; sub(/.*\//, "", from); sub(/\.h$/, "", from); from = layer(from) }
+                if (inc ~ /^dt\//) { to = inc; sub(/^dt\//, "", to); sub(/\.h$/, "", to); to = layer(to) }
                 else { dir = f; sub(/[^\/]*$/, "", dir); to = folder(dir inc) }
                 print f, FNR, from, to
             }'
