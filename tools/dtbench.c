@@ -337,7 +337,8 @@ static int parse_option(const char *a, const char *v, bench *b, dt_launch_opts *
     } else if (!strcmp(a, "--check")) {
         return parse_int(a, v, 0, 1, &b->check);
     } else if (!strcmp(a, "--net")) {
-        if (dt_net_parse(v, NULL, NULL) != DT_OK)
+        dt_net_topo topo;
+        if (dt_net_topo_parse(v, &topo) != DT_OK)
             return bad("--net: %s", dt_last_error());
         o->net = v;
     } else if (!strcmp(a, "--backend")) {

@@ -35,7 +35,8 @@ static void usage(FILE *out)
             "usage: dtrun -n N [--backend proc] [--net NET] [--timeout S] [--algo A]\n"
             "             [--debug] [--trace FILE] [--fault SPEC] prog [args...]\n"
             "  -n N  (also -np, --nproc-per-node) ranks, 1 .. %d\n"
-            "  NET:  none, nvlink, pcie4, ib100, ib400, eth10, eth100, or alpha=2us,bw=10GB/s\n"
+            "  NET:  none, nvlink, pcie4, ib100, ib400, eth10, eth100, or alpha=2us,bw=10GB/s;\n"
+            "        a topology: dgx-a100, dgx-h100, laptop, nodes=2,per_node=4,intra=nvlink,...\n"
             "  S:    seconds each blocking wait may take, 0.001 .. 1e6 (default 30)\n"
             "  A:    auto, ring, tree, direct\n"
             "  SPEC: kill:rank=2:at=allreduce#5 or delay:rank=1:ms=20 (';' between several)\n",
@@ -101,7 +102,8 @@ static int parse_args(int argc, char **argv, dt_launch_opts *o, int *prog)
                 return bad("--backend '%s': a program's ranks are processes: only proc (for "
                            "thread ranks, call dt_launch from the program)", v);
         } else if (!strcmp(a, "--net")) {
-            if (dt_net_parse(v, NULL, NULL) != DT_OK)
+            dt_net_topo topo;
+            if (dt_net_topo_parse(v, &topo) != DT_OK)
                 return refused(a);
             o->net = v;
         } else if (!strcmp(a, "--timeout")) {

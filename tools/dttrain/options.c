@@ -45,8 +45,10 @@ static void usage(FILE *f)
             "  --ranks N        ranks (default 1; 4 with --showcase)\n"
             "  --backend B      thread | proc | mpi (under mpirun -np RANKS; default thread)\n"
             "  --net NET        modeled network: none | nvlink | pcie4 | ib100 | ib400 |\n"
-            "                   eth10 | eth100 | alpha=2us,bw=10GB/s (default none;\n"
-            "                   ib100 with --showcase)\n"
+            "                   eth10 | eth100 | alpha=2us,bw=10GB/s, or a topology:\n"
+            "                   dgx-a100 | dgx-h100 | laptop | nodes=2,per_node=4,\n"
+            "                   intra=nvlink,inter=ib100 (default none; ib100 with\n"
+            "                   --showcase)\n"
             "  --showcase       train on 1 rank with the global batch, then on --ranks\n"
             "                   ranks, and compare them (what `make run` does; its\n"
             "                   model: " SHOWCASE_MODEL " unless --model)\n"
@@ -157,7 +159,7 @@ static int one_of(const char *opt, const char *v, const char *a, const char *b, 
 static int check(options *o)
 {
     dt_backend be;
-    double alpha, beta;
+    dt_net_topo topo;
     if (one_of("--data", o->data, "digits", "synthetic", "spirals") ||
         one_of("--optim", o->optim, "sgd", "adamw", NULL))
         return 2;
@@ -168,7 +170,7 @@ static int check(options *o)
         !getenv("PMI_SIZE"))
         return fprintf(stderr, "dttrain: --backend mpi: expected thread or proc outside an MPI "
                        "job (mpirun -np RANKS dttrain --backend mpi ...)\n"), 2;
-    if (o->net && dt_net_parse(o->net, &alpha, &beta) != DT_OK)
+    if (o->net && dt_net_topo_parse(o->net, &topo) != DT_OK)
         return fprintf(stderr, "dttrain: --net %s: %s\n", o->net, dt_last_error()), 2;
     dt_model m;
     if (dt_model_create_spec(&m, o->model, 1) != DT_OK)
