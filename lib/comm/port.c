@@ -350,8 +350,8 @@ static dt_result received(dt_call *call, dt_msg *m, int *src)
     if (atomic_load_explicit(&m->state, memory_order_acquire) != DT_MSG_DONE)
         return dt_msg_mismatch(call, m->got_src, m->bytes, m->got_sig, m->got_count,
                                m->got_bytes, 0);
-    advance(call, dt_net_arrive(call_link(call, m->got_src), call->ports, m->got_depart, m->posted,
-                                (double)m->got_bytes));
+    advance(call, dt_net_arrive(call_link(call, m->got_src), call->ports, m->got_depart,
+                                m->posted, (double)m->got_bytes));
     dt_call_traffic(call, 0, m->got_bytes, 1);
     if (src)
         *src = m->got_src;
@@ -379,7 +379,8 @@ dt_result dt_msg_wait(dt_call *call, dt_xfer *x, int *src)
         r = dt_msg_mismatch(call, m->port_rank, m->bytes, m->got_sig, m->got_count,
                             m->got_bytes, 1);
     else
-        advance(call, dt_net_sent(call_link(call, m->port_rank), m->depart, m->got_posted, (double)m->bytes));
+        advance(call, dt_net_sent(call_link(call, m->port_rank), m->depart, m->got_posted,
+                                  (double)m->bytes));
     dt_shm_free(dt_call_job(call), m);
     return r;
 }

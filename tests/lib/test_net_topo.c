@@ -353,12 +353,12 @@ TEST_T(comm_topo_groups_priced_by_their_links, 3, 120)
     /* recursive doubling (tiny, tree): the node's group costs its rounds on NVLink */
     for (int r = 0; r < 8; r++)
         EXPECT_NEAR(a[r].tp_tiny, dt_net_recursive_doubling_allreduce(&t.intra, 16, 4), 1e-9);
-    /* across nodes, rounds 1 and 2 stay inside a node, round 3 crosses: less
-     * than three rounds of InfiniBand (the closed form on the slowest link,
-     * an upper bound for a tree), more than three of NVLink */
+    /* across nodes, rounds 1 and 2 stay inside a node and round 3 crosses:
+     * two rounds of NVLink and one of InfiniBand, less than the closed form
+     * on the slowest link (three of InfiniBand: for a tree, a bound) */
     double rd = max_over(a, offsetof(topo_out, world_tiny));
-    EXPECT_NEAR(rd, 2 * dt_net_p2p(&t.intra, 16) + dt_net_p2p(&t.inter, 16) + 3 * 16 * t.inter.gamma,
-                1e-9);
+    EXPECT_NEAR(rd, 2 * dt_net_p2p(&t.intra, 16) + dt_net_p2p(&t.inter, 16) +
+                        3 * 16 * t.inter.gamma, 1e-9);
     EXPECT(rd < dt_net_recursive_doubling_allreduce(&t.inter, 16, 8), "tree: an upper bound");
 }
 
