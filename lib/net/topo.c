@@ -203,8 +203,8 @@ dt_result dt_net_topo_parse(const char *spec, dt_net_topo *topo)
         if (r == DT_OK)
             *topo = (dt_net_topo){0, 0, l, l};
         else if (!strchr(spec, '=')) /* a name: it may have meant a topology */
-            dt_fail(r, "unknown network '%s': a link (" DT_NET_LINK_PRESETS ", or "
-                    "alpha=2us,bw=10GB/s) or a topology (" DT_NET_TOPO_PRESETS ", or "
+            dt_fail(r, "unknown network preset '%s' (links: " DT_NET_LINK_PRESETS "; "
+                    "topologies: " DT_NET_TOPO_PRESETS "; or alpha=2us,bw=10GB/s, or "
                     "nodes=2,per_node=4,intra=nvlink,inter=ib100)", spec);
         return r;
     }
