@@ -260,8 +260,8 @@ dt_result dt_net_topo_check(const dt_net_topo *t, int nranks)
     if (nranks < 1)
         return dt_fail(DT_ERR_INVALID_ARG, "dt_net_topo_check: nranks = %d", nranks);
     if (t->per_node > 0 && t->nodes > 0 && (long)nranks > (long)t->nodes * t->per_node)
-        return dt_fail(DT_ERR_INVALID_ARG, "the network has %d nodes of %d ranks (%ld ranks), "
-                       "the job %d ranks", t->nodes, t->per_node,
+        return dt_fail(DT_ERR_INVALID_ARG, "the network has %d node%s of %d ranks (%ld ranks), "
+                       "the job %d ranks", t->nodes, t->nodes == 1 ? "" : "s", t->per_node,
                        (long)t->nodes * t->per_node, nranks);
     return DT_OK;
 }
