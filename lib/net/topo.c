@@ -13,16 +13,18 @@
 /* Each preset is a string of this same language, over the link presets of
  * link.c. Sources:
  *   DGX A100: 8 A100 GPUs joined by six NVSwitches, 600 GB/s GPU to GPU
- *     (both ways: 300 GB/s a way, 12 NVLink 3 links x 25 GB/s); eight
- *     single-port ConnectX-6 HDR 200 Gb/s InfiniBand adapters for the
- *     compute fabric, one per GPU (NVIDIA DGX A100 User Guide,
- *     DU-09821-001, component specifications; NVIDIA's developer blog
- *     "Defining AI Innovation with NVIDIA DGX A100", 2020).
+ *     both ways (300 GB/s a way: 12 NVLink 3 links; NVIDIA's A100
+ *     architecture white paper, and www.nvidia.com/data-center/nvlink);
+ *     eight single-port ConnectX-6 adapters, HDR InfiniBand at 200 Gb/s,
+ *     for the compute fabric, one per GPU (NVIDIA DGX A100 User Guide,
+ *     DU-09821-001, 1.1.1 component specifications; NVIDIA's announcement
+ *     of May 2020: eight Mellanox adapters at 200 Gb/s).
  *   DGX H100: 8 H100 GPUs, four NVSwitches, NVLink 4 at 900 GB/s both ways
- *     per GPU (NVIDIA Hopper architecture page; "Introducing NVIDIA HGX
- *     H100", NVIDIA developer blog, 2022); four OSFP ports serving eight
- *     single-port ConnectX-7 adapters, up to 400 Gb/s InfiniBand (NDR)
- *     each (NVIDIA DGX BasePOD reference architecture, core components).
+ *     per GPU (www.nvidia.com/technologies/hopper-architecture; "Introducing
+ *     NVIDIA HGX H100", NVIDIA developer blog, 2022); "four OSFP ports
+ *     serving eight single-port NVIDIA ConnectX-7 VPI, up to 400 Gb/s
+ *     InfiniBand" (docs.nvidia.com, DGX BasePOD reference architecture,
+ *     core components).
  *   laptop: 8 ranks sharing one laptop's memory (link.c, "shm"); a second
  *     laptop over gigabit Ethernet ("eth1").
  * One adapter per GPU ("rail-optimized") makes a rank's inter-node link
