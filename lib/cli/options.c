@@ -190,9 +190,11 @@ static dt_result set_value(const dt_opt *o, const char *as, const char *v)
         *(const char **)o->value = v;
         return DT_OK;
     }
-    case DT_OPT_NET: {
+    case DT_OPT_NET:
+    case DT_OPT_TOPO: {
         dt_net link;
-        if (dt_net_link(v, &link) != DT_OK)
+        dt_net_topo topo;
+        if ((o->kind == DT_OPT_NET ? dt_net_link(v, &link) : dt_net_topo_parse(v, &topo)) != DT_OK)
             return quoting(as, v);
         *(const char **)o->value = v;
         return DT_OK;

@@ -382,7 +382,7 @@ dt_result dt_alg_alltoall(dt_call *call, const dt_coll_args *a)
 /* ---------------------------------------------------------------- barrier */
 
 /* The barrier-exchange, priced as a dissemination barrier: ceil(log2 N)
- * rounds of alpha. */
+ * rounds of alpha, the communicator's (its slowest link's). */
 dt_result dt_alg_barrier(dt_call *call)
 {
     dt_comm *c = call->comm;
@@ -395,7 +395,7 @@ dt_result dt_alg_barrier(dt_call *call)
     int rounds = 0;
     while ((1 << rounds) < n)
         rounds++;
-    call->t = dt_sync_max_clock(all, n) + rounds * c->rc->job->net.alpha;
+    call->t = dt_sync_max_clock(all, n) + rounds * c->link.alpha;
     dt_call_traffic(call, 1, 0, (uint64_t)rounds);
     dt_call_traffic(call, 0, 0, (uint64_t)rounds);
     return DT_OK;

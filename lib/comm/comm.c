@@ -68,6 +68,8 @@ void dt_comm_shared_unref(dt_job *job, dt_comm_shared *sh)
 
 dt_result dt_comm_make(dt_rank_ctx *rc, dt_comm_shared *sh, int rank, dt_comm **out)
 {
+    dt_net link; /* the group's: a split inherits the links its members span */
+    DT_TRY(dt_net_group_link(&rc->job->net, sh->world, sh->size, &link));
     dt_comm *c = calloc(1, sizeof *c);
     uint32_t *counts = calloc(2 * (size_t)sh->size, sizeof *counts);
     if (!c || !counts) {
@@ -83,6 +85,7 @@ dt_result dt_comm_make(dt_rank_ctx *rc, dt_comm_shared *sh, int rank, dt_comm **
     c->rank = rank;
     c->size = sh->size;
     c->algo = rc->job->algo;
+    c->link = link;
     pthread_mutex_init(&c->stats_lock, NULL);
     atomic_store(&c->magic, DT_COMM_LIVE);
     c->next_of_rank = rc->comms;

@@ -67,6 +67,9 @@ struct dt_comm {
     dt_comm_shared *sh;
     int rank, size;
     dt_algo algo;
+    dt_net link;            /* the slowest link between two members
+                               (dt_net_group_link): what dt_comm_link gives,
+                               the barrier's rounds and a combine's gamma */
     long seq;               /* collectives issued on this comm (lane 0 counts) */
     long p2p_seq;           /* blocking p2p calls, for the timeout report */
     uint32_t *sent_to;      /* [size] user messages sent to each rank ... */
@@ -110,6 +113,13 @@ typedef struct {
 void dt_call_init(dt_call *call, dt_comm *comm, int lane, int kind, long seq, int counted);
 
 static inline dt_job *dt_call_job(const dt_call *call) { return call->comm->rc->job; }
+
+/* The link a message between members a and b of comm crosses: the intra-
+ * or inter-node link of the job's topology, by their world ranks. */
+static inline const dt_net *dt_comm_pair_link(const dt_comm *c, int a, int b)
+{
+    return dt_net_topo_pair(&c->rc->job->net, c->sh->world[a], c->sh->world[b]);
+}
 
 /* Validates a handle: DT_ERR_INVALID_ARG for NULL, DT_ERR_STATE after free. */
 dt_result dt_comm_check(const dt_comm *comm, const char *fn);

@@ -70,8 +70,8 @@ static dt_result read_env(dt_launch_opts *o, dt_resolved *k)
     const char *net = dt_env_str("DT_NET", NULL), *algo = dt_env_str("DT_ALGO", NULL);
     const char *fault = dt_env_str("DT_FAULT", NULL);
     if (!o->net && net) {
-        dt_net link;
-        if (dt_net_link(net, &link) != DT_OK)
+        dt_net_topo topo;
+        if (dt_net_topo_parse(net, &topo) != DT_OK)
             return named("DT_NET", DT_ERR_INVALID_ARG);
         o->net = net;
     }
@@ -168,8 +168,13 @@ dt_result dt_opts_resolve(const dt_launch_opts *in, dt_resolved *out)
                        "both or neither, and %d blocks of at most %zu bytes in all",
                        o->out ? "set" : "NULL", o->out_bytes, o->nranks, (size_t)OUT_MAX_BYTES);
     DT_TRY(read_env(o, out)); /* what came from there is checked there, by name */
-    if (dt_net_link(o->net, &out->net) != DT_OK)
+    if (dt_net_topo_parse(o->net, &out->net) != DT_OK)
         return named("dt_launch: net", DT_ERR_INVALID_ARG);
+    if (dt_net_topo_check(&out->net, o->nranks) != DT_OK) { /* the ranks must fit its nodes */
+        char what[200];
+        snprintf(what, sizeof what, "dt_launch: net '%.160s'", o->net);
+        return named(what, DT_ERR_INVALID_ARG);
+    }
     if (dt_fault_parse(o->fault, out->faults, DT_MAX_FAULTS, &out->nfaults) != DT_OK)
         return named("dt_launch: fault", DT_ERR_INVALID_ARG);
     return DT_OK;

@@ -14,7 +14,7 @@
  * DT_JOB_ID), checked. */
 typedef struct {
     dt_launch_opts o;
-    dt_net net;
+    dt_net_topo net;
     dt_fault faults[DT_MAX_FAULTS];
     int nfaults;
     double spin_us;   /* < 0: the default (SPIN_DEFAULT_US when ranks <= cores) */

@@ -101,7 +101,11 @@ static int list_remove(dt_msg **head, dt_msg **tail, dt_msg *m)
 
 /* ---------------------------------------------------------------- posting */
 
-static const dt_net *call_net(const dt_call *call) { return &dt_call_job(call)->net; }
+/* The link between the caller and peer: THE RULE's figures are the pair's. */
+static const dt_net *call_link(const dt_call *call, int peer)
+{
+    return dt_comm_pair_link(call->comm, call->comm->rank, peer);
+}
 
 static dt_msg *msg_new(dt_job *job, dt_msg_dir dir, size_t extra)
 {
@@ -166,7 +170,7 @@ dt_result dt_port_isend(dt_call *call, int peer, const void *buf, size_t bytes, 
     m->bytes = bytes;
     m->sig = call->sig;
     m->count = call->count;
-    double depart = dt_net_depart(call_net(call), call->ports, call->t, (double)bytes);
+    double depart = dt_net_depart(call_link(call, peer), call->ports, call->t, (double)bytes);
     m->depart = depart;
     /* eager data lies in shared memory, and so may the sender's buffer */
     m->pid = eager ? 0 : dt_owner_pid(job, c->rc->pid, buf, bytes);
@@ -191,7 +195,7 @@ dt_result dt_port_isend(dt_call *call, int peer, const void *buf, size_t bytes, 
     }
     /* Complete now: an eager message belongs to the port from here on (its
      * receiver may have freed it already). */
-    out->done = dt_net_sent(call_net(call), depart, r ? r->posted : 0, (double)bytes);
+    out->done = dt_net_sent(call_link(call, peer), depart, r ? r->posted : 0, (double)bytes);
     if (!r)
         return DT_OK;
     dt_result res = fill_waiting_recv(call, m, r, peer);
@@ -318,8 +322,8 @@ static dt_result received(dt_call *call, dt_msg *m, int *src)
     if (atomic_load_explicit(&m->state, memory_order_acquire) != DT_MSG_DONE)
         return dt_msg_mismatch(call, m->got_src, m->bytes, m->got_sig, m->got_count,
                                m->got_bytes, 0);
-    advance(call, dt_net_arrive(call_net(call), call->ports, m->got_depart, m->posted,
-                                (double)m->got_bytes));
+    advance(call, dt_net_arrive(call_link(call, m->got_src), call->ports, m->got_depart,
+                                m->posted, (double)m->got_bytes));
     dt_call_traffic(call, 0, m->got_bytes, 1);
     if (src)
         *src = m->got_src;
@@ -345,7 +349,8 @@ dt_result dt_port_wait(dt_call *call, dt_xfer *x, int *src)
         r = dt_msg_mismatch(call, m->port_rank, m->bytes, m->got_sig, m->got_count,
                             m->got_bytes, 1);
     else
-        advance(call, dt_net_sent(call_net(call), m->depart, m->got_posted, (double)m->bytes));
+        advance(call, dt_net_sent(call_link(call, m->port_rank), m->depart, m->got_posted,
+                                  (double)m->bytes));
     dt_shm_free(dt_call_job(call), m);
     return r;
 }

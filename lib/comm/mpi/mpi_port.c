@@ -70,7 +70,11 @@ struct mpi_msg {
 
 static dt_mpi_group *group_of(const dt_call *call) { return call->comm->sh->be; }
 
-static const dt_net *call_net(const dt_call *call) { return &dt_call_job(call)->net; }
+/* The link between the caller and peer: THE RULE's figures are the pair's. */
+static const dt_net *call_link(const dt_call *call, int peer)
+{
+    return dt_comm_pair_link(call->comm, call->comm->rank, peer);
+}
 
 /* The MPI tag of a dt tag on a channel: [chan 3][kind+1 4][seq 8][step 16]. */
 static int wire_tag(int chan, uint64_t tag)
@@ -183,7 +187,7 @@ dt_result dt_mpi_isend(dt_call *call, int peer, const void *buf, size_t bytes, u
         dt_mpi_count_send(l, call->comm, peer);
         dt_mpi_serve(l);
     }
-    x->m.depart = dt_net_depart(call_net(call), call->ports, call->t, (double)bytes);
+    x->m.depart = dt_net_depart(call_link(call, peer), call->ports, call->t, (double)bytes);
     x->hdr = (dt_wire_hdr){x->m.depart, bytes, call->count, call->sig, 0};
     int rc;
     if (!x->rendezvous) {
@@ -355,7 +359,7 @@ static dt_result wait_recv(dt_call *call, mpi_msg *x, int *src)
                                x->hdr.bytes, 0);
     }
     DT_TRY(dt_mpi_poll(call, l, &x->req[1], 1, "the ack of a message from", peer));
-    double t = dt_net_arrive(call_net(call), call->ports, x->hdr.depart, x->m.posted,
+    double t = dt_net_arrive(call_link(call, peer), call->ports, x->hdr.depart, x->m.posted,
                              (double)x->hdr.bytes);
     if (t > call->t)
         call->t = t;
@@ -378,7 +382,7 @@ static dt_result wait_send(dt_call *call, mpi_msg *x)
         posted = x->ack.depart;
     }
     DT_TRY(dt_mpi_poll(call, l, x->req, 1, "a send to", peer));
-    double t = dt_net_sent(call_net(call), x->m.depart, posted, (double)x->m.bytes);
+    double t = dt_net_sent(call_link(call, peer), x->m.depart, posted, (double)x->m.bytes);
     if (t > call->t)
         call->t = t;
     return DT_OK;

@@ -136,10 +136,10 @@ dt_result dt_backend_usable(dt_backend b, int own_ranks);
 typedef struct {
     int nranks;            /* ranks to start: 1 .. DT_MAX_RANKS (default 1) */
     dt_backend backend;    /* default: env DT_BACKEND, else thread */
-    const char *net;       /* network model: a preset name ("eth10") or
-                              "alpha=2us,bw=10GB/s"; NULL: env DT_NET, else
-                              "none" (a zero-cost network; the strings of
-                              dt_net_link in dt/net.h, gamma= included) */
+    const char *net;       /* network model: one link ("eth10", "alpha=2us,
+                              bw=10GB/s") or a topology ("dgx-h100"), as
+                              dt_net_topo_parse (dt/net.h) reads it; NULL:
+                              env DT_NET, else "none" (a zero-cost network) */
     double timeout_s;      /* deadline of each blocking wait, 0.001 .. 1e6 s;
                               0: env DT_TIMEOUT, else 30 s */
     int debug;             /* 1: check that collectives match across ranks;
@@ -510,13 +510,18 @@ dt_result dt_compute_end(dt_comm *comm);
  * compute step priced as flops / device_flops_per_s. */
 dt_result dt_clock_advance(dt_comm *comm, double seconds);
 
-/* The network of comm's job (alpha in seconds, beta in bytes per second;
- * beta is INFINITY for "none"). */
+/* dt_comm_link's alpha (seconds) and beta (bytes/s; INFINITY for "none"). */
 dt_result dt_comm_net(const dt_comm *comm, double *alpha, double *beta);
 
-/* The whole link of comm's job, gamma included (dt/net.h's dt_net), for
- * pricing a collective with the network model exactly as the clock does. */
+/* The link of comm, gamma included, to price its collectives with dt/net.h
+ * as the clock does: its members' slowest (dt_net_group_link: inside one
+ * node the intra-node link, across nodes the inter-node one). */
 dt_result dt_comm_link(const dt_comm *comm, dt_net *out);
+
+/* The job's network (per_node 0: flat); the world rank of member rank (-1
+ * with the reason for a bad comm or rank). */
+dt_result dt_comm_topo(const dt_comm *comm, dt_net_topo *out);
+int dt_comm_world_rank(const dt_comm *comm, int rank);
 
 #ifdef __cplusplus
 }
