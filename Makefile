@@ -519,5 +519,5 @@ clean:
 # as intermediate files, and rebuild them next time).
 .SECONDARY:
 
--include $(wildcard $(BUILD)/obj/*/*.d $(BUILD)/obj/*/*/*.d $(BUILD)/obj/tools/*/*.d $(BUILD)/obj/tests/*/*/*.d $(IMPL_DIR)/obj/*/*.d \
+-include $(wildcard $(BUILD)/obj/*/*.d $(BUILD)/obj/*/*/*.d $(BUILD)/obj/lib/*/*/*.d $(BUILD)/obj/tools/*/*.d $(BUILD)/obj/tests/*/*/*.d $(IMPL_DIR)/obj/*/*.d \
                    $(IMPL_DIR)/obj/tests/tests/*/*.d)
