@@ -2,6 +2,8 @@
 #
 # Everything is found by its place, so adding a file needs no edit here:
 #   lib/<layer>/*.c           -> libdt.a
+#   lib/<layer>/<backend>/*.c -> libdt.a too: a backend's own folder
+#                             (lib/comm/emul/; lib/comm/mpi/ only with MPI)
 #   lib/include/dt/*.h        public headers: each must compile alone, and
 #                             dt/dt.h must include every other one
 #   tools/<name>.c            -> build/bin/<name>
@@ -94,12 +96,13 @@ ifeq ($(HAVE_OPENBLAS),1)
   LDLIBS := $(shell pkg-config --libs openblas) $(LDLIBS)
 endif
 
-# MPI is optional: with mpicc on the PATH (Open MPI or MPICH) and library code
-# that uses it (#ifdef DT_HAVE_MPI), libdt gets the mpi backend. MPI=0 turns
-# it off; it is off under sanitizers (the MPI libraries are not instrumented).
+# MPI is optional: with mpicc on the PATH (Open MPI or MPICH) and a backend
+# folder that uses it (lib/<layer>/mpi/), libdt gets the mpi backend. MPI=0
+# turns it off; it is off under sanitizers (the MPI libraries are not
+# instrumented).
 MPI ?= $(if $(SAN),0,auto)
 ifneq ($(MPI),0)
-  MPI_USERS := $(shell grep -l DT_HAVE_MPI lib/*/*.c 2>/dev/null)
+  MPI_USERS := $(wildcard lib/*/mpi/*.c)
   MPICC_OK  := $(if $(MPI_USERS),$(shell command -v mpicc 2>/dev/null))
   ifneq ($(MPICC_OK),)
     MPI_CFLAGS := $(shell mpicc --showme:compile 2>/dev/null || mpicc -compile_info 2>/dev/null | cut -d' ' -f2-)
@@ -140,7 +143,11 @@ endif
 # A program's link line: its objects and libraries, not the identity file.
 LINK = $(Q)$(CC) $(LDFLAGS) $(filter-out $(IDENTITY),$^) $(LDLIBS) -o $@
 
-LIB_SRCS   := $(sort $(wildcard lib/*/*.c))
+# A layer's files, and its backends' folders (lib/comm/emul/, lib/comm/mpi/):
+# an mpi/ folder is compiled only where MPI is (DT_HAVE_MPI).
+LIB_MPI_SRCS := $(wildcard lib/*/mpi/*.c)
+LIB_SRCS   := $(sort $(wildcard lib/*/*.c) $(filter-out $(LIB_MPI_SRCS),$(wildcard lib/*/*/*.c)) \
+                $(if $(MPICC_OK),$(LIB_MPI_SRCS)))
 LIB_OBJS   := $(LIB_SRCS:%.c=$(BUILD)/obj/%.o)
 LIBDT      := $(BUILD)/libdt.a
 
@@ -395,6 +402,12 @@ test-mpi-netns: $(MPI_GRADE)
 	  else tests/mpi/netns.sh test $(MPI_GRADE); fi
 
 # The project's own suite: see tests/grader/suite.sh.
+# lib/'s include graph between layers and the call circles between its
+# files, read from the code (tools/deps-graph.sh); make test checks them
+# against docs/design.md (tests/tools/check-deps.sh).
+deps-graph: $(LIBDT)
+	@tools/deps-graph.sh --build $(BUILD)
+
 test:
 	@env -u MAKEFLAGS -u MAKELEVEL -u MFLAGS BUILD=$(BUILD) SAN=$(SAN) WERROR="$(WERROR)" \
 	  CC="$(CC)" MAKE="$(MAKE)" MPI_BUILT="$(if $(MPICC_OK),yes)" tests/grader/suite.sh
@@ -494,6 +507,7 @@ help:
 	@echo "  make bench           the benchmark table: libdt beside OpenMPI and PyTorch (ROUNDS=N)"
 	@echo "  make bench-NAME      one detailed benchmark, bench/NAME.sh: $(BENCH_NAMES)"
 	@echo "  make gpu             compile-only check of the CUDA/NCCL code (needs nvcc)"
+	@echo "  make deps-graph      lib/'s include graph between layers and its call circles"
 	@echo "  make deps            install the Debian/Ubuntu packages (apt-get)"
 	@echo "  make clean           remove $(BUILD)/"
 	@echo "  make help            this list"
@@ -524,11 +538,11 @@ endif
 clean:
 	rm -rf $(BUILD)
 
-.PHONY: all lab-bins headers run run-lab check stress unit test test-kernels test-mpi test-mpi-netns bench bench-progs dist-student gradescope gpu deps clean help
+.PHONY: all lab-bins headers run run-lab check stress unit test test-kernels test-mpi test-mpi-netns deps-graph bench bench-progs dist-student gradescope gpu deps clean help
 .DELETE_ON_ERROR:
 # Objects between a source and a program are kept (make would delete them
 # as intermediate files, and rebuild them next time).
 .SECONDARY:
 
--include $(wildcard $(BUILD)/obj/*/*.d $(BUILD)/obj/*/*/*.d $(BUILD)/obj/tools/*/*.d $(BUILD)/obj/tests/*/*/*.d $(IMPL_DIR)/obj/*/*.d \
+-include $(wildcard $(BUILD)/obj/*/*.d $(BUILD)/obj/*/*/*.d $(BUILD)/obj/lib/*/*/*.d $(BUILD)/obj/tools/*/*.d $(BUILD)/obj/tests/*/*/*.d $(IMPL_DIR)/obj/*/*.d \
                    $(IMPL_DIR)/obj/tests/tests/*/*.d)

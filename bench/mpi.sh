@@ -1,6 +1,6 @@
 #!/bin/bash
 # mpi.sh - `make bench-mpi`: the mpi backend (libdt's own algorithms over
-# MPI point-to-point messages, lib/comm/mpi_port.c) against raw MPI at the
+# MPI point-to-point messages, lib/comm/mpi/mpi_port.c) against raw MPI at the
 # same sizes, and beside libdt's thread and proc backends.
 #
 # Each round runs, for every case (allreduce f32 sum, out of place, at 4 B,
@@ -50,7 +50,7 @@ iters() {
 algo() { [ "$(bench_bytes "$1")" -le 32768 ] && echo tree || echo ring; }
 
 # Open MPI's shared-memory transport without its single copy (CMA): the
-# path it takes for libdt's two-block messages (lib/comm/mpi_port.c)
+# path it takes for libdt's two-block messages (lib/comm/mpi/mpi_port.c)
 no_single_copy() { OMPI_MCA_btl_vader_single_copy_mechanism=none "$@"; }
 
 round() {

@@ -71,7 +71,7 @@ typedef struct {
     int iters, warmup, op, algo, frames;
 } opts;
 
-/* libdt's frames (lib/comm/mpi_port.c): every message is one MPI message,
+/* libdt's frames (lib/comm/mpi/mpi_port.c): every message is one MPI message,
  * a 32-byte header (the modeled departure, size, signature, count) then
  * the data: up to 16 KiB (DT_NET_EAGER_MAX) from a copy, above it the
  * header and the user's buffer as two blocks of one MPI datatype, with a

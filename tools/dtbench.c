@@ -297,7 +297,7 @@ static int parse_args(int argc, char **argv, bench *b, dt_launch_opts *o)
         {"-d", DT_OPT_CHOICE, &dtype, .help = "element type", .choices = dtypes},
         {"-o", DT_OPT_CHOICE, &op, .help = "reduction", .choices = ops},
         {"--algo", DT_OPT_ALGO, &o->algo, .help = "the collectives' algorithm"},
-        {"--net", DT_OPT_NET, &o->net, .help = "modeled network (default DT_NET's, else none)"},
+        {"--net", DT_OPT_TOPO, &o->net, .help = "modeled network (default DT_NET's, else none)"},
         {"--check", DT_OPT_INT, &b->check, .help = "1: count the wrong elements of a separate "
          "call with exact integer data (sums only)", .lo = 0, .hi = 1},
         {"--csv", DT_OPT_FLAG, &b->csv, .help = "CSV instead of the table"},

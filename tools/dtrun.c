@@ -55,7 +55,7 @@ static int parse_args(int argc, char **argv, dt_launch_opts *o, int *prog)
          .lo = 1, .hi = DT_MAX_RANKS, .flags = DT_OPT_NO_DEFAULT},
         {"--backend", DT_OPT_TEXT, &backend, .help = "a program's ranks are processes: proc "
          "only (for thread ranks, call dt_launch from the program)", .arg = "proc"},
-        {"--net", DT_OPT_NET, &o->net, .help = "the modeled network (DT_NET)"},
+        {"--net", DT_OPT_TOPO, &o->net, .help = "the modeled network (DT_NET)"},
         {"--timeout", DT_OPT_REAL, &o->timeout_s, .help = "seconds each blocking wait may take "
          "(DT_TIMEOUT)", .lo = 1e-3, .hi = 1e6, .arg = "S"},
         {"--algo", DT_OPT_ALGO, &o->algo, .help = "the collectives' algorithm (DT_ALGO)"},

@@ -102,15 +102,11 @@ static dt_result set_backend(const dt_opt *o, const char *as, const char *v)
     if (dt_backend_parse(v, &b) != DT_OK)
         return dt_fail(DT_ERR_INVALID_ARG, "%s '%s': unknown backend (thread, proc%s)", as, v,
                        o->flags & DT_OPT_NO_MPI ? "" : "; mpi under mpirun");
-    if (b == DT_BACKEND_NCCL)
-        return dt_fail(DT_ERR_INVALID_ARG, "%s '%s': not available here (thread, proc%s)", as, v,
-                       o->flags & DT_OPT_NO_MPI ? "" : "; mpi under mpirun");
-    if (b == DT_BACKEND_MPI && (o->flags & DT_OPT_NO_MPI))
-        return dt_fail(DT_ERR_INVALID_ARG, "%s '%s': this program runs its ranks as threads or "
-                       "processes (thread, proc)", as, v);
-    if (b == DT_BACKEND_MPI && !getenv("OMPI_COMM_WORLD_SIZE") && !getenv("PMI_SIZE"))
-        return dt_fail(DT_ERR_INVALID_ARG, "%s '%s': not available outside an MPI job "
-                       "(mpirun -np N PROGRAM ... %s mpi)", as, v, as);
+    if (dt_backend_usable(b, o->flags & DT_OPT_NO_MPI) != DT_OK) {
+        char why[200]; /* dt_fail writes where dt_last_error reads */
+        snprintf(why, sizeof why, "%s", dt_last_error());
+        return dt_fail(DT_ERR_INVALID_ARG, "%s '%s': %s", as, v, why);
+    }
     *(dt_backend *)o->value = b;
     return DT_OK;
 }
@@ -194,9 +190,11 @@ static dt_result set_value(const dt_opt *o, const char *as, const char *v)
         *(const char **)o->value = v;
         return DT_OK;
     }
-    case DT_OPT_NET: {
+    case DT_OPT_NET:
+    case DT_OPT_TOPO: {
         dt_net link;
-        if (dt_net_link(v, &link) != DT_OK)
+        dt_net_topo topo;
+        if ((o->kind == DT_OPT_NET ? dt_net_link(v, &link) : dt_net_topo_parse(v, &topo)) != DT_OK)
             return quoting(as, v);
         *(const char **)o->value = v;
         return DT_OK;

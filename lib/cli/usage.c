@@ -22,7 +22,8 @@ static const char *arg_name(const dt_opt *o)
     case DT_OPT_RATE: return "RATE";
     case DT_OPT_FILE: return "FILE";
     case DT_OPT_DIR: return "DIR";
-    case DT_OPT_NET: return "NET";
+    case DT_OPT_NET:
+    case DT_OPT_TOPO: return "NET";
     case DT_OPT_BACKEND: return "B";
     case DT_OPT_ALGO: return "A";
     default: return "TEXT";
@@ -83,7 +84,8 @@ static void default_text(char *buf, size_t n, const dt_opt *o)
     case DT_OPT_TEXT:
     case DT_OPT_FILE:
     case DT_OPT_DIR:
-    case DT_OPT_NET: {
+    case DT_OPT_NET:
+    case DT_OPT_TOPO: {
         const char *v = *(const char *const *)o->value;
         if (v && v[0])
             snprintf(buf, n, "default %s", v);
@@ -198,9 +200,12 @@ void dt_cli_usage(const dt_cli *cli, FILE *out)
     if (kinds & (1 << DT_OPT_BYTES))
         fprintf(out, "SIZE: K, M, G, T are 2^10, 2^20, 2^30, 2^40 bytes (Ki, Mi, Gi, Ti the "
                 "same:\n  256M = 256Mi = 268435456); a decimal size is a plain number (1e6).\n");
-    if (kinds & (1 << DT_OPT_NET))
+    if (kinds & ((1 << DT_OPT_NET) | (1 << DT_OPT_TOPO)))
         fprintf(out, "NET: a network as DT_NET takes it (dt/net.h): a preset (none, ib100, "
                 "eth10,\n  nvlink, ...) or alpha=2us,bw=10GB/s,gamma=0.1ns.\n");
+    if (kinds & (1 << DT_OPT_TOPO))
+        fprintf(out, "  Or a topology: dgx-a100, dgx-h100, laptop, or nodes=2,per_node=4,"
+                "intra=nvlink,\n  inter=ib100.\n");
     if (kinds & ((1 << DT_OPT_SECONDS) | (1 << DT_OPT_RATE)))
         fprintf(out, "TIME and RATE as DT_NET writes them: s, ms, us, ns; B/s, KB/s, MB/s, "
                 "GB/s,\n  TB/s (powers of 1000), Mb/s, Gb/s (bits).\n");

@@ -21,7 +21,7 @@ void dt_alg_combine(dt_call *call, void *dst, const void *a, const void *b, size
         dt_reduce3_fast(dst, a, b, n, t, op);
     else
         dt_reduce3(dst, a, b, n, t, op);
-    call->t += dt_net_reduce_time(&job->net, (double)(n * dt_dtype_size(t)));
+    call->t += dt_net_reduce_time(&call->comm->link, (double)(n * dt_dtype_size(t)));
 }
 
 void dt_alg_avg(dt_call *call, void *buf, size_t n, dt_dtype t, int nranks)

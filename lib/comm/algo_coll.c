@@ -382,7 +382,7 @@ dt_result dt_alg_alltoall(dt_call *call, const dt_coll_args *a)
 /* ---------------------------------------------------------------- barrier */
 
 /* The barrier-exchange, priced as a dissemination barrier: ceil(log2 N)
- * rounds of alpha. */
+ * rounds of alpha, the communicator's (its slowest link's). */
 dt_result dt_alg_barrier(dt_call *call)
 {
     dt_comm *c = call->comm;
@@ -395,8 +395,24 @@ dt_result dt_alg_barrier(dt_call *call)
     int rounds = 0;
     while ((1 << rounds) < n)
         rounds++;
-    call->t = dt_sync_max_clock(all, n) + rounds * c->rc->job->net.alpha;
+    call->t = dt_sync_max_clock(all, n) + rounds * c->link.alpha;
     dt_call_traffic(call, 1, 0, (uint64_t)rounds);
     dt_call_traffic(call, 0, 0, (uint64_t)rounds);
     return DT_OK;
+}
+
+dt_result dt_alg_collective(dt_call *call, const dt_coll_args *a)
+{
+    switch (a->kind) {
+    case DT_COLL_ALLREDUCE: return dt_alg_allreduce(call, a);
+    case DT_COLL_BROADCAST: return dt_alg_broadcast(call, a);
+    case DT_COLL_REDUCE: return dt_alg_reduce(call, a);
+    case DT_COLL_ALLGATHER:
+        return a->halves ? dt_alg_allreduce_gather(call, a) : dt_alg_allgather(call, a);
+    case DT_COLL_REDUCE_SCATTER:
+        return a->halves ? dt_alg_allreduce_scatter(call, a) : dt_alg_reduce_scatter(call, a);
+    case DT_COLL_ALLTOALL: return dt_alg_alltoall(call, a);
+    case DT_COLL_BARRIER: return dt_alg_barrier(call);
+    default: return dt_fail(DT_ERR_INTERNAL, "unknown collective %d", a->kind);
+    }
 }

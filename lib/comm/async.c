@@ -12,9 +12,10 @@
  * its sender, a posted send is taken by its receiver. */
 #include "progress.h"
 
+#include "backend.h"
+#include "bell.h"
 #include "diag.h"
 #include "stats.h"
-#include "wait.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -179,8 +180,8 @@ dt_result dt_p2p_post(dt_comm *c, int send, void *buf, size_t bytes, int peer, d
         c->sent_to[peer]++;
     else
         q->want = ++c->posted_from[peer];
-    dt_result r = send ? be->post_send(&call, peer, buf, bytes, &q->xfer)
-                       : be->post_recv(&call, peer, buf, bytes, &q->xfer);
+    dt_result r = send ? be->isend(&call, peer, buf, bytes, 0, &q->xfer)
+                       : be->irecv(&call, peer, buf, bytes, 0, &q->xfer);
     if (r != DT_OK) {
         free(q);
         return r;
@@ -206,7 +207,7 @@ static dt_result wait_coll(dt_request *q)
      * has the deadline), so wait for it whatever happens here: the request
      * must not be freed while it runs. */
     while (!req_done_cond(q)) {
-        if (dt_wait_until(&call, req_done_cond, q) != DT_OK && !req_done_cond(q))
+        if (c->rc->ops->wait_until(&call, req_done_cond, q) != DT_OK && !req_done_cond(q))
             dt_sleep(0.001);
     }
     if (q->t_done > c->rc->clock)

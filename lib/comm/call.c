@@ -1,7 +1,9 @@
 /* call.c - what every call on a handle starts with: the handle's check,
- * the call's modeled clock and tag base, the lane's scratch memory. */
+ * the call's modeled clock and tag base, the lane's scratch memory; and a
+ * collective's run on its lane, through the rank's backend. */
 #include "handle.h"
 
+#include "backend.h"
 #include "port.h"
 
 #include <string.h>
@@ -44,4 +46,11 @@ void *dt_scratch(dt_comm *comm, int lane, size_t bytes)
     if (comm->scratch[lane])
         comm->scratch_bytes[lane] = bytes;
     return comm->scratch[lane];
+}
+
+dt_result dt_coll_run(dt_call *call, const dt_coll_args *a)
+{
+    if (dt_call_job(call)->debug && call->comm->size > 1)
+        DT_TRY(dt_coll_debug_check(call, a));
+    return call->comm->rc->ops->collective(call, a);
 }

@@ -53,9 +53,9 @@ dt_result dt_comm_net(const dt_comm *comm, double *alpha, double *beta)
 {
     DT_TRY(dt_comm_check(comm, "dt_comm_net"));
     if (alpha)
-        *alpha = comm->rc->job->net.alpha;
+        *alpha = comm->link.alpha;
     if (beta)
-        *beta = comm->rc->job->net.beta;
+        *beta = comm->link.beta;
     return DT_OK;
 }
 
@@ -64,6 +64,27 @@ dt_result dt_comm_link(const dt_comm *comm, dt_net *out)
     DT_TRY(dt_comm_check(comm, "dt_comm_link"));
     if (!out)
         return dt_fail(DT_ERR_INVALID_ARG, "dt_comm_link: out is NULL");
+    *out = comm->link;
+    return DT_OK;
+}
+
+dt_result dt_comm_topo(const dt_comm *comm, dt_net_topo *out)
+{
+    DT_TRY(dt_comm_check(comm, "dt_comm_topo"));
+    if (!out)
+        return dt_fail(DT_ERR_INVALID_ARG, "dt_comm_topo: out is NULL");
     *out = comm->rc->job->net;
     return DT_OK;
+}
+
+int dt_comm_world_rank(const dt_comm *comm, int rank)
+{
+    if (dt_comm_check(comm, "dt_comm_world_rank") != DT_OK)
+        return -1;
+    if (rank < 0 || rank >= comm->size) {
+        dt_fail(DT_ERR_INVALID_ARG, "dt_comm_world_rank: rank %d of a communicator of %d",
+                rank, comm->size);
+        return -1;
+    }
+    return comm->sh->world[rank];
 }

@@ -1,12 +1,12 @@
 /* coll.c - the collective calls of dt/comm.h: argument checks, the choice of
  * algorithm, and the bookkeeping around each call (sequence number, stats,
  * clock, trace, what the rank is doing for the timeout report). The
- * backend (emulation.c) carries them out. */
+ * rank's backend carries them out (backend.h). */
 #include "coll.h"
 
+#include "backend.h"
 #include "diag.h"
 #include "progress.h"
-#include "shortcut.h"
 #include "stats.h"
 
 #include <string.h>
@@ -68,9 +68,9 @@ static void resolve_algo(const dt_comm *c, dt_coll_args *a)
     /* small: the tree algorithms (fewer steps, each paying alpha); large:
      * the ring (bandwidth-optimal) */
     a->algo = bytes <= DT_ALGO_AUTO_TREE_MAX ? DT_ALGO_TREE : DT_ALGO_RING;
-    /* the shortcuts address the other ranks' memory: not across MPI processes */
-    a->shortcut = c->size > 1 && c->rc->job->fast && c->rc->job->backend != DT_BACKEND_MPI &&
-                  dt_shortcut_applies(as, bytes);
+    /* a backend's shortcuts (the emulation's address the other ranks' memory) */
+    const dt_backend_ops *be = c->rc->ops;
+    a->shortcut = c->size > 1 && c->rc->job->fast && be->shortcut && be->shortcut(as, bytes);
 }
 
 static dt_result blocking(dt_comm *comm, dt_coll_args *a)

@@ -1,4 +1,4 @@
-/* coll.h - a collective as issued, the backends' seam, and the algorithms'
+/* coll.h - a collective as issued, its signature, and the algorithms'
  * entry points. Not a public header. */
 #ifndef DT_COMM_COLL_H
 #define DT_COMM_COLL_H
@@ -21,37 +21,9 @@ typedef struct {
                           (count is the whole vector, cut by dt_block, in place) */
 } dt_coll_args;
 
-/* The seam between the API and a backend. The emulation backends (thread,
- * proc) run the algorithms of lib/comm over the messages of port.h; an MPI
- * or NCCL backend would map each entry straight onto MPI_Allreduce,
- * ncclAllReduce, MPI_Isend, ... (its dt_msg wrapping an MPI_Request or a
- * CUDA event). The API layer (coll.c, p2p.c, async.c) checks arguments,
- * counts, times and traces, then calls these; nothing above them knows how
- * bytes move. */
-typedef struct dt_backend_ops {
-    const char *name;
-    /* every collective of dt/comm.h, as issued */
-    dt_result (*collective)(dt_call *call, const dt_coll_args *a);
-    /* user point-to-point messages (peer may be DT_ANY_SOURCE in a receive) */
-    dt_result (*post_send)(dt_call *call, int peer, const void *buf, size_t bytes, dt_xfer *out);
-    dt_result (*post_recv)(dt_call *call, int peer, void *buf, size_t bytes, dt_xfer *out);
-    /* completes a posted transfer; src: the sender of a receive */
-    dt_result (*wait)(dt_call *call, dt_xfer *x, int *src);
-    int (*done)(const dt_xfer *x);
-    /* gives up a posted transfer (another part of the call failed) */
-    void (*cancel)(dt_call *call, dt_xfer *x);
-    /* dt_recv_any: the source whose message to take (blocks until known) */
-    dt_result (*choose_any)(dt_call *call, size_t bytes, int *src);
-} dt_backend_ops;
-
-extern const dt_backend_ops dt_emulation_ops;
-
-/* The emulation's collectives (the debug check, a shortcut or the
- * algorithm over port.h's messages); the mpi backend runs them too. */
-dt_result dt_emulated_collective(dt_call *call, const dt_coll_args *a);
-
-/* Runs a collective on the call's lane with the rank's backend (called by
- * the blocking API on lane 0 and by the progress thread on lane 1). */
+/* Runs a collective on the call's lane (called by the blocking API on lane
+ * 0 and by the progress thread on lane 1): with debug on, the check that
+ * every rank called the same; then the rank's backend (backend.h). */
 dt_result dt_coll_run(dt_call *call, const dt_coll_args *a);
 
 /* A collective's signature: kind, dtype, op, root, algorithm and (when
@@ -103,6 +75,10 @@ dt_result dt_coll_agree(dt_call *call, const struct dt_rec *all,
 /* The debug check: all ranks exchange what they called; DT_ERR_MISMATCH
  * naming the rank that differs. */
 dt_result dt_coll_debug_check(dt_call *call, const dt_coll_args *a);
+
+/* A collective by its algorithm (algo_coll.c), over the messages: every
+ * backend that runs libdt's algorithms (emulation, mpi) comes here. */
+dt_result dt_alg_collective(dt_call *call, const dt_coll_args *a);
 
 /* The algorithms of each collective (algo_coll.c), over the messages. */
 dt_result dt_alg_allreduce(dt_call *call, const dt_coll_args *a);

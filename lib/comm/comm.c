@@ -1,13 +1,13 @@
 /* comm.c - communicator handles: the group state the members share, a
- * rank's handles on it, split and free, and the calls a handle runs. */
+ * rank's handles on it, split and free, and the calls a handle runs. The
+ * group's backend part and a split's new group are the backend's
+ * (backend.h). */
 #include "handle.h"
 
+#include "backend.h"
 #include "diag.h"
-#include "mpi.h"
-#include "port.h"
 #include "progress.h"
 #include "shm.h"
-#include "sync.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -20,8 +20,7 @@ dt_comm_shared *dt_comm_shared_new(dt_job *job, int size, const int *world)
     if (!sh)
         return NULL;
     sh->world = dt_shm_alloc(job, sizeof(int) * (size_t)size);
-    sh->port = dt_shm_alloc(job, sizeof(dt_port) * (size_t)size);
-    int ok = sh->world && sh->port;
+    int ok = sh->world != NULL;
     for (int l = 0; l < DT_LANES; l++)
         for (int p = 0; p < 2; p++) {
             sh->rec[l][p] = dt_shm_alloc(job, sizeof(dt_rec) * (size_t)size);
@@ -38,18 +37,18 @@ dt_comm_shared *dt_comm_shared_new(dt_job *job, int size, const int *world)
     sh->id = atomic_fetch_add(&job->next_comm_id, 1);
     atomic_init(&sh->refs, size);
     memcpy(sh->world, world, sizeof(int) * (size_t)size);
-    for (int i = 0; i < size; i++)
-        dt_port_init(&sh->port[i]);
+    const dt_backend_ops *be = dt_backend_of(job->backend);
+    if (be->group_init && be->group_init(job, sh) != DT_OK) {
+        atomic_store(&sh->refs, 1);
+        dt_comm_shared_unref(job, sh);
+        return NULL;
+    }
     return sh;
 }
 
 static void shared_destroy(dt_job *job, dt_comm_shared *sh)
 {
-    if (sh->mpi)
-        dt_mpi_group_free(sh);
-    for (int i = 0; sh->port && i < sh->size; i++)
-        dt_port_destroy(job, &sh->port[i]);
-    dt_shm_free(job, sh->port);
+    dt_backend_of(job->backend)->group_free(job, sh); /* be may be NULL */
     dt_shm_free(job, sh->world);
     for (int l = 0; l < DT_LANES; l++)
         for (int p = 0; p < 2; p++)
@@ -69,6 +68,8 @@ void dt_comm_shared_unref(dt_job *job, dt_comm_shared *sh)
 
 dt_result dt_comm_make(dt_rank_ctx *rc, dt_comm_shared *sh, int rank, dt_comm **out)
 {
+    dt_net link; /* the group's: a split inherits the links its members span */
+    DT_TRY(dt_net_group_link(&rc->job->net, sh->world, sh->size, &link));
     dt_comm *c = calloc(1, sizeof *c);
     uint32_t *counts = calloc(2 * (size_t)sh->size, sizeof *counts);
     if (!c || !counts) {
@@ -84,6 +85,7 @@ dt_result dt_comm_make(dt_rank_ctx *rc, dt_comm_shared *sh, int rank, dt_comm **
     c->rank = rank;
     c->size = sh->size;
     c->algo = rc->job->algo;
+    c->link = link;
     pthread_mutex_init(&c->stats_lock, NULL);
     atomic_store(&c->magic, DT_COMM_LIVE);
     c->next_of_rank = rc->comms;
@@ -188,64 +190,29 @@ dt_result dt_comm_split(dt_comm *comm, int color, int key, dt_comm **newcomm)
     dt_rec mine = {.u.split = {color, key, atomic_load(&comm->rc->job->next_comm_id)}};
     const dt_rec *all;
     dt_result r = dt_sync_exchange(&call, &mine, &all);
+    /* this rank's group: the members of its color by key, then parent rank */
     member *mem = NULL;
-    int n = 0, me = -1;
+    int *ranks = NULL, n = 0, me = -1;
     if (r == DT_OK && color >= 0) {
         mem = malloc(sizeof *mem * (size_t)comm->size);
-        if (!mem)
+        ranks = malloc(sizeof *ranks * (size_t)comm->size);
+        if (!mem || !ranks)
             r = dt_fail(DT_ERR_NOMEM, "dt_comm_split: out of memory");
         for (int i = 0; r == DT_OK && i < comm->size; i++)
             if (all[i].u.split.color == color)
                 mem[n++] = (member){color, (int)all[i].u.split.key, i};
-        if (mem)
+        if (r == DT_OK)
             qsort(mem, (size_t)n, sizeof *mem, member_cmp);
-        for (int i = 0; i < n; i++)
+        for (int i = 0; r == DT_OK && i < n; i++) {
+            ranks[i] = mem[i].rank;
             if (mem[i].rank == comm->rank)
                 me = i;
-    }
-    if (dt_mpi_job(comm->rc->job)) {
-        /* each process makes its own, with MPI, and the members agree on its
-         * id: the highest any of them would give (dt_recv_any names groups
-         * by id across processes, mpi_any.c) */
-        int *ranks = me >= 0 ? malloc(sizeof(int) * (size_t)n) : NULL;
-        int64_t id = 0;
-        for (int i = 0; ranks && i < n; i++) {
-            ranks[i] = mem[i].rank;
-            if (all[ranks[i]].u.split.next_id > id)
-                id = all[ranks[i]].u.split.next_id;
         }
-        if (r == DT_OK && me >= 0)
-            r = ranks ? dt_mpi_split(comm, ranks, n, me, (int)id, newcomm)
-                      : dt_fail(DT_ERR_NOMEM, "dt_comm_split: out of memory");
-        free(ranks);
-        free(mem);
-        dt_doing_set(comm, 0, -1, 0, 0, 0, 0);
-        return r;
     }
-    /* The first member of each group makes its shared state; a second
-     * exchange hands the address to the others. */
-    dt_comm_shared *sh = NULL;
-    int made_failed = 0;
-    if (r == DT_OK && me == 0) {
-        int *world = malloc(sizeof(int) * (size_t)n);
-        for (int i = 0; world && i < n; i++)
-            world[i] = comm->sh->world[mem[i].rank];
-        sh = world ? dt_comm_shared_new(comm->rc->job, n, world) : NULL;
-        made_failed = sh == NULL;
-        free(world);
-    }
-    if (r == DT_OK) {
-        dt_rec rec2 = {.u.made = {(uint64_t)(uintptr_t)sh, (uint64_t)made_failed}};
-        r = dt_sync_exchange(&call, &rec2, &all);
-    }
-    if (r == DT_OK && me >= 0) {
-        int leader = mem[0].rank;
-        sh = (dt_comm_shared *)(uintptr_t)all[leader].u.made.group;
-        if (!sh)
-            r = dt_fail(DT_ERR_NOMEM, "dt_comm_split: rank %d could not make the group", leader);
-        else
-            r = dt_comm_make(comm->rc, sh, me, newcomm);
-    }
+    if (r == DT_OK) /* every rank of the parent: it may exchange again */
+        r = comm->rc->ops->split(&call, me >= 0 ? ranks : NULL, me >= 0 ? n : 0, me, all,
+                                 newcomm);
+    free(ranks);
     free(mem);
     dt_doing_set(comm, 0, -1, 0, 0, 0, 0);
     return r;

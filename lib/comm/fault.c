@@ -2,10 +2,9 @@
  * communicator does when a rank dies or straggles. */
 #include "fault.h"
 
-#include "handle.h"
+#include "backend.h"
 #include "rank.h"
 
-#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
@@ -88,12 +87,15 @@ dt_result dt_fault_check(dt_comm *comm, int kind)
         }
         if (f->type != DT_FAULT_KILL || f->kind != kind || f->at != n)
             continue;
-        if (rc->job->backend == DT_BACKEND_PROC)
-            raise(SIGKILL);
         dt_result r = dt_fail(DT_ERR_FAULT, "killed by DT_FAULT at %s #%ld",
                               dt_coll_name(kind), n);
-        dt_rank_end(rc->job, rc->world_rank, r, dt_last_error());
-        return r;
+        return rc->ops->kill(rc, r);
     }
     return DT_OK;
+}
+
+dt_result dt_fault_fail_rank(dt_rank_ctx *rc, dt_result r)
+{
+    dt_rank_end(rc->job, rc->world_rank, r, dt_last_error());
+    return r;
 }

@@ -21,8 +21,15 @@ typedef struct dt_fault {
 dt_result dt_fault_parse(const char *spec, dt_fault *out, int max, int *n);
 
 /* At the start of a call of kind on this rank: sleeps a delay fault, or
- * carries out a kill fault (the proc backend's rank dies by SIGKILL; the
- * thread backend's rank is marked failed and gets DT_ERR_FAULT). */
+ * carries out a kill fault, as the rank's backend kills (backend.h: the
+ * proc backend's rank dies by SIGKILL; a thread's or an MPI process's rank
+ * is marked failed and gets DT_ERR_FAULT). */
 dt_result dt_fault_check(dt_comm *comm, int kind);
+
+/* The kill of a rank that fails rather than dies (the thread and mpi
+ * backends' kill entry): the rank ends failed with r and its message
+ * (dt_last_error), and its call returns r. */
+struct dt_rank_ctx;
+dt_result dt_fault_fail_rank(struct dt_rank_ctx *rc, dt_result r);
 
 #endif /* DT_COMM_FAULT_H */

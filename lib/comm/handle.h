@@ -2,8 +2,8 @@
  * (not a public header).
  *
  *   dt_comm_shared (one per communicator group, shared memory)
- *     +- port[member]: the member's inbox of posted sends and receives
  *     +- rec[lane][parity]: the barrier-exchange's records, one per member
+ *     +- be: the backend's part (the emulation's ports, one per member)
  *   dt_rank_ctx (one per rank, private): modeled clock, faults, trace
  *   dt_comm (one per rank and communicator, private): the handle
  *   dt_call (one per call in progress on a lane): its clock, tags, stats
@@ -20,7 +20,6 @@
 #define DT_COMM_LIVE 0x636f6d6dU  /* "comm" */
 #define DT_COMM_FREED 0x66726565U /* "free" */
 
-struct dt_port;
 struct dt_rec;
 
 typedef struct dt_comm_shared {
@@ -28,11 +27,10 @@ typedef struct dt_comm_shared {
     int size;
     _Atomic int refs;          /* members still holding it */
     int *world;                /* [size] world rank of each member */
-    struct dt_port *port;      /* [size] */
     struct dt_rec *rec[DT_LANES][2]; /* [size] each: the barrier-exchange (sync.c) */
     _Atomic int poison;        /* DT_POISON_*: the members called different things */
     char poison_why[360];      /* the first rank's message, once DT_POISON_SET */
-    void *mpi;                 /* the mpi backend's dt_mpi_group (mpi.h), else NULL */
+    void *be;                  /* the backend's part (its group_init, group_free) */
 } dt_comm_shared;
 
 enum { DT_POISON_NONE = 0, DT_POISON_WRITING, DT_POISON_SET };
@@ -69,6 +67,9 @@ struct dt_comm {
     dt_comm_shared *sh;
     int rank, size;
     dt_algo algo;
+    dt_net link;            /* the slowest link between two members
+                               (dt_net_group_link): what dt_comm_link gives,
+                               the barrier's rounds and a combine's gamma */
     long seq;               /* collectives issued on this comm (lane 0 counts) */
     long p2p_seq;           /* blocking p2p calls, for the timeout report */
     uint32_t *sent_to;      /* [size] user messages sent to each rank ... */
@@ -112,6 +113,13 @@ typedef struct {
 void dt_call_init(dt_call *call, dt_comm *comm, int lane, int kind, long seq, int counted);
 
 static inline dt_job *dt_call_job(const dt_call *call) { return call->comm->rc->job; }
+
+/* The link a message between members a and b of comm crosses: the intra-
+ * or inter-node link of the job's topology, by their world ranks. */
+static inline const dt_net *dt_comm_pair_link(const dt_comm *c, int a, int b)
+{
+    return dt_net_topo_pair(&c->rc->job->net, c->sh->world[a], c->sh->world[b]);
+}
 
 /* Validates a handle: DT_ERR_INVALID_ARG for NULL, DT_ERR_STATE after free. */
 dt_result dt_comm_check(const dt_comm *comm, const char *fn);

@@ -20,7 +20,7 @@
 #include <stdint.h>
 
 #define DT_JOB_MAGIC 0x64746a6f62303031ULL /* "dtjob001" */
-#define DT_JOB_VERSION 1
+#define DT_JOB_VERSION 2 /* 2: net became a topology */
 #define DT_LANES 2
 
 /* Like DT_CHECK, without prefixing file:line: the messages of this layer
@@ -84,7 +84,8 @@ typedef struct dt_job {
     uint32_t version;
     int nranks;
     dt_backend backend;
-    dt_net net;              /* the modeled network (dt/net.h) */
+    dt_net_topo net;         /* the modeled network (dt/net.h): each pair of
+                                ranks pays its link (dt_comm_pair_link) */
     double timeout_s;
     double spin_s;           /* how long a wait spins before it yields */
     int bind;                /* DT_BIND=1: rank r runs on core r mod cores */

@@ -1,13 +1,11 @@
-/* launch.c - dt_launch: options, the job's shared state, the thread
- * backend's rank threads, and the end of a rank. */
+/* launch.c - dt_launch: options, the job's shared state, a rank's context
+ * and its run; the backend's launch starts the ranks (backend.h). */
 #include "launch.h"
 
-#include "coll.h"
+#include "backend.h"
 #include "shm.h"
-#include "wait.h"
 
 #include <sched.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -72,8 +70,8 @@ static dt_result read_env(dt_launch_opts *o, dt_resolved *k)
     const char *net = dt_env_str("DT_NET", NULL), *algo = dt_env_str("DT_ALGO", NULL);
     const char *fault = dt_env_str("DT_FAULT", NULL);
     if (!o->net && net) {
-        dt_net link;
-        if (dt_net_link(net, &link) != DT_OK)
+        dt_net_topo topo;
+        if (dt_net_topo_parse(net, &topo) != DT_OK)
             return named("DT_NET", DT_ERR_INVALID_ARG);
         o->net = net;
     }
@@ -106,8 +104,7 @@ dt_result dt_launch_opts_init(dt_launch_opts *o)
 {
     if (!o)
         return dt_fail(DT_ERR_INVALID_ARG, "dt_launch_opts_init: o is NULL");
-    memset(o, 0, sizeof *o);
-    o->backend = DT_BACKEND_THREAD;
+    memset(o, 0, sizeof *o); /* backend 0: threads, dt/comm.h's default */
     o->debug = -1;
     o->algo = DT_ALGO_AUTO;
     o->fast = -1;
@@ -152,15 +149,8 @@ dt_result dt_opts_resolve(const dt_launch_opts *in, dt_resolved *out)
     if (o->nranks < 1 || o->nranks > DT_MAX_RANKS)
         return dt_fail(DT_ERR_INVALID_ARG, "dt_launch: nranks = %d, expected 1 .. %d",
                        o->nranks, DT_MAX_RANKS);
-#ifdef DT_HAVE_MPI
-    int mpi_ok = o->backend == DT_BACKEND_MPI;
-#else
-    int mpi_ok = 0;
-#endif
-    if (o->backend != DT_BACKEND_THREAD && o->backend != DT_BACKEND_PROC && !mpi_ok)
-        return dt_fail(DT_ERR_INVALID_ARG, "dt_launch: backend %d (%s) is not available; "
-                       "use thread or proc%s", (int)o->backend, dt_backend_name(o->backend),
-                       o->backend == DT_BACKEND_MPI ? " (this libdt was built without MPI)" : "");
+    if (!dt_backend_of(o->backend))
+        return dt_backend_unavailable(o->backend);
     if (!(o->timeout_s == 0 || (o->timeout_s >= TIMEOUT_MIN_S && o->timeout_s <= TIMEOUT_MAX_S)))
         return dt_fail(DT_ERR_INVALID_ARG, "dt_launch: timeout_s = %g, expected %g to %g s "
                        "(0: DT_TIMEOUT, else %g s)", o->timeout_s, TIMEOUT_MIN_S,
@@ -178,8 +168,13 @@ dt_result dt_opts_resolve(const dt_launch_opts *in, dt_resolved *out)
                        "both or neither, and %d blocks of at most %zu bytes in all",
                        o->out ? "set" : "NULL", o->out_bytes, o->nranks, (size_t)OUT_MAX_BYTES);
     DT_TRY(read_env(o, out)); /* what came from there is checked there, by name */
-    if (dt_net_link(o->net, &out->net) != DT_OK)
+    if (dt_net_topo_parse(o->net, &out->net) != DT_OK)
         return named("dt_launch: net", DT_ERR_INVALID_ARG);
+    if (dt_net_topo_check(&out->net, o->nranks) != DT_OK) { /* the ranks must fit its nodes */
+        char what[200];
+        snprintf(what, sizeof what, "dt_launch: net '%.160s'", o->net);
+        return named(what, DT_ERR_INVALID_ARG);
+    }
     if (dt_fault_parse(o->fault, out->faults, DT_MAX_FAULTS, &out->nfaults) != DT_OK)
         return named("dt_launch: fault", DT_ERR_INVALID_ARG);
     return DT_OK;
@@ -243,7 +238,7 @@ void *dt_rank_out(const dt_comm *comm)
 void dt_rank_ctx_init(dt_rank_ctx *rc, dt_job *job, int rank, const dt_resolved *res)
 {
     memset(rc, 0, sizeof *rc);
-    rc->ops = &dt_emulation_ops; /* thread and proc: the same algorithms */
+    rc->ops = dt_backend_of(job->backend);
     rc->job = job;
     rc->world_rank = rank;
     rc->pid = (int)getpid();
@@ -263,22 +258,7 @@ void dt_rank_ctx_destroy(dt_rank_ctx *rc)
     pthread_mutex_destroy(&rc->trace_lock);
 }
 
-/* ---------------------------------------------------------------- thread backend */
-
-/* A rank thread's stack: the 8 MB of a process's main thread, or 1 MB when
- * there are many ranks, so that a job of DT_MAX_RANKS threads fits in
- * address space and in a laptop's memory. */
-#define STACK_BYTES ((size_t)8 << 20)
-#define SMALL_STACK_BYTES ((size_t)1 << 20)
-#define MANY_RANKS 64
-
-typedef struct {
-    dt_rank_ctx rc;
-    dt_rank_fn fn;
-    void *arg;
-    pthread_t thread;
-    int started;
-} rank_thread;
+/* ---------------------------------------------------------------- a rank */
 
 /* Binding is off by default: concurrent jobs (a test suite run in
  * parallel) would all pile onto the first cores. mpirun binds by default,
@@ -314,89 +294,11 @@ dt_result dt_rank_run(dt_rank_ctx *rc, dt_rank_fn fn, void *arg)
     return r;
 }
 
-static void *rank_thread_main(void *p)
-{
-    rank_thread *t = p;
-    dt_rank_run(&t->rc, t->fn, t->arg);
-    return NULL;
-}
-
-static dt_result launch_threads(const dt_resolved *res, dt_rank_fn fn, void *arg)
-{
-    int n = res->o.nranks;
-    dt_job *job = calloc(1, sizeof *job);
-    rank_thread *t = calloc((size_t)n, sizeof *t);
-    if (!job || !t) {
-        free(job);
-        free(t);
-        return dt_fail(DT_ERR_NOMEM, "dt_launch: out of memory for %d ranks", n);
-    }
-    dt_result r = dt_job_init(job, res, NULL, 0);
-    double wall0 = dt_now();
-    for (int i = 0; r == DT_OK && i < n; i++) {
-        dt_rank_ctx_init(&t[i].rc, job, i, res);
-        t[i].rc.mem = dt_mem_ctx_create();
-        t[i].fn = fn;
-        t[i].arg = arg;
-    }
-    for (int i = 0; r == DT_OK && i < n; i++) {
-        pthread_attr_t at;
-        pthread_attr_init(&at);
-        pthread_attr_setstacksize(&at, n > MANY_RANKS ? SMALL_STACK_BYTES : STACK_BYTES);
-        t[i].started = pthread_create(&t[i].thread, &at, rank_thread_main, &t[i]) == 0;
-        pthread_attr_destroy(&at);
-        if (!t[i].started) {
-            char msg[80];
-            snprintf(msg, sizeof msg, "could not start the thread of rank %d", i);
-            dt_rank_end(job, i, DT_ERR_NOMEM, msg);
-        }
-    }
-    for (int i = 0; r == DT_OK && i < n; i++)
-        if (t[i].started)
-            pthread_join(t[i].thread, NULL);
-    if (r == DT_OK) {
-        r = dt_job_result(job);
-        char keep[512];
-        snprintf(keep, sizeof keep, "%s", dt_last_error());
-        if (res->o.trace_path && res->o.trace_path[0]) {
-            dt_rank_ctx **rcs = malloc(sizeof *rcs * (size_t)n);
-            for (int i = 0; rcs && i < n; i++)
-                rcs[i] = &t[i].rc;
-            dt_result tr = rcs ? dt_trace_write(res->o.trace_path, rcs, n, wall0) : DT_ERR_NOMEM;
-            free(rcs);
-            if (r == DT_OK)
-                r = tr;
-            else
-                dt_fail(r, "%s", keep);
-        }
-    }
-    for (int i = 0; i < n; i++) {
-        if (!t[i].rc.job)
-            continue;
-        dt_rank_ctx_destroy(&t[i].rc);
-        dt_mem_ctx_release(t[i].rc.mem);
-    }
-    /* ranks that never started still hold their references to the world */
-    for (int i = 0; job->world && i < n; i++)
-        if (!t[i].started)
-            dt_comm_shared_unref(job, job->world);
-    dt_shm_free(job, job->board);
-    free(job);
-    free(t);
-    return r;
-}
-
 dt_result dt_launch(const dt_launch_opts *opts, dt_rank_fn fn, void *arg)
 {
     if (!fn)
         return dt_fail(DT_ERR_INVALID_ARG, "dt_launch: fn is NULL");
     dt_resolved res;
     DT_TRY(dt_opts_resolve(opts, &res));
-    if (res.o.backend == DT_BACKEND_PROC)
-        return dt_launch_proc(&res, fn, arg);
-#ifdef DT_HAVE_MPI
-    if (res.o.backend == DT_BACKEND_MPI)
-        return dt_launch_mpi(&res, fn, arg);
-#endif
-    return launch_threads(&res, fn, arg);
+    return dt_backend_of(res.o.backend)->launch(&res, fn, arg);
 }

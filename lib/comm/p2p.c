@@ -1,6 +1,7 @@
-/* p2p.c - the point-to-point calls of dt/comm.h, through the backend. User
- * messages carry tag 0: they never match a collective's messages, and
- * between two ranks they arrive in the order sent. */
+/* p2p.c - the point-to-point calls of dt/comm.h, through the rank's backend
+ * (backend.h). User messages carry tag 0: they never match a collective's
+ * messages, and between two ranks they arrive in the order sent. */
+#include "backend.h"
 #include "diag.h"
 #include "progress.h"
 #include "stats.h"
@@ -56,9 +57,9 @@ static dt_result p2p_call(dt_comm *c, int kind, int peer, size_t count, const vo
     }
     /* a sendrecv posts both before waiting: no order of peers deadlocks */
     if (r == DT_OK && kind != DT_COLL_SEND)
-        r = be->post_recv(&call, source, rbuf, rbytes, &rx);
+        r = be->irecv(&call, source, rbuf, rbytes, 0, &rx);
     if (r == DT_OK && kind != DT_COLL_RECV)
-        r = be->post_send(&call, peer, sbuf, sbytes, &sx);
+        r = be->isend(&call, peer, sbuf, sbytes, 0, &sx);
     if (r == DT_OK) {
         r = be->wait(&call, &rx, got);
         dt_result r2 = be->wait(&call, &sx, NULL);

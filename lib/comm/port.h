@@ -1,12 +1,11 @@
-/* port.h - point-to-point messages between the ranks of a communicator
- * (port.c), the one layer every collective algorithm is written over.
- * Not a public header. */
+/* port.h - point-to-point messages between the ranks of a communicator,
+ * the one layer every collective algorithm is written over: msg.c hands
+ * each to the rank's backend (backend.h; the emulation's ports are
+ * emul/port.c, mpi's messages mpi/mpi_port.c). Not a public header. */
 #ifndef DT_COMM_PORT_H
 #define DT_COMM_PORT_H
 
 #include "handle.h"
-
-#include <pthread.h>
 
 #define DT_EAGER_MAX DT_NET_EAGER_MAX /* sends up to this many bytes are copied */
 #define DT_ANY_SOURCE (-1)
@@ -14,10 +13,11 @@
 typedef enum { DT_MSG_SEND = 0, DT_MSG_RECV } dt_msg_dir;
 typedef enum { DT_MSG_PENDING = 0, DT_MSG_DONE, DT_MSG_ERROR } dt_msg_state;
 
-/* A posted send or receive, waiting in the receiver's port for its match.
+/* A posted send or receive: the start of every backend's record of one.
  * The modeled times are THE RULE's of dt/net.h: the sender's departure d,
- * the time the receive was posted; each side learns the other's from the
- * matcher. */
+ * the time the receive was posted; each side learns the other's (the
+ * emulation's matcher fills the got_ fields, mpi's header and ack carry
+ * them). */
 typedef struct dt_msg {
     struct dt_msg *next;
     dt_msg_dir dir;
@@ -43,27 +43,15 @@ typedef struct dt_msg {
     double got_posted;  /* send: when its receive was posted */
 } dt_msg;
 
-/* A transfer in progress, as a post gives it back: the message to wait for,
- * or (m NULL) a send that completed when it was posted (an eager send, or
- * one whose receive was waiting), with the modeled time it completed at.
- * Waiting for it is what brings the call's clock to its completion. */
+/* A transfer in progress, as a post gives it back: the backend's record to
+ * wait for (a dt_msg, or a record that starts with one), or (m NULL) a
+ * send that completed when it was posted (an eager send, or one whose
+ * receive was waiting), with the modeled time it completed at. Waiting for
+ * it is what brings the call's clock to its completion. */
 typedef struct {
     dt_msg *m;
     double done;
 } dt_xfer;
-
-/* A member's inbox: two FIFO lists, sends that no receive has matched yet
- * and receives that no send has matched yet. */
-typedef struct dt_port {
-    pthread_mutex_t lock; /* guards both lists */
-    dt_msg *sends, *sends_tail;
-    dt_msg *recvs, *recvs_tail;
-} dt_port;
-
-void dt_port_init(dt_port *port);
-/* Frees what a port still holds when its group goes (eager sends nobody
- * received). */
-void dt_port_destroy(dt_job *job, dt_port *port);
 
 /* Tags: [kind+1: 8 bits][seq: 36 bits][step: 20 bits]; user messages: 0.
  * An algorithm adds its step to the call's base tag, so that the messages
@@ -82,26 +70,17 @@ dt_result dt_msg_irecv(dt_call *call, int peer, void *buf, size_t bytes, uint64_
  * the order the program waits) and counts it; *src (may be NULL): the
  * sender of a receive. The transfer is spent (x->m set to NULL). */
 dt_result dt_msg_wait(dt_call *call, dt_xfer *x, int *src);
-/* Gives up a transfer after a failure elsewhere: takes its message out of
- * the port (or lets a copy in progress finish) and frees it. */
+/* Gives up a transfer after a failure elsewhere (its record freed; no
+ * byte written into its buffer after it returns). */
 void dt_msg_cancel(dt_call *call, dt_xfer *x);
 /* dt_msg_wait on x[0..n) in order; the first failure. */
 dt_result dt_msg_waitall(dt_call *call, dt_xfer *x, int n);
-int dt_msg_done(const dt_xfer *x);
 
 /* A send and a receive that do not match: DT_ERR_MISMATCH with the message
  * of the side that finds it (sending: 1 on the sender), naming both calls;
  * a collective's mismatch poisons the communicator. */
 dt_result dt_msg_mismatch(dt_call *call, int peer, size_t my_bytes, uint32_t sig, uint64_t count,
                           size_t bytes, int sending);
-
-/* dt_recv_any (recv_any.c): the source of the message to take, by the
- * rule of dt/comm.h: the first to arrive in modeled time, once no rank can
- * still send an earlier one. */
-dt_result dt_choose_any(dt_call *call, size_t bytes, int *src);
-/* The departure of the first unmatched send with tag from each source in
- * the caller's port (depart[0 .. size): NAN where there is none). */
-void dt_port_pending(dt_call *call, uint64_t tag, double *depart);
 
 dt_result dt_msg_send(dt_call *call, int peer, const void *buf, size_t bytes, uint64_t tag);
 dt_result dt_msg_recv(dt_call *call, int peer, void *buf, size_t bytes, uint64_t tag);

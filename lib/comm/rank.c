@@ -4,7 +4,7 @@
  * DT_ERR_PEER_DIED at once. */
 #include "rank.h"
 
-#include "wait.h"
+#include "bell.h"
 
 #include <stdio.h>
 

@@ -30,7 +30,8 @@ typedef struct dt_rec {
         } bufs;
         struct {                /* dt_comm_split */
             int64_t color, key;
-            int64_t next_id;    /* mpi: the id this process would give a group */
+            int64_t next_id;    /* the id this process would give a new group
+                                   (where each member makes its own copy) */
         } split;
         struct {                /* dt_comm_split, second round */
             uint64_t group, failed;

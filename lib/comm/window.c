@@ -1,20 +1,14 @@
 /* window.c - shared windows (like MPI_Win_allocate_shared): one zeroed
- * region that every rank of a communicator addresses directly. Rank 0 of
- * the communicator allocates it in the job's shared memory (the heap in
- * the thread backend, the arena in the proc backend, which every process
- * maps at the same address) and hands the address to the others through
- * the barrier-exchange. On the mpi backend, MPI_Win_allocate_shared
- * (mpi_group.c) gives the processes of one machine the region. And
- * dt_alloc_shared: one rank's buffer in that same shared memory, which the
- * collectives then address directly. */
+ * region that every rank of a communicator addresses directly, the
+ * backend's (backend.h: the emulation's rank 0 allocates it in the job's
+ * shared memory, mpi asks MPI for it); the handle, the checks and the
+ * barriers are here. And dt_alloc_shared: one rank's buffer in the job's
+ * shared memory, which the collectives then address directly. */
+#include "backend.h"
 #include "diag.h"
-#include "mpi.h"
 #include "shm.h"
-#include "sync.h"
 
-#include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
 #define WIN_LIVE 0x77696e21U /* "win!" */
 
@@ -23,7 +17,7 @@ struct dt_win {
     dt_comm *comm;
     void *base;
     size_t bytes;
-    void *mpi; /* the mpi backend's window (mpi_group.c), else NULL */
+    void *handle; /* the backend's (win_allocate) */
 };
 
 static dt_result win_sync(dt_comm *comm, dt_rec *mine, const dt_rec **all)
@@ -35,6 +29,18 @@ static dt_result win_sync(dt_comm *comm, dt_rec *mine, const dt_rec **all)
     dt_result r = dt_sync_exchange(&call, mine, all);
     dt_doing_set(comm, 0, -1, 0, 0, 0, 0);
     return r;
+}
+
+dt_result dt_win_exchange(dt_comm *comm, dt_rec *mine, const dt_rec **all)
+{
+    size_t bytes = mine->u.win.bytes;
+    DT_TRY(win_sync(comm, mine, all));
+    for (int i = 0; i < comm->size; i++)
+        if ((*all)[i].u.win.bytes != bytes)
+            return dt_fail(DT_ERR_MISMATCH, "dt_win_allocate: rank %d asks for %llu bytes, "
+                           "rank %d for %zu", i, (unsigned long long)(*all)[i].u.win.bytes,
+                           comm->rank, bytes);
+    return DT_OK;
 }
 
 dt_result dt_alloc_shared(dt_comm *comm, size_t bytes, void **p)
@@ -64,50 +70,15 @@ dt_result dt_win_allocate(dt_comm *comm, size_t bytes, void **base, dt_win **win
     *win = NULL;
     if (bytes == 0 || bytes > SIZE_MAX / 4)
         return dt_fail(DT_ERR_INVALID_ARG, "dt_win_allocate: bad size %zu bytes", bytes);
-    dt_job *job = comm->rc->job;
-    int mpi = dt_mpi_job(job); /* MPI allocates it once every rank came */
-    void *p = comm->rank == 0 && !mpi ? dt_shm_alloc(job, bytes) : NULL;
-    dt_rec mine = {.sig = comm->rank == 0 && !p && !mpi,
-                   .u.win = {bytes, {(uint64_t)(uintptr_t)p}}};
-    char err[256] = "";
-    if (mine.sig) { /* the others learn why: the words before ':' */
-        snprintf(err, sizeof err, "%s", dt_last_error());
-        snprintf(mine.u.win.to.why, sizeof mine.u.win.to.why, "%.*s", (int)strcspn(err, ":"),
-                 err);
-    }
-    const dt_rec *all;
-    dt_result r = win_sync(comm, &mine, &all);
-    if (r != DT_OK) {
-        dt_shm_free(job, p);
-        return r;
-    }
-    for (int i = 0; i < comm->size; i++) {
-        if (all[i].u.win.bytes != bytes) {
-            dt_shm_free(job, p);
-            return dt_fail(DT_ERR_MISMATCH, "dt_win_allocate: rank %d asks for %llu bytes, "
-                           "rank %d for %zu", i, (unsigned long long)all[i].u.win.bytes, comm->rank,
-                           bytes);
-        }
-    }
-    if (mine.sig)
-        return dt_fail(DT_ERR_NOMEM, "dt_win_allocate: %s", err);
-    if (all[0].sig) {
-        char why[sizeof all[0].u.win.to.why + 1];
-        snprintf(why, sizeof why, "%.*s", (int)sizeof all[0].u.win.to.why, all[0].u.win.to.why);
-        return dt_fail(DT_ERR_NOMEM, "dt_win_allocate: rank 0 could not allocate %zu bytes: %s",
-                       bytes, why);
-    }
-    void *shared = (void *)(uintptr_t)all[0].u.win.to.base, *mw = NULL;
-    if (mpi)
-        DT_TRY(dt_mpi_win_allocate(comm, bytes, &shared, &mw));
+    const dt_backend_ops *be = comm->rc->ops;
+    void *shared = NULL, *handle = NULL;
+    DT_TRY(be->win_allocate(comm, bytes, &shared, &handle));
     dt_win *w = calloc(1, sizeof *w);
     if (!w) {
-        dt_shm_free(job, p);
-        if (mw)
-            dt_mpi_win_free(mw);
+        be->win_free(comm, shared, handle, 1);
         return dt_fail(DT_ERR_NOMEM, "dt_win_allocate: out of memory");
     }
-    w->mpi = mw;
+    w->handle = handle;
     w->magic = WIN_LIVE;
     w->comm = comm;
     w->base = shared;
@@ -128,11 +99,8 @@ dt_result dt_win_free(dt_win *win)
     dt_rec mine = {.sig = 0};
     const dt_rec *all;
     dt_result r = win_sync(comm, &mine, &all);
-    /* after the barrier nobody touches the region: rank 0 releases it */
-    if (win->mpi)
-        dt_mpi_win_free(win->mpi);
-    else if (r == DT_OK && comm->rank == 0)
-        dt_shm_free(comm->rc->job, win->base);
+    /* after the barrier nobody touches the region */
+    comm->rc->ops->win_free(comm, win->base, win->handle, r == DT_OK);
     win->magic = 0;
     free(win);
     return r;

@@ -321,7 +321,7 @@ dt_result dt_test_on_backend(int world_rank, dt_backend backend)
 
 /* `make check BACKEND=mpi` sets DT_MPI_NP: a test then runs under `mpirun
  * -np DT_MPI_NP`, every process running the whole test (libdt's dt_launch
- * runs each rank in its own process, lib/comm/mpi_launch.c). This process
+ * runs each rank in its own process, lib/comm/mpi/mpi_launch.c). This process
  * stays the test's own for the grader: it waits for mpirun and passes when
  * every process did (mpirun's status 0). The ranks' output goes where this
  * process's goes; the channel stays here (chan_keep_private closed it on

@@ -111,7 +111,7 @@ TEST(comm_launch_refuses_bad_options, 1)
 
 /* ---------------------------------------------------------------- dt_init */
 
-/* A segment named as the launcher names them (see lib/comm/segment.c) with
+/* A segment named as the launcher names them (see lib/comm/emul/segment.c) with
  * the given mode and size; its name is written to name. */
 static int make_segment(char *name, size_t cap, mode_t mode, off_t bytes)
 {

@@ -223,16 +223,20 @@ static dt_result bits_mpi_rank(dt_comm *c, void *arg)
     return DT_OK;
 }
 
+/* On a flat network, and on a topology of 2 ranks a node (from 3 ranks on,
+ * messages inside a node and across nodes pay different links). */
 TEST_T(mpi_bits_clock_and_stats_equal_the_thread_backend, 3, 120)
 {
     int p = mt_job_size();
-    for (int n = 2; n <= p; n++) {
-        bits_arg a = {malloc(sizeof(float) * BITS_COUNT * (size_t)n),
-                      calloc((size_t)n, sizeof(double)), calloc((size_t)n, sizeof(dt_stats))};
-        EXPECT(a.want && a.clock && a.stats, "out of memory");
-        mt_thread_then_mpi(n, "eth10", bits_thread_rank, bits_mpi_rank, &a);
-        free(a.want);
-        free(a.clock);
-        free(a.stats);
-    }
+    const char *nets[] = {"eth10", "per_node=2,intra=nvlink,inter=eth10"};
+    for (int k = 0; k < 2; k++)
+        for (int n = 2; n <= p; n++) {
+            bits_arg a = {malloc(sizeof(float) * BITS_COUNT * (size_t)n),
+                          calloc((size_t)n, sizeof(double)), calloc((size_t)n, sizeof(dt_stats))};
+            EXPECT(a.want && a.clock && a.stats, "out of memory");
+            mt_thread_then_mpi(n, nets[k], bits_thread_rank, bits_mpi_rank, &a);
+            free(a.want);
+            free(a.clock);
+            free(a.stats);
+        }
 }

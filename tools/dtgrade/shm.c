@@ -1,7 +1,7 @@
 /* shm.c - the shared-memory segments of the proc backend, removed when
  * their job is over.
  *
- * libdt names a job's segments /dtlab.<uid>.<job>... (lib/comm/proc.c),
+ * libdt names a job's segments /dtlab.<uid>.<job>... (lib/comm/emul/segment.c),
  * <job> being DT_JOB_ID, which the grader sets per test; other parts of a
  * name (a counter, an unpredictable suffix) may follow or precede it, so a
  * test's segments are those of this user whose name holds <job> as one

@@ -155,7 +155,7 @@ int dttrain_parse(int argc, char **argv, options *o)
          "--pp)", .lo = 1, .hi = DT_MAX_RANKS, .flags = DT_OPT_NO_DEFAULT},
         {"--backend", DT_OPT_BACKEND, &backend, .help = "thread | proc | mpi (under mpirun -np "
          "RANKS dttrain --backend mpi ...)"},
-        {"--net", DT_OPT_NET, &o->net, .help = "modeled network (default none; ib100 with "
+        {"--net", DT_OPT_TOPO, &o->net, .help = "modeled network (default none; ib100 with "
          "--showcase)", .flags = DT_OPT_NO_DEFAULT},
         {"--showcase", DT_OPT_FLAG, &o->showcase, .help = "train on 1 rank with the global "
          "batch, then on --ranks ranks, and compare them (what `make run` does; its model: "

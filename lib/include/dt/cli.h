@@ -8,7 +8,8 @@
  *  - options are words: --ranks 4, or --ranks=4. A few tools keep the short
  *    spellings of their field (dtbench's -b -e -f, as nccl-tests; dtrun's
  *    -n and -np, as mpirun); a name may list spellings: "-n|--ranks".
- *  - the shared names: --ranks N, --net NET, --backend B, --algo A,
+ *  - the shared names: --ranks N, --net NET (one link, or a job's
+ *    topology where the program launches the job), --backend B, --algo A,
  *    --svg FILE (one figure), --figures DIR (a folder of them), --json;
  *  - sizes are dt_parse_bytes' (dt/core.h): K, M, G, T are powers of 1024,
  *    Ki, Mi, Gi, Ti the same, a decimal size is written 1e6. Times (5us)
@@ -64,7 +65,10 @@ typedef enum {
     DT_OPT_TEXT,    /* const char *: any text */
     DT_OPT_FILE,    /* const char *: a file to write; its folder must exist */
     DT_OPT_DIR,     /* const char *: an existing folder */
-    DT_OPT_NET,     /* const char *: a network, checked by dt_net_link */
+    DT_OPT_NET,     /* const char *: one link, checked by dt_net_link (a program
+                       that computes with its figures) */
+    DT_OPT_TOPO,    /* const char *: a job's network, a link or a topology, checked
+                       by dt_net_topo_parse (a program that hands it to dt_launch) */
     DT_OPT_BACKEND, /* dt_backend: thread, proc; mpi inside an MPI job (DT_OPT_NO_MPI: not) */
     DT_OPT_ALGO,    /* dt_algo, by dt_algo_parse */
     DT_OPT_CHOICE,  /* int: the index of the value in choices */

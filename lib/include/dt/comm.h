@@ -14,21 +14,17 @@
  *  - Counts are in elements of dtype, never bytes. count 0 is valid (the
  *    call still synchronizes where the collective would) and buffers may
  *    then be NULL.
- *  - Collective calls must be made by every rank of the communicator, in the
- *    same order, with the same count, dtype, op and root. A call that
- *    differs never writes out of bounds, and returns DT_ERR_MISMATCH naming
- *    the ranks and what each called (each call's signature rides in what it
- *    publishes anyway: docs/design.md). The rank that finds the mismatch
- *    marks the communicator out of step: every rank waiting on it returns DT_ERR_MISMATCH with that
- *    message, and so does every later call on it (end the job). A rank that
- *    had already returned (a broadcast's root, whose sends were copied)
- *    learns it at its next call. A mismatch that no message or record
- *    carries goes unseen (two ranks of a broadcast that each name itself
- *    the root send and receive nothing). With debug on (DT_DEBUG=1, or
- *    dt_launch_opts.debug) every collective first exchanges its signature
- *    and number, so every rank returns DT_ERR_MISMATCH before moving data,
- *    whatever the mismatch, blocking and async calls issued in different
- *    orders included.
+ *  - Collective calls must be made by every rank of the communicator, in
+ *    the same order, with the same count, dtype, op and root. A call that
+ *    differs never writes out of bounds and returns DT_ERR_MISMATCH naming
+ *    the ranks and what each called; the communicator is then out of step:
+ *    every rank waiting on it, and every later call on it (a broadcast's
+ *    root that had returned), returns that error (end the job). A mismatch
+ *    that no message or record carries goes unseen (docs/design.md, the
+ *    diagnosis) unless debug is on (DT_DEBUG=1, dt_launch_opts.debug):
+ *    every collective then first exchanges its signature and number, and
+ *    every rank returns DT_ERR_MISMATCH before moving data, whatever the
+ *    mismatch, blocking and async calls in different orders included.
  *  - Every blocking wait has a deadline (dt_launch_opts.timeout_s, env
  *    DT_TIMEOUT, default 30 s). On timeout the call returns DT_ERR_TIMEOUT
  *    and its message lists what every rank of the job is doing, e.g.
@@ -41,16 +37,11 @@
  *  - A communicator belongs to one rank: its calls are made by that rank's
  *    thread (or the threads it starts, one call at a time).
  *
- * Backends: DT_BACKEND_THREAD (ranks are threads of one process, the
- * default), DT_BACKEND_PROC (ranks are forked processes sharing one POSIX
- * shared-memory arena per job) and DT_BACKEND_MPI (ranks are the processes
- * of an MPI job started by mpirun; built when mpicc is found), running the
- * same algorithms with the same modeled clock, stats and bits (mpi over MPI
- * point-to-point messages, without the shared-memory shortcuts: docs/
- * design.md, docs/cluster.md). DT_BACKEND_NCCL is reserved. The proc
- * backend moves large messages with process_vm_readv/writev; where the
- * system forbids it (no CAP_SYS_PTRACE), those calls say so
- * (DT_ERR_UNSUPPORTED).
+ * Backends (dt_backend below) run the same algorithms with the same
+ * modeled clock, stats and bits; docs/design.md draws the seam behind them
+ * and what each does differently (docs/cluster.md: mpi on several
+ * machines). The proc backend moves large messages with process_vm_readv;
+ * where the system forbids it (no CAP_SYS_PTRACE), DT_ERR_UNSUPPORTED says so.
  */
 #ifndef DT_COMM_H
 #define DT_COMM_H
@@ -83,23 +74,20 @@ typedef enum {
 typedef enum {
     DT_BACKEND_THREAD = 0, /* ranks are pthreads of one process */
     DT_BACKEND_PROC,       /* ranks are fork()ed processes over POSIX shm */
-    DT_BACKEND_MPI,        /* ranks are the processes of mpirun's job */
+    DT_BACKEND_MPI,        /* ranks are the processes of mpirun's job, over
+                              MPI messages, without the shared-memory
+                              shortcuts (built where mpicc is found) */
     DT_BACKEND_NCCL,       /* reserved: one rank per GPU */
     DT_NUM_BACKENDS
 } dt_backend;
 
 /* The algorithm behind the collectives. AUTO picks by size as a real library
- * does: tree algorithms up to 32 KiB, ring above. With the fast paths on
- * (dt_launch_opts.fast, the default) the emulation backends then take
- * shared-memory shortcuts: an allreduce of up to 32 bytes travels inside
- * the barrier; an allreduce, reduce-scatter or allgather of 256 KiB or more
- * is one pass over shared memory that reads every input once and writes
- * every output once. A shortcut charges the modeled clock, the ports and
- * the stats exactly what the algorithm it stands for would (recursive
- * doubling for the tiny allreduce, the ring for the large ones): it replays
- * that algorithm's messages through the network model. Its reductions run
- * in rank order, as DT_ALGO_DIRECT's do (the same bits). An explicit choice
- * always runs that algorithm over point-to-point messages. */
+ * does: tree algorithms up to 32 KiB, ring above; with the fast paths on
+ * (dt_launch_opts.fast) the emulation backends may take a shared-memory
+ * shortcut that charges the clock, ports and stats exactly what the
+ * algorithm it stands for would, reducing in rank order as DT_ALGO_DIRECT
+ * (docs/design.md, the fast paths). An explicit choice always runs that
+ * algorithm over point-to-point messages. */
 typedef enum {
     DT_ALGO_AUTO = 0,
     DT_ALGO_RING,   /* ring: reduce-scatter then allgather, pipelined chains */
@@ -127,15 +115,21 @@ const char *dt_redop_name(dt_redop op);
 dt_result dt_algo_parse(const char *name, dt_algo *out);
 dt_result dt_backend_parse(const char *name, dt_backend *out);
 
+/* Whether a program can run its job on backend b here: DT_OK, else
+ * DT_ERR_UNSUPPORTED saying why (not built in; mpi outside mpirun's job).
+ * own_ranks: the program starts its ranks as threads or processes itself,
+ * so a backend whose processes another launcher starts is refused too. */
+dt_result dt_backend_usable(dt_backend b, int own_ranks);
+
 /* ---------------------------------------------------------------- launch */
 
 typedef struct {
     int nranks;            /* ranks to start: 1 .. DT_MAX_RANKS (default 1) */
     dt_backend backend;    /* default: env DT_BACKEND, else thread */
-    const char *net;       /* network model: a preset name ("eth10") or
-                              "alpha=2us,bw=10GB/s"; NULL: env DT_NET, else
-                              "none" (a zero-cost network; the strings of
-                              dt_net_link in dt/net.h, gamma= included) */
+    const char *net;       /* network model: one link ("eth10", "alpha=2us,
+                              bw=10GB/s") or a topology ("dgx-h100"), as
+                              dt_net_topo_parse (dt/net.h) reads it; NULL:
+                              env DT_NET, else "none" (a zero-cost network) */
     double timeout_s;      /* deadline of each blocking wait, 0.001 .. 1e6 s;
                               0: env DT_TIMEOUT, else 30 s */
     int debug;             /* 1: check that collectives match across ranks;
@@ -175,10 +169,9 @@ typedef struct {
  * sets it, as mpirun binds); DT_SPIN_US, how long a wait spins before it
  * yields (0 .. 1e6; default 20 when every rank has a core, else 0);
  * DT_ARENA_MB, the most the proc backend's shared arena may grow to
- * (default 1024, or all of /dev/shm where smaller; it takes pages only as it
- * uses them: messages' headers, small messages, windows, dt_alloc_shared);
- * DT_JOB_ID, a name for the job's shared memory (letters, digits, '.', '_',
- * '-'; set by the grader, see docs/design.md).
+ * (default 1024, or all of /dev/shm where smaller; docs/design.md); DT_JOB_ID,
+ * a name for the job's shared memory (letters, digits, '.', '_', '-'; set by
+ * the grader).
  * A variable that does not parse or is out of range (DT_TIMEOUT=abc,
  * DT_NRANKS=0, DT_BACKEND=mpl) returns DT_ERR_INVALID_ARG with a message
  * naming it and its value, e.g. "DT_TIMEOUT='abc': expected a number from
@@ -466,35 +459,15 @@ dt_result dt_comm_stats_reset(dt_comm *comm);
 
 /* ---------------------------------------------------------------- modeled network */
 
-/* Each rank has a virtual clock in modeled seconds (0 at launch), shared by
- * all its communicators; its async collectives run on a second timeline per
- * communicator, which dt_wait joins. Messages are charged by the network
- * model of dt/net.h (THE RULE there): every rank has a send port and a
- * receive port per timeline. A message of n bytes (w = n / beta) that rank
- * s posts at its clock t_s leaves at d = max(t_s, s's send port free); its
- * send port is then busy until d + w (a rank's sends go out one after
- * another). Above the eager limit (16 KiB) it cannot start before the
- * receiver posted its receive, at t_r: d' = max(d, t_r); an eager message
- * does not wait (d' = d). The receiver's receive port takes it at
- * max(d', its receive port free), busy w, in the order the receiver's
- * program waits for its receives; it arrives alpha after the port is done,
- * and the receiver's clock becomes at least that arrival. The sender's
- * clock becomes at least d' + w when it waits for (or, for dt_send,
- * completes) the send. A reduction of n bytes adds gamma * n to the clock
- * of the rank that computes it (gamma 0 unless DT_NET gives it).
- * Worked example: on "alpha=1us,bw=1GB/s", ranks 1, 2 and 3 each dt_send
- * 64 KiB (w = 65.536 us) to rank 0 at clock 0, and rank 0 has posted
- * dt_irecv for all three at clock 0: rank 0's receive port takes them at
- * 0, w and 2w; after dt_waitall rank 0's clock reads alpha + 3w = 197.6 us,
- * while each sender's reads w. A ring step, where each rank sends to its
- * right and receives from its left at the same clock t, ends at
- * t + alpha + w on every rank; a ring allreduce of n bytes on N ranks that
- * start it together takes 2(N-1)(alpha + n/(N beta)) + (N-1)/N n gamma.
- * Every figure depends only on program order and modeled times: the clock
- * is deterministic, whatever order the ranks ran in.
- * Without a network set (no opts.net, no DT_NET) the network is "none":
- * alpha = 0 and an infinite beta, so communication costs no modeled time
- * and the clock counts only compute. */
+/* This rank's virtual clock in modeled seconds (0 at launch), shared by all
+ * its communicators; async collectives run on a second timeline per
+ * communicator, which dt_wait joins. Every message is charged by THE RULE
+ * of dt/net.h on its pair's link (the job's topology), a reduction of n
+ * bytes adds gamma * n. Every figure depends only on program order and
+ * modeled times: the clock is deterministic, whatever order the ranks ran
+ * in. Without opts.net or DT_NET the network is "none" (alpha 0, beta
+ * infinite): the clock counts only compute. A worked example:
+ * docs/design.md, the modeled clock. */
 double dt_clock(const dt_comm *comm);
 
 /* A compute region: dt_compute_end advances the clock by the wall time
@@ -506,13 +479,18 @@ dt_result dt_compute_end(dt_comm *comm);
  * compute step priced as flops / device_flops_per_s. */
 dt_result dt_clock_advance(dt_comm *comm, double seconds);
 
-/* The network of comm's job (alpha in seconds, beta in bytes per second;
- * beta is INFINITY for "none"). */
+/* dt_comm_link's alpha (seconds) and beta (bytes/s; INFINITY for "none"). */
 dt_result dt_comm_net(const dt_comm *comm, double *alpha, double *beta);
 
-/* The whole link of comm's job, gamma included (dt/net.h's dt_net), for
- * pricing a collective with the network model exactly as the clock does. */
+/* The link of comm, gamma included, to price its collectives with dt/net.h
+ * as the clock does: its members' slowest (dt_net_group_link: inside one
+ * node the intra-node link, across nodes the inter-node one). */
 dt_result dt_comm_link(const dt_comm *comm, dt_net *out);
+
+/* The job's network (per_node 0: flat); the world rank of member rank (-1
+ * with the reason for a bad comm or rank). */
+dt_result dt_comm_topo(const dt_comm *comm, dt_net_topo *out);
+int dt_comm_world_rank(const dt_comm *comm, int rank);
 
 #ifdef __cplusplus
 }

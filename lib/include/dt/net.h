@@ -41,6 +41,16 @@
  * and receives one from its left at the same clock t; no port is shared, so
  * the step ends at t + alpha + w on every rank.
  *
+ * A JOB'S NETWORK is a topology (dt_net_topo): its ranks sit on nodes of
+ * per_node ranks each, by block (rank r on node r / per_node); a message
+ * between two ranks of one node crosses the link inside a node (intra),
+ * one between two nodes the link between nodes (inter). THE RULE prices
+ * each message by its pair's link. A flat network, one link for every pair
+ * (the presets below, "alpha=2us,bw=10GB/s"), is the topology with a
+ * single node. A collective on a group of ranks is priced by the slowest
+ * link between two of them (dt_net_group_link): a group inside one node
+ * pays the intra-node link, one that spans nodes the inter-node link.
+ *
  * As in dt/metrics.h, a formula given an argument outside its domain returns
  * NaN and records why (dt_last_error); a parser returns DT_ERR_INVALID_ARG. */
 #ifndef DT_NET_H
@@ -64,19 +74,25 @@ typedef struct {
 
 /* Presets (one direction of one link; gamma 0 in every preset: a reduction
  * costs modeled time only when the string gives gamma=):
- *   none    0        inf        no modeled communication cost
- *   nvlink  1 us     300 GB/s   NVLink 3, A100 (12 links x 25 GB/s)
- *   pcie4   2 us     25 GB/s    PCIe 4.0 x16 (31.5 GB/s raw, ~80% usable)
- *   ib100   1.5 us   12.5 GB/s  InfiniBand EDR 100 Gb/s
- *   ib400   1.5 us   50 GB/s    InfiniBand NDR 400 Gb/s
- *   eth10   30 us    1.25 GB/s  10 Gb Ethernet, TCP through the kernel
- *   eth100  10 us    12.5 GB/s  100 Gb Ethernet, TCP
+ *   none     0        inf         no modeled communication cost
+ *   nvlink   1 us     300 GB/s    NVLink 3, A100 (12 links x 25 GB/s)
+ *   nvlink4  1 us     450 GB/s    NVLink 4, H100 (18 links x 25 GB/s)
+ *   pcie4    2 us     25 GB/s     PCIe 4.0 x16 (31.5 GB/s raw, ~80% usable)
+ *   ib100    1.5 us   12.5 GB/s   InfiniBand EDR 100 Gb/s
+ *   ib200    1.5 us   25 GB/s     InfiniBand HDR 200 Gb/s
+ *   ib400    1.5 us   50 GB/s     InfiniBand NDR 400 Gb/s
+ *   eth1     30 us    125 MB/s    1 Gb Ethernet, TCP through the kernel
+ *   eth10    30 us    1.25 GB/s   10 Gb Ethernet, TCP through the kernel
+ *   eth100   10 us    12.5 GB/s   100 Gb Ethernet, TCP
+ *   shm      0.3 us   5.6 GB/s    a laptop's memory shared by 8 ranks
+ * (link.c gives the source of each figure.)
  * A spec is a preset name, or "alpha=<time>,bw=<rate>,gamma=<time per
  * byte>" (any part may be left out: alpha and gamma default to 0, bw to
  * infinite; a preset name may come first, e.g. "ib100,gamma=0.1ns"), with
  * time units s, ms, us, ns and rate units B/s, KB/s, MB/s, GB/s, TB/s
  * (powers of 10) or Mb/s, Gb/s (bits), e.g. "alpha=2us,bw=10GB/s". NULL or
- * "" is "none". DT_ERR_INVALID_ARG names a bad spec. */
+ * "" is "none". DT_ERR_INVALID_ARG names a bad spec (a topology's name or
+ * keys among them: one link is asked for here). */
 dt_result dt_net_link(const char *spec, dt_net *link);
 
 /* The same, giving only alpha and beta (either pointer may be NULL). */
@@ -84,6 +100,70 @@ dt_result dt_net_parse(const char *spec, double *alpha, double *beta);
 
 /* A preset by name only (no "alpha=..." strings). */
 dt_result dt_net_preset(const char *name, double *alpha, double *beta);
+
+/* ---------------------------------------------------------------- topologies */
+
+/* A job's network: nodes of per_node ranks, rank r on node r / per_node
+ * (block placement), a link inside a node and a link between nodes.
+ * per_node 0 is a flat network: every rank on one node, intra == inter. */
+typedef struct {
+    int nodes;    /* 0: as many as the job's ranks fill; else at most
+                     nodes * per_node ranks (checked at launch) */
+    int per_node; /* ranks per node; 0: flat (one node) */
+    dt_net intra; /* between two ranks of one node */
+    dt_net inter; /* between two ranks of different nodes */
+} dt_net_topo;
+
+/* Presets (per_node 8, nodes as many as the ranks fill):
+ *   dgx-a100   intra nvlink  (NVLink 3 through NVSwitch, 300 GB/s a way)
+ *              inter ib200   (8 x HDR 200 Gb/s InfiniBand, one per GPU)
+ *   dgx-h100   intra nvlink4 (NVLink 4 through NVSwitch, 450 GB/s a way)
+ *              inter ib400   (8 x NDR 400 Gb/s InfiniBand, one per GPU)
+ *   laptop     intra shm     (8 ranks in one laptop's memory)
+ *              inter eth1    (laptops joined by gigabit Ethernet)
+ * (topo.c gives the sources.) A spec is what dt_net_link takes (a flat
+ * network, per_node 0), or a topology: a preset above and/or parts
+ * "nodes=<N>", "per_node=<N>", "intra=<link preset>", "inter=<link
+ * preset>", "intra.alpha=<time>", "intra.bw=<rate>", "inter.alpha=",
+ * "inter.bw=", "gamma=<time per byte>" (both links: the ranks reduce at
+ * one speed), applied in order, e.g. "nodes=2,per_node=4,intra=nvlink,
+ * inter=ib100", "dgx-h100,nodes=2", "per_node=2,intra=shm,inter=eth10,
+ * inter.alpha=50us". A topology names per_node and both of its links; a
+ * flat link's alpha= or bw= does not mix with them. DT_NET, dt_launch_opts.net
+ * and the tools' --net take these strings. DT_ERR_INVALID_ARG names the
+ * spec and the part that is wrong. */
+dt_result dt_net_topo_parse(const char *spec, dt_net_topo *topo);
+
+/* Whether topo holds a job of nranks ranks (its links valid, per_node and
+ * nodes >= 0, nranks <= nodes * per_node when nodes > 0); DT_ERR_INVALID_ARG
+ * says why not. */
+dt_result dt_net_topo_check(const dt_net_topo *topo, int nranks);
+
+/* The node of a rank (its world rank): r / per_node, 0 on a flat network. */
+static inline int dt_net_topo_node(const dt_net_topo *t, int rank)
+{
+    return t->per_node > 0 ? rank / t->per_node : 0;
+}
+
+/* The link a message between ranks a and b crosses (world ranks). */
+static inline const dt_net *dt_net_topo_pair(const dt_net_topo *t, int a, int b)
+{
+    return dt_net_topo_node(t, a) == dt_net_topo_node(t, b) ? &t->intra : &t->inter;
+}
+
+/* The slower of two links in each figure: the larger alpha and gamma, the
+ * smaller beta. */
+dt_net dt_net_slowest(const dt_net *a, const dt_net *b);
+
+/* The link that prices a collective on the k ranks ranks[0..k) (world
+ * ranks): the slowest link between two of them. intra when all sit on one
+ * node, inter when no two share a node, else dt_net_slowest of both. Every
+ * step of a ring that crosses nodes waits for its slowest hop, so the
+ * ring's closed form on this link is what THE RULE gives (exactly, when one
+ * link is slower in alpha and in beta, as in every preset). A tree's rounds
+ * inside a node are faster: on a group that mixes both links its closed
+ * form here is an upper bound. k >= 1; DT_ERR_INVALID_ARG otherwise. */
+dt_result dt_net_group_link(const dt_net_topo *topo, const int *ranks, int k, dt_net *link);
 
 /* ---------------------------------------------------------------- one message */
 
@@ -236,6 +316,10 @@ typedef enum {
 
 /* The cost of algo (p2p ignores k); NaN for an unknown algo or argument. */
 double dt_net_cost(dt_net_algo algo, const dt_net *link, double n, int k);
+/* The cost of algo on the group ranks[0..k) of a topology: on its link,
+ * dt_net_group_link (a ring that crosses nodes at its slowest hop). */
+double dt_net_group_cost(dt_net_algo algo, const dt_net_topo *topo, const int *ranks, int k,
+                         double n);
 /* "ring_allreduce", ...; "?" when unknown. */
 const char *dt_net_algo_name(dt_net_algo algo);
 /* What it computes (DT_COLL_SENDRECV for p2p; DT_NUM_COLLS when unknown). */

@@ -12,9 +12,7 @@
  * that computes answers at its next call. One question is out per rank at
  * a time; a question and its answer carry the launch's epoch, and one left
  * over from an earlier launch is dropped. */
-#include "mpi.h"
-
-#ifdef DT_HAVE_MPI
+#include "mpi_backend.h"
 
 #include <math.h>
 #include <sched.h>
@@ -246,5 +244,3 @@ void dt_mpi_board_free(dt_mpi_launch *l)
     free(l->peer);
     l->peer = NULL;
 }
-
-#endif /* DT_HAVE_MPI */

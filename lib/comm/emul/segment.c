@@ -28,7 +28,7 @@
  * only keeps a stale segment until that process ends; a segment of the old
  * shape (no random part) is never touched.
  */
-#include "launch.h"
+#include "proc.h"
 
 #include <dirent.h>
 #include <errno.h>

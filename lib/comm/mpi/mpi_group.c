@@ -5,9 +5,7 @@
  * the handle this process holds). A group's id (dt_comm_shared.id) is the
  * same in every member: dt_recv_any's questions name the communicator by
  * it (mpi_any.c). */
-#include "mpi.h"
-
-#ifdef DT_HAVE_MPI
+#include "mpi_backend.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -57,9 +55,12 @@ static void retire(dt_mpi_launch *l, MPI_Comm comm)
     pthread_mutex_unlock(&l->lock);
 }
 
-void dt_mpi_group_free(dt_comm_shared *sh)
+void dt_mpi_group_free(dt_job *job, dt_comm_shared *sh)
 {
-    dt_mpi_group *g = sh->mpi;
+    (void)job;
+    dt_mpi_group *g = sh->be;
+    if (!g)
+        return; /* dt_job_init's world, before this backend's took its place */
     if (g->comm != MPI_COMM_NULL)
         retire(g->launch, g->comm);
     for (int i = 0; i < sh->size; i++)
@@ -71,7 +72,7 @@ void dt_mpi_group_free(dt_comm_shared *sh)
     free(g->claimed);
     free(g->unmatched); /* a receive still listed is its request's to free */
     free(g);
-    sh->mpi = NULL;
+    sh->be = NULL;
 }
 
 dt_comm_shared *dt_mpi_shared_new(dt_job *job, int n, const int *world, MPI_Comm comm,
@@ -88,7 +89,7 @@ dt_comm_shared *dt_mpi_shared_new(dt_job *job, int n, const int *world, MPI_Comm
         return NULL;
     }
     atomic_store(&sh->refs, 1);
-    sh->mpi = g;
+    sh->be = g;
     return sh;
 }
 
@@ -106,10 +107,20 @@ dt_result dt_mpi_create_group(MPI_Comm parent, const int *ranks, int n, MPI_Comm
     return rc == MPI_SUCCESS ? DT_OK : dt_mpi_fail(rc, "MPI_Comm_create_group");
 }
 
-dt_result dt_mpi_split(dt_comm *parent, const int *ranks, int n, int me, int id,
+dt_result dt_mpi_split(dt_call *call, const int *ranks, int n, int me, const dt_rec *all,
                        dt_comm **out)
 {
-    dt_mpi_group *pg = parent->sh->mpi;
+    if (me < 0)
+        return DT_OK; /* in no group: MPI_Comm_create_group is the members' only */
+    /* each process makes its own, and the members agree on its id: the
+     * highest any of them would give (dt_recv_any names groups by id across
+     * processes, mpi_any.c) */
+    int id = 0;
+    for (int i = 0; i < n; i++)
+        if (all[ranks[i]].u.split.next_id > id)
+            id = (int)all[ranks[i]].u.split.next_id;
+    dt_comm *parent = call->comm;
+    dt_mpi_group *pg = parent->sh->be;
     MPI_Comm comm;
     DT_TRY(dt_mpi_create_group(pg->comm, ranks, n, &comm));
     int *world = malloc(sizeof(int) * (size_t)n);
@@ -144,7 +155,11 @@ typedef struct {
 
 dt_result dt_mpi_win_allocate(dt_comm *comm, size_t bytes, void **base, void **handle)
 {
-    dt_mpi_group *g = comm->sh->mpi;
+    /* MPI allocates it once every rank has come and asked for the same size */
+    dt_rec ask = {.u.win.bytes = bytes};
+    const dt_rec *all;
+    DT_TRY(dt_win_exchange(comm, &ask, &all));
+    dt_mpi_group *g = comm->sh->be;
     mpi_window *mw = calloc(1, sizeof *mw);
     if (!mw)
         return dt_fail(DT_ERR_NOMEM, "dt_win_allocate: out of memory");
@@ -188,12 +203,11 @@ dt_result dt_mpi_win_allocate(dt_comm *comm, size_t bytes, void **base, void **h
     return DT_OK;
 }
 
-void dt_mpi_win_free(void *handle)
+void dt_mpi_win_free(dt_comm *comm, void *base, void *handle, int synced)
 {
+    (void)comm, (void)base, (void)synced; /* MPI_Win_free is a barrier of its own */
     mpi_window *mw = handle;
     MPI_Win_free(&mw->win);
     MPI_Comm_free(&mw->node);
     free(mw);
 }
-
-#endif /* DT_HAVE_MPI */

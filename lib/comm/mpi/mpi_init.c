@@ -6,32 +6,14 @@
  * and dt_finalize is the launch's end, where every process waits for the
  * others (and writes DT_TRACE's file from rank 0's process). A rank that
  * fails ends its process: mpirun then ends the job, as MPI programs do. */
-#include "mpi.h"
+#include "mpi_backend.h"
 
-#include <stdlib.h>
-
-int dt_mpi_env(int *rank, int *size)
-{
-    const char *pairs[][2] = {{"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"},
-                              {"PMI_RANK", "PMI_SIZE"}};
-    for (int i = 0; i < 2; i++) {
-        const char *r = getenv(pairs[i][0]), *s = getenv(pairs[i][1]);
-        if (r && s) {
-            *rank = atoi(r);
-            *size = atoi(s);
-            return *size > 0;
-        }
-    }
-    return 0;
-}
-
-#ifdef DT_HAVE_MPI
-
-#include "shm.h"
+#include "../shm.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 
-/* One job per process, as dt_init's of dtrun (join.c). */
+/* One job per process, as the emulation's dt_init (emul/attach.c). */
 typedef struct {
     dt_mpi_launch l;
     dt_resolved res;
@@ -43,7 +25,11 @@ typedef struct {
 
 static mpi_joined *joined;
 
-int dt_mpi_joined(const dt_comm *world) { return joined && (!world || joined->world == world); }
+int dt_mpi_started(void)
+{
+    int rank, size;
+    return dt_started_by_mpirun(&rank, &size);
+}
 
 /* The job of every process, its world group over comm (which it owns). */
 static dt_result make_job(mpi_joined *j, MPI_Comm comm)
@@ -95,7 +81,6 @@ dt_result dt_mpi_join(dt_comm **world)
         r = make_job(j, comm);
     if (r == DT_OK) {
         dt_rank_ctx_init(&j->rc, &j->job, me, &j->res);
-        j->rc.ops = &dt_mpi_ops;
         j->rc.mem = dt_mem_ctx_create();
         j->l.board = &j->job.board[me];
         r = dt_comm_make(&j->rc, j->job.world, me, &j->world);
@@ -136,5 +121,3 @@ dt_result dt_mpi_leave(dt_comm *world)
     (void)world;
     return r;
 }
-
-#endif /* DT_HAVE_MPI */

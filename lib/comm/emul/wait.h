@@ -1,11 +1,12 @@
-/* wait.h - how a rank waits (wait.c): the wait policy (spin, yield, sleep on
- * the doorbell, deadline, mismatches, failed peers). Every blocking wait of
- * the communicator goes through dt_wait_until. */
+/* wait.h - how an emulated rank waits (wait.c): the wait policy (spin,
+ * yield, sleep on the doorbell, deadline, mismatches, failed peers). Every
+ * blocking wait of the emulation goes through dt_wait_until, the
+ * wait_until entry of its tables (backend.h). */
 #ifndef DT_COMM_WAIT_H
 #define DT_COMM_WAIT_H
 
-#include "bell.h"
-#include "handle.h"
+#include "../bell.h"
+#include "../handle.h"
 
 /* Waits until cond(arg) is true, within the job's deadline: a spin, a
  * while yielding, then sleeps on the rank's doorbell. DT_ERR_TIMEOUT with

@@ -7,7 +7,7 @@
  * job); the job's shared state is allocated inside it. All shared
  * structures hold plain pointers, so every process maps the arena at the
  * same address: forked ranks inherit the mapping, and programs started by
- * dt_launch_program map it at the address the header records (join.c).
+ * dt_launch_program map it at the address the header records (attach.c).
  *
  * The launcher is the parent of every rank: when one dies (a signal, or an
  * exit before its function returned) it marks the rank dead and rings every
@@ -16,9 +16,11 @@
  * soon as no process needs to open it any more (at once for forked ranks;
  * when the last program has attached for dtrun) and at the end of the job.
  */
-#include "launch.h"
+#include "emul.h"
 
-#include "shm.h"
+#include "proc.h"
+
+#include "../shm.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -357,6 +359,13 @@ static dt_result run_job(const dt_resolved *res, const proc_body *body, void *hi
                     "ranks, which have ended; the job's shared memory is removed", fw.sig,
                     strsignal(fw.sig), n);
     }
+    return r;
+}
+
+dt_result dt_proc_kill(dt_rank_ctx *rc, dt_result r)
+{
+    (void)rc;
+    raise(SIGKILL); /* the launcher sees the rank die, as a crash */
     return r;
 }
 

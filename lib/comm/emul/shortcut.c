@@ -32,13 +32,13 @@
  * DT_ERR_MISMATCH on every rank and nothing is written out of bounds. */
 #include "shortcut.h"
 
-#include "algo.h"
+#include "../algo.h"
 #include "copy.h"
-#include "diag.h"
-#include "reduce.h"
+#include "../diag.h"
+#include "../reduce.h"
 #include "replay.h"
-#include "shm.h"
-#include "stats.h"
+#include "../shm.h"
+#include "../stats.h"
 
 
 #include <math.h>
@@ -161,12 +161,12 @@ static dt_result tiny_allreduce(dt_call *call, const dt_coll_args *a)
     dt_replay rp;
     /* Without a network (no cost), a loop of tiny allreduces leaves the
      * clocks where they are: the last replay is kept and taken again. */
-    const dt_net *net = &c->rc->job->net;
+    const dt_net *net = &c->link; /* the slowest: free when it is, every pair is */
     dt_replay_memo **memo = &c->memo[call->lane]; /* kept with the handle */
     int keep = net->alpha == 0 && net->beta == INFINITY && net->gamma == 0;
     if (keep && !*memo && c->size <= DT_REPLAY_MEMO_N)
         *memo = calloc(1, sizeof **memo); /* none: replayed every time */
-    DT_TRY(dt_replay_rd(net, all, c->size, c->rank, bytes, &rp, keep ? *memo : NULL));
+    DT_TRY(dt_replay_rd(c, all, c->size, c->rank, bytes, &rp, keep ? *memo : NULL));
     if (bytes)
         memcpy(a->recvbuf, acc, bytes);
     charge(call, &rp);
@@ -193,7 +193,7 @@ static dt_result shortcut_begin(dt_call *call, const dt_coll_args *a, size_t sen
                               dt_owner_pid(job, pid, a->recvbuf, recv_bytes), a->count}};
     DT_TRY(dt_sync_exchange(call, &mine, all));
     DT_TRY(dt_coll_agree(call, *all, shortcut_id));
-    return dt_replay_ring(&job->net, *all, c->size, c->rank, ring_count,
+    return dt_replay_ring(c, *all, c->size, c->rank, ring_count,
                           dt_dtype_size(a->dtype), phases, rp);
 }
 

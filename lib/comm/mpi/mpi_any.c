@@ -20,10 +20,8 @@
  * the boards now. Like the boards, a rank that computes tells nothing until
  * its next call: dt_recv_any waits for it in wall time, never guesses, so
  * the choice is the emulation's. */
-#include "any.h"
-#include "mpi.h"
-
-#ifdef DT_HAVE_MPI
+#include "../any.h"
+#include "mpi_backend.h"
 
 #include <math.h>
 #include <sched.h>
@@ -81,7 +79,7 @@ static void take_early(dt_mpi_group *g, int s)
  * answers tell (see the top); since: the first question of this call. */
 static dt_peer_view view_of(dt_mpi_launch *l, const dt_comm *c, int s, uint32_t since)
 {
-    const dt_mpi_group *g = c->sh->mpi;
+    const dt_mpi_group *g = c->sh->be;
     dt_peer_view v = {1, -INFINITY, {0}};
     dt_mpi_answer a;
     if (!dt_mpi_answer_of(l, c->sh->world[s], &a) || a.comm_id != c->sh->id ||
@@ -100,7 +98,7 @@ static int look(dt_call *call, size_t bytes, double *depart, dt_peer_view *view,
                 uint32_t since)
 {
     dt_comm *c = call->comm;
-    dt_mpi_group *g = c->sh->mpi;
+    dt_mpi_group *g = c->sh->be;
     dt_mpi_launch *l = g->launch;
     dt_mpi_serve(l);
     dt_mpi_take_answers(l);
@@ -134,7 +132,7 @@ static int look(dt_call *call, size_t bytes, double *depart, dt_peer_view *view,
 dt_result dt_mpi_choose_any(dt_call *call, size_t bytes, int *src)
 {
     dt_comm *c = call->comm;
-    dt_mpi_launch *l = ((dt_mpi_group *)c->sh->mpi)->launch;
+    dt_mpi_launch *l = ((dt_mpi_group *)c->sh->be)->launch;
     dt_job *job = dt_call_job(call);
     double *depart = malloc(sizeof(double) * (size_t)c->size);
     dt_peer_view *view = malloc(sizeof(dt_peer_view) * (size_t)c->size);
@@ -163,5 +161,3 @@ dt_result dt_mpi_choose_any(dt_call *call, size_t bytes, int *src)
     free(view);
     return r;
 }
-
-#endif /* DT_HAVE_MPI */

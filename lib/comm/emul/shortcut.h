@@ -3,8 +3,8 @@
 #ifndef DT_COMM_SHORTCUT_H
 #define DT_COMM_SHORTCUT_H
 
-#include "coll.h"
-#include "sync.h"
+#include "../coll.h"
+#include "../sync.h"
 
 /* Allreduces of at most this many bytes ride in the barrier's records. */
 #define DT_TINY_MAX 32

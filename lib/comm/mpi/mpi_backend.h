@@ -1,6 +1,8 @@
-/* mpi.h - the mpi backend: ranks are the processes of an MPI job started by
- * mpirun; the emulation's algorithms run unchanged over MPI point-to-point
- * messages. Not a public header.
+/* mpi_backend.h - the mpi backend: ranks are the processes of an MPI job
+ * started by mpirun; libdt's algorithms (algo_coll.c, above the seam) run
+ * unchanged over MPI point-to-point messages. Its table is mpi_ops.c's
+ * dt_mpi_ops (backend.h); this folder is compiled only with MPI
+ * (DT_HAVE_MPI). Not a public header.
  *
  *   mpi_launch.c  dt_launch inside an MPI job, and its end
  *   mpi_init.c    dt_init and dt_finalize inside an MPI job
@@ -10,27 +12,12 @@
  *   mpi_board.c   the other ranks' boards, asked across processes
  *   mpi_any.c     dt_recv_any: the first message in modeled time
  *   mpi_trace.c   DT_TRACE
- *
- * The seam: port.c's dt_msg_* (every algorithm's messages), sync.c's
- * barrier-exchange, dt_comm_split and dt_launch hand their work to the
- * functions below when the job's backend is mpi. Built with DT_HAVE_MPI
- * only; without it, each is a stub that says MPI is not built in. */
-#ifndef DT_COMM_MPI_H
-#define DT_COMM_MPI_H
+ *   mpi_ops.c     the table */
+#ifndef DT_COMM_MPI_BACKEND_H
+#define DT_COMM_MPI_BACKEND_H
 
-#include "coll.h"
-#include "diag.h"
-#include "launch.h"
-#include "sync.h"
-
-static inline int dt_mpi_job(const dt_job *job) { return job->backend == DT_BACKEND_MPI; }
-
-/* 1 when this process was started by mpirun (Open MPI's OMPI_COMM_WORLD_RANK
- * and _SIZE, else Hydra's PMI_RANK and PMI_SIZE), with its rank and the
- * job's size (mpi_init.c; also without MPI built in, to say so). */
-int dt_mpi_env(int *rank, int *size);
-
-#ifdef DT_HAVE_MPI
+#include "../backend.h"
+#include "../diag.h"
 
 #include <mpi.h>
 
@@ -172,7 +159,13 @@ dt_result dt_mpi_poll(dt_call *call, dt_mpi_launch *l, MPI_Request *reqs, int n,
 dt_result dt_mpi_poll_step(dt_call *call, dt_mpi_launch *l, MPI_Request *reqs, int n,
                            int (*step)(void *), void *arg, const char *what, int peer);
 
-extern const dt_backend_ops dt_mpi_ops;
+/* The wait_until entry of the table (backend.h): the poll above, for a
+ * condition of this process (an async collective's end on lane 1). */
+dt_result dt_mpi_wait_until(dt_call *call, int (*cond)(const void *), const void *arg);
+
+/* dt_launch's ranks inside an MPI job (mpi_launch.c): runs fn as this
+ * process's rank, on the processes of MPI ranks 0 .. nranks-1. */
+dt_result dt_launch_mpi(const dt_resolved *res, dt_rank_fn fn, void *arg);
 
 /* ---------------------------------------------------------------- messages */
 
@@ -188,24 +181,23 @@ void dt_mpi_cancel(dt_call *call, dt_xfer *x);
 /* The barrier-exchange of sync.h over messages. */
 dt_result dt_mpi_exchange(dt_call *call, const dt_rec *mine, const dt_rec **all);
 
-/* dt_comm_split's new group for this process: its members are the parent's
- * ranks ranks[0..n) in their new order, this process at position me, with
- * the id id (the same in every member); made by every member from the
- * parent's MPI communicator (MPI_Comm_create_group). */
-dt_result dt_mpi_split(dt_comm *parent, const int *ranks, int n, int me, int id,
+/* dt_comm_split's new group for this process (the split entry): its
+ * members are the parent's ranks ranks[0..n) in their new order, this
+ * process at position me; made by every member from the parent's MPI
+ * communicator (MPI_Comm_create_group), with the id the members agree on. */
+dt_result dt_mpi_split(dt_call *call, const int *ranks, int n, int me, const dt_rec *all,
                        dt_comm **out);
 
-/* Frees a group's MPI state (dt_comm_shared's backend part); its MPI
+/* Frees a group's MPI state (dt_comm_shared.be, NULL: none); its MPI
  * communicator is retired to the launch (see dt_mpi_launch). */
-void dt_mpi_group_free(dt_comm_shared *sh);
+void dt_mpi_group_free(dt_job *job, dt_comm_shared *sh);
 
 /* dt_win_allocate's region on the mpi backend, once every rank has come
  * (and asked for the same size): MPI_Win_allocate_shared over the comm's
  * processes, which must share one machine's memory; zeroed, 64-byte
- * aligned. *handle: for dt_mpi_win_free (collective, after the window's
- * last barrier). */
+ * aligned. *handle: for dt_mpi_win_free (collective: MPI_Win_free). */
 dt_result dt_mpi_win_allocate(dt_comm *comm, size_t bytes, void **base, void **handle);
-void dt_mpi_win_free(void *handle);
+void dt_mpi_win_free(dt_comm *comm, void *base, void *handle, int synced);
 
 /* ---------------------------------------------------------------- the boards */
 
@@ -268,64 +260,10 @@ int dt_mpi_user_matched(dt_mpi_group *g, int peer);
 dt_result dt_mpi_trace(dt_mpi_launch *l, int n, const char *path, dt_trace_ev *ev, size_t nev,
                        double wall0);
 
-/* dt_init and dt_finalize inside an MPI job (mpi_init.c). */
+/* dt_init and dt_finalize inside an MPI job (mpi_init.c): a process that
+ * mpirun started (and not dtrun) joins as its MPI rank. */
+int dt_mpi_started(void);
 dt_result dt_mpi_join(dt_comm **world);
 dt_result dt_mpi_leave(dt_comm *world);
-int dt_mpi_joined(const dt_comm *world);
 
-#else
-
-static inline dt_result dt_mpi_off(void)
-{
-    return dt_fail(DT_ERR_UNSUPPORTED, "the mpi backend is not built in (no mpicc, or MPI=0)");
-}
-static inline dt_result dt_mpi_isend(dt_call *c, int p, const void *b, size_t n, uint64_t t,
-                                     dt_xfer *o)
-{
-    (void)c, (void)p, (void)b, (void)n, (void)t, (void)o;
-    return dt_mpi_off();
-}
-static inline dt_result dt_mpi_irecv(dt_call *c, int p, void *b, size_t n, uint64_t t, dt_xfer *o)
-{
-    (void)c, (void)p, (void)b, (void)n, (void)t, (void)o;
-    return dt_mpi_off();
-}
-static inline dt_result dt_mpi_wait(dt_call *c, dt_xfer *x, int *s)
-{
-    (void)c, (void)x, (void)s;
-    return dt_mpi_off();
-}
-static inline int dt_mpi_done(const dt_xfer *x) { return (void)x, 1; }
-static inline void dt_mpi_cancel(dt_call *c, dt_xfer *x) { (void)c, (void)x; }
-static inline dt_result dt_mpi_exchange(dt_call *c, const dt_rec *m, const dt_rec **a)
-{
-    (void)c, (void)m, (void)a;
-    return dt_mpi_off();
-}
-static inline dt_result dt_mpi_split(dt_comm *p, const int *w, int n, int me, int id,
-                                     dt_comm **o)
-{
-    (void)p, (void)w, (void)n, (void)me, (void)id, (void)o;
-    return dt_mpi_off();
-}
-static inline void dt_mpi_group_free(dt_comm_shared *sh) { (void)sh; }
-static inline dt_result dt_mpi_win_allocate(dt_comm *c, size_t n, void **b, void **h)
-{
-    (void)c, (void)n, (void)b, (void)h;
-    return dt_mpi_off();
-}
-static inline void dt_mpi_win_free(void *h) { (void)h; }
-static inline dt_result dt_mpi_join(dt_comm **w)
-{
-    (void)w;
-    return dt_mpi_off();
-}
-static inline dt_result dt_mpi_leave(dt_comm *w)
-{
-    (void)w;
-    return dt_mpi_off();
-}
-static inline int dt_mpi_joined(const dt_comm *w) { return (void)w, 0; }
-
-#endif /* DT_HAVE_MPI */
-#endif /* DT_COMM_MPI_H */
+#endif /* DT_COMM_MPI_BACKEND_H */

@@ -3,11 +3,9 @@
  * launch's failure notices, and answers and asks the other ranks what
  * they do (mpi_board.c): the mismatch check and the timeout's report that
  * the other backends read on the boards. */
-#include "mpi.h"
+#include "mpi_backend.h"
 
-#ifdef DT_HAVE_MPI
-
-#include "diag.h"
+#include "../diag.h"
 
 #include <sched.h>
 #include <stdio.h>
@@ -158,4 +156,24 @@ dt_result dt_mpi_poll_step(dt_call *call, dt_mpi_launch *l, MPI_Request *reqs, i
     }
 }
 
-#endif /* DT_HAVE_MPI */
+/* The wait_until entry: a condition of this process (what the progress
+ * thread completes) polled as the requests above are, answering the
+ * others' questions and hearing failure notices meanwhile. */
+typedef struct {
+    int (*cond)(const void *);
+    const void *arg;
+} cond_step;
+
+static int cond_holds(void *p)
+{
+    const cond_step *c = p;
+    return c->cond(c->arg);
+}
+
+dt_result dt_mpi_wait_until(dt_call *call, int (*cond)(const void *), const void *arg)
+{
+    dt_mpi_group *g = call->comm->sh->be;
+    cond_step c = {cond, arg};
+    return dt_mpi_poll_step(call, g->launch, NULL, 0, cond_holds, &c, "an async collective with",
+                            -1);
+}

@@ -8,11 +8,9 @@
  * never comes is reported, never waited for without end): every rank sends
  * how many events it has; rank 0 makes room for them and answers each rank
  * "send" or, where it has no room, "keep them"; the ranks told to send do. */
-#include "mpi.h"
+#include "mpi_backend.h"
 
-#ifdef DT_HAVE_MPI
-
-#include "launch.h"
+#include "../launch.h"
 
 #include <sched.h>
 #include <stdlib.h>
@@ -115,5 +113,3 @@ dt_result dt_mpi_trace(dt_mpi_launch *l, int n, const char *path, dt_trace_ev *e
     MPI_Isend(ev, (int)(sizeof *ev * nev), MPI_BYTE, 0, DT_MPI_TAG_TRACE, l->ctl, &reqs[0]);
     return trace_wait(l, reqs, 1, "sending rank 0 the events");
 }
-
-#endif /* DT_HAVE_MPI */

@@ -8,10 +8,12 @@
  * state. Each step mirrors one dt_msg_sendrecv of the reference (the
  * receive posted and the send departing at the rank's clock; the arrival,
  * then the send's completion, then the combine), so the figures are the
- * same bits as the reference's. The cost is O(n) per step for each rank. */
+ * same bits as the reference's. Each message is priced by its pair's link
+ * (dt_comm_pair_link), as port.c prices it. The cost is O(n) per step for
+ * each rank. */
 #include "replay.h"
 
-#include "algo.h"
+#include "../algo.h"
 
 #include <stdlib.h>
 
@@ -54,6 +56,9 @@ static void post_send(const dt_net *link, lane *s, double bytes)
     s->depart = dt_net_depart(link, &s->ports, s->t, bytes);
 }
 
+/* The link from member a to member b of c. */
+static const dt_net *pair(const dt_comm *c, int a, int b) { return dt_comm_pair_link(c, a, b); }
+
 static void post_recv(lane *r)
 {
     r->posted = r->t;
@@ -90,27 +95,27 @@ static void finish(const lane *l, dt_replay *out)
 
 /* One ring step: rank r sends chunk sc(r) to its right, receives chunk
  * sc(r-1) from its left (dt_msg_sendrecv), then combines it when rs. */
-static void ring_step(const dt_net *link, lane *l, int n, int me, size_t count, size_t es,
+static void ring_step(const dt_comm *c, lane *l, int n, int me, size_t count, size_t es,
                       int shift, int rs, dt_replay *out)
 {
     double b[DT_MAX_RANKS]; /* the chunk rank r sends at this step */
     for (int r = 0; r < n; r++) {
         b[r] = (double)(dt_chunk_len(count, n, (r - shift + 2 * n) % n) * es);
         post_recv(&l[r]);
-        post_send(link, &l[r], b[r]);
+        post_send(pair(c, r, (r + 1) % n), &l[r], b[r]);
     }
     for (int r = 0; r < n; r++) {
         int left = (r - 1 + n) % n, right = (r + 1) % n;
-        take(link, &l[r], &l[left], b[left]);
-        sent(link, &l[r], &l[right], b[r]);
+        take(pair(c, left, r), &l[r], &l[left], b[left]);
+        sent(pair(c, r, right), &l[r], &l[right], b[r]);
         if (rs)
-            l[r].t += dt_net_reduce_time(link, b[left]);
+            l[r].t += dt_net_reduce_time(&c->link, b[left]);
     }
     tally(out, 1, b[me]);
     tally(out, 0, b[(me - 1 + n) % n]);
 }
 
-dt_result dt_replay_ring(const dt_net *link, const dt_rec *all, int n, int me, size_t count,
+dt_result dt_replay_ring(const dt_comm *c, const dt_rec *all, int n, int me, size_t count,
                          size_t es, dt_replay_phases phases, dt_replay *out)
 {
     lane small[SMALL_N], *l = lanes_new(all, n, small);
@@ -119,10 +124,10 @@ dt_result dt_replay_ring(const dt_net *link, const dt_rec *all, int n, int me, s
     *out = (dt_replay){0};
     if (phases & DT_REPLAY_RS) /* dt_ring_rs: step s sends chunk r-s-1 */
         for (int s = 0; s < n - 1; s++)
-            ring_step(link, l, n, me, count, es, s + 1, 1, out);
+            ring_step(c, l, n, me, count, es, s + 1, 1, out);
     if (phases & DT_REPLAY_AG) /* dt_ring_ag: step s sends chunk r-s */
         for (int s = 0; s < n - 1; s++)
-            ring_step(link, l, n, me, count, es, s, 0, out);
+            ring_step(c, l, n, me, count, es, s, 0, out);
     finish(&l[me], out);
     lanes_free(l, small);
     return DT_OK;
@@ -160,9 +165,10 @@ static void memo_keep(dt_replay_memo *m, const dt_net *link, const dt_rec *all, 
     m->out = *out;
 }
 
-dt_result dt_replay_rd(const dt_net *link, const dt_rec *all, int n, int me, size_t bytes,
+dt_result dt_replay_rd(const dt_comm *c, const dt_rec *all, int n, int me, size_t bytes,
                        dt_replay *out, dt_replay_memo *memo)
 {
+    const dt_net *link = &c->link; /* the memo's key; each message pays its pair's */
     if (memo_hit(memo, link, all, n, bytes)) {
         *out = memo->out;
         return DT_OK;
@@ -171,12 +177,13 @@ dt_result dt_replay_rd(const dt_net *link, const dt_rec *all, int n, int me, siz
     if (!l)
         return DT_ERR_NOMEM;
     *out = (dt_replay){0};
-    double b = (double)bytes, g = dt_net_reduce_time(link, b);
+    double b = (double)bytes, g = dt_net_reduce_time(&c->link, b);
     int p = 1;
     while (p * 2 <= n)
         p *= 2;
     int rem = n - p;
     for (int e = 0; e < 2 * rem; e += 2) { /* fold: e sends, e + 1 combines */
+        const dt_net *link = pair(c, e, e + 1);
         post_send(link, &l[e], b);
         post_recv(&l[e + 1]);
         sent(link, &l[e], &l[e + 1], b);
@@ -187,15 +194,16 @@ dt_result dt_replay_rd(const dt_net *link, const dt_rec *all, int n, int me, siz
     }
     for (int mask = 1; mask < p; mask <<= 1) {
         for (int v = 0; v < p; v++) {
-            lane *x = &l[v < rem ? 2 * v + 1 : v + rem];
-            post_recv(x);
-            post_send(link, x, b);
+            int r = v < rem ? 2 * v + 1 : v + rem, pv = v ^ mask;
+            int peer = pv < rem ? 2 * pv + 1 : pv + rem;
+            post_recv(&l[r]);
+            post_send(pair(c, r, peer), &l[r], b);
         }
         for (int v = 0; v < p; v++) {
             int r = v < rem ? 2 * v + 1 : v + rem, pv = v ^ mask;
             int peer = pv < rem ? 2 * pv + 1 : pv + rem;
-            take(link, &l[r], &l[peer], b);
-            sent(link, &l[r], &l[peer], b);
+            take(pair(c, peer, r), &l[r], &l[peer], b);
+            sent(pair(c, r, peer), &l[r], &l[peer], b);
             l[r].t += g;
             if (r == me) {
                 tally(out, 1, b);
@@ -204,6 +212,7 @@ dt_result dt_replay_rd(const dt_net *link, const dt_rec *all, int n, int me, siz
         }
     }
     for (int e = 0; e < 2 * rem; e += 2) { /* unfold: e + 1 sends, e receives */
+        const dt_net *link = pair(c, e + 1, e);
         post_send(link, &l[e + 1], b);
         post_recv(&l[e]);
         sent(link, &l[e + 1], &l[e], b);

@@ -1,4 +1,5 @@
-/* port.c - point-to-point messages between the ranks of a communicator.
+/* port.c - the emulation's messages (thread and proc backends): the
+ * isend, irecv, wait, done and cancel of their tables (backend.h).
  *
  * Each rank has a port (inbox) per communicator with two FIFO lists: sends
  * posted to it that no receive has matched yet, and receives it posted that
@@ -19,13 +20,12 @@
  * send's departure, the receive's posting), so that no figure depends on
  * which rank came first in wall time.
  */
-#include "port.h"
+#include "emul.h"
 
 #include "copy.h"
-#include "mpi.h"
-#include "diag.h"
-#include "shm.h"
-#include "stats.h"
+#include "../diag.h"
+#include "../shm.h"
+#include "../stats.h"
 #include "wait.h"
 
 #include <math.h>
@@ -101,7 +101,11 @@ static int list_remove(dt_msg **head, dt_msg **tail, dt_msg *m)
 
 /* ---------------------------------------------------------------- posting */
 
-static const dt_net *call_net(const dt_call *call) { return &dt_call_job(call)->net; }
+/* The link between the caller and peer: THE RULE's figures are the pair's. */
+static const dt_net *call_link(const dt_call *call, int peer)
+{
+    return dt_comm_pair_link(call->comm, call->comm->rank, peer);
+}
 
 static dt_msg *msg_new(dt_job *job, dt_msg_dir dir, size_t extra)
 {
@@ -127,26 +131,6 @@ static int matches(const dt_msg *s, const dt_msg *r)
     return s->bytes == r->bytes && s->sig == r->sig && s->count == r->count;
 }
 
-/* A send and a receive that do not match: the message of the side that
- * finds it, naming both calls. */
-dt_result dt_msg_mismatch(dt_call *call, int peer, size_t my_bytes, uint32_t sig, uint64_t count,
-                          size_t bytes, int sending)
-{
-    dt_comm *c = call->comm;
-    const char *to = sending ? "to" : "from";
-    if (call->sig == 0 && sig == 0) /* user messages: the sizes differ */
-        return dt_fail(DT_ERR_MISMATCH, "rank %d %s %zu bytes %s rank %d, which %s %zu", c->rank,
-                       sending ? "sends" : "receives", my_bytes, to, peer,
-                       sending ? "receives" : "sends", bytes);
-    char mine[160], theirs[160];
-    dt_coll_describe(mine, sizeof mine, call->sig, call->count);
-    dt_coll_describe(theirs, sizeof theirs, sig, count);
-    dt_fail(DT_ERR_MISMATCH, "collective #%ld mismatch: rank %d called %s but rank %d called %s "
-            "(a message of %zu bytes %s it, of %zu expected)", call->seq, peer, theirs, c->rank,
-            mine, sending ? my_bytes : bytes, sending ? "to" : "from", sending ? bytes : my_bytes);
-    return dt_comm_poison(c, DT_ERR_MISMATCH);
-}
-
 /* The sender found receive r waiting for send m: fills it. */
 static dt_result fill_waiting_recv(dt_call *call, dt_msg *m, dt_msg *r, int peer)
 {
@@ -170,14 +154,12 @@ static dt_result fill_waiting_recv(dt_call *call, dt_msg *m, dt_msg *r, int peer
     return res;
 }
 
-dt_result dt_msg_isend(dt_call *call, int peer, const void *buf, size_t bytes, uint64_t tag,
-                       dt_xfer *out)
+dt_result dt_port_isend(dt_call *call, int peer, const void *buf, size_t bytes, uint64_t tag,
+                        dt_xfer *out)
 {
     dt_comm *c = call->comm;
     dt_job *job = dt_call_job(call);
-    if (dt_mpi_job(job))
-        return dt_mpi_isend(call, peer, buf, bytes, tag, out);
-    dt_port *port = &c->sh->port[peer];
+    dt_port *port = dt_port_of(c->sh, peer);
     *out = (dt_xfer){NULL, call->t};
     int eager = bytes <= DT_EAGER_MAX;
     dt_msg *m = msg_new(job, DT_MSG_SEND, eager ? bytes : 0);
@@ -188,7 +170,7 @@ dt_result dt_msg_isend(dt_call *call, int peer, const void *buf, size_t bytes, u
     m->bytes = bytes;
     m->sig = call->sig;
     m->count = call->count;
-    double depart = dt_net_depart(call_net(call), call->ports, call->t, (double)bytes);
+    double depart = dt_net_depart(call_link(call, peer), call->ports, call->t, (double)bytes);
     m->depart = depart;
     /* eager data lies in shared memory, and so may the sender's buffer */
     m->pid = eager ? 0 : dt_owner_pid(job, c->rc->pid, buf, bytes);
@@ -213,7 +195,7 @@ dt_result dt_msg_isend(dt_call *call, int peer, const void *buf, size_t bytes, u
     }
     /* Complete now: an eager message belongs to the port from here on (its
      * receiver may have freed it already). */
-    out->done = dt_net_sent(call_net(call), depart, r ? r->posted : 0, (double)bytes);
+    out->done = dt_net_sent(call_link(call, peer), depart, r ? r->posted : 0, (double)bytes);
     if (!r)
         return DT_OK;
     dt_result res = fill_waiting_recv(call, m, r, peer);
@@ -221,14 +203,12 @@ dt_result dt_msg_isend(dt_call *call, int peer, const void *buf, size_t bytes, u
     return res;
 }
 
-dt_result dt_msg_irecv(dt_call *call, int peer, void *buf, size_t bytes, uint64_t tag,
-                       dt_xfer *out)
+dt_result dt_port_irecv(dt_call *call, int peer, void *buf, size_t bytes, uint64_t tag,
+                        dt_xfer *out)
 {
     dt_comm *c = call->comm;
     dt_job *job = dt_call_job(call);
-    if (dt_mpi_job(job))
-        return dt_mpi_irecv(call, peer, buf, bytes, tag, out);
-    dt_port *port = &c->sh->port[c->rank];
+    dt_port *port = dt_port_of(c->sh, c->rank);
     *out = (dt_xfer){NULL, call->t};
     dt_msg *m = msg_new(job, DT_MSG_RECV, 0);
     if (!m)
@@ -279,7 +259,7 @@ dt_result dt_msg_irecv(dt_call *call, int peer, void *buf, size_t bytes, uint64_
 void dt_port_pending(dt_call *call, uint64_t tag, double *depart)
 {
     dt_comm *c = call->comm;
-    dt_port *port = &c->sh->port[c->rank];
+    dt_port *port = dt_port_of(c->sh, c->rank);
     for (int s = 0; s < c->size; s++)
         depart[s] = NAN;
     dt_shared_lock(&port->lock);
@@ -296,7 +276,7 @@ static int msg_done(const dt_msg *m)
     return atomic_load_explicit(&m->state, memory_order_acquire) != DT_MSG_PENDING;
 }
 
-int dt_msg_done(const dt_xfer *x)
+int dt_port_done(const dt_xfer *x)
 {
     return !x->m || msg_done(x->m);
 }
@@ -308,7 +288,7 @@ static int msg_done_cond(const void *arg) { return msg_done(arg); }
  * it, let that copy finish first. */
 static void cancel(dt_call *call, dt_msg *m)
 {
-    dt_port *port = &call->comm->sh->port[m->port_rank];
+    dt_port *port = dt_port_of(call->comm->sh, m->port_rank);
     dt_shared_lock(&port->lock);
     int removed = m->dir == DT_MSG_SEND ? list_remove(&port->sends, &port->sends_tail, m)
                                         : list_remove(&port->recvs, &port->recvs_tail, m);
@@ -323,12 +303,8 @@ static void cancel(dt_call *call, dt_msg *m)
     dt_shm_free(dt_call_job(call), m);
 }
 
-void dt_msg_cancel(dt_call *call, dt_xfer *x)
+void dt_port_cancel(dt_call *call, dt_xfer *x)
 {
-    if (dt_mpi_job(dt_call_job(call))) {
-        dt_mpi_cancel(call, x);
-        return;
-    }
     if (x->m)
         cancel(call, x->m);
     x->m = NULL;
@@ -346,18 +322,16 @@ static dt_result received(dt_call *call, dt_msg *m, int *src)
     if (atomic_load_explicit(&m->state, memory_order_acquire) != DT_MSG_DONE)
         return dt_msg_mismatch(call, m->got_src, m->bytes, m->got_sig, m->got_count,
                                m->got_bytes, 0);
-    advance(call, dt_net_arrive(call_net(call), call->ports, m->got_depart, m->posted,
-                                (double)m->got_bytes));
+    advance(call, dt_net_arrive(call_link(call, m->got_src), call->ports, m->got_depart,
+                                m->posted, (double)m->got_bytes));
     dt_call_traffic(call, 0, m->got_bytes, 1);
     if (src)
         *src = m->got_src;
     return DT_OK;
 }
 
-dt_result dt_msg_wait(dt_call *call, dt_xfer *x, int *src)
+dt_result dt_port_wait(dt_call *call, dt_xfer *x, int *src)
 {
-    if (dt_mpi_job(dt_call_job(call)))
-        return dt_mpi_wait(call, x, src);
     dt_msg *m = x->m;
     if (!m) { /* a send that completed when posted */
         advance(call, x->done);
@@ -375,49 +349,8 @@ dt_result dt_msg_wait(dt_call *call, dt_xfer *x, int *src)
         r = dt_msg_mismatch(call, m->port_rank, m->bytes, m->got_sig, m->got_count,
                             m->got_bytes, 1);
     else
-        advance(call, dt_net_sent(call_net(call), m->depart, m->got_posted, (double)m->bytes));
+        advance(call, dt_net_sent(call_link(call, m->port_rank), m->depart, m->got_posted,
+                                  (double)m->bytes));
     dt_shm_free(dt_call_job(call), m);
     return r;
-}
-
-dt_result dt_msg_waitall(dt_call *call, dt_xfer *x, int n)
-{
-    dt_result first = DT_OK;
-    for (int i = 0; i < n; i++) {
-        dt_result r = dt_msg_wait(call, &x[i], NULL);
-        if (r != DT_OK && first == DT_OK)
-            first = r;
-    }
-    return first;
-}
-
-dt_result dt_msg_send(dt_call *call, int peer, const void *buf, size_t bytes, uint64_t tag)
-{
-    dt_xfer x;
-    DT_TRY(dt_msg_isend(call, peer, buf, bytes, tag, &x));
-    return dt_msg_wait(call, &x, NULL);
-}
-
-dt_result dt_msg_recv(dt_call *call, int peer, void *buf, size_t bytes, uint64_t tag)
-{
-    dt_xfer x;
-    DT_TRY(dt_msg_irecv(call, peer, buf, bytes, tag, &x));
-    return dt_msg_wait(call, &x, NULL);
-}
-
-/* The receive is posted first: a send that finds it waiting copies straight
- * into it. Both are posted at the call's clock. */
-dt_result dt_msg_sendrecv(dt_call *call, int dest, const void *sbuf, size_t sbytes, int source,
-                          void *rbuf, size_t rbytes, uint64_t tag)
-{
-    dt_xfer s, rx;
-    DT_TRY(dt_msg_irecv(call, source, rbuf, rbytes, tag, &rx));
-    dt_result r = dt_msg_isend(call, dest, sbuf, sbytes, tag, &s);
-    if (r != DT_OK) {
-        dt_msg_cancel(call, &rx);
-        return r;
-    }
-    dt_result r1 = dt_msg_wait(call, &rx, NULL);
-    dt_result r2 = dt_msg_wait(call, &s, NULL);
-    return r1 != DT_OK ? r1 : r2;
 }

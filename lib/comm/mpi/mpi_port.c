@@ -1,6 +1,7 @@
-/* mpi_port.c - the mpi backend's messages: port.c's dt_msg_* over MPI
- * point-to-point, with THE RULE of dt/net.h applied at the same points of
- * the program as port.c applies it, so that the modeled clock, the ports
+/* mpi_port.c - the mpi backend's messages: the isend ... cancel entries of
+ * its table (backend.h, port.h) over MPI point-to-point, with THE RULE of
+ * dt/net.h applied at the same points of the program as the emulation's
+ * emul/port.c applies it, so that the modeled clock, the ports
  * and the stats are the emulation's to the bit.
  *
  * What crosses the wire. Every message is one MPI message: a header
@@ -34,12 +35,10 @@
  * the rest. Two calls 256 numbers apart never have messages in flight at
  * once on a communicator, except those a failure left behind (the
  * communicators of a failed launch are never reused: dt_mpi_launch). */
-#include "mpi.h"
+#include "mpi_backend.h"
 
-#ifdef DT_HAVE_MPI
-
-#include "diag.h"
-#include "stats.h"
+#include "../diag.h"
+#include "../stats.h"
 
 #include <limits.h>
 #include <sched.h>
@@ -69,9 +68,13 @@ struct mpi_msg {
     mpi_msg *next;      /* a user receive not matched yet: the next one from its peer */
 };
 
-static dt_mpi_group *group_of(const dt_call *call) { return call->comm->sh->mpi; }
+static dt_mpi_group *group_of(const dt_call *call) { return call->comm->sh->be; }
 
-static const dt_net *call_net(const dt_call *call) { return &dt_call_job(call)->net; }
+/* The link between the caller and peer: THE RULE's figures are the pair's. */
+static const dt_net *call_link(const dt_call *call, int peer)
+{
+    return dt_comm_pair_link(call->comm, call->comm->rank, peer);
+}
 
 /* The MPI tag of a dt tag on a channel: [chan 3][kind+1 4][seq 8][step 16]. */
 static int wire_tag(int chan, uint64_t tag)
@@ -184,7 +187,7 @@ dt_result dt_mpi_isend(dt_call *call, int peer, const void *buf, size_t bytes, u
         dt_mpi_count_send(l, call->comm, peer);
         dt_mpi_serve(l);
     }
-    x->m.depart = dt_net_depart(call_net(call), call->ports, call->t, (double)bytes);
+    x->m.depart = dt_net_depart(call_link(call, peer), call->ports, call->t, (double)bytes);
     x->hdr = (dt_wire_hdr){x->m.depart, bytes, call->count, call->sig, 0};
     int rc;
     if (!x->rendezvous) {
@@ -356,7 +359,7 @@ static dt_result wait_recv(dt_call *call, mpi_msg *x, int *src)
                                x->hdr.bytes, 0);
     }
     DT_TRY(dt_mpi_poll(call, l, &x->req[1], 1, "the ack of a message from", peer));
-    double t = dt_net_arrive(call_net(call), call->ports, x->hdr.depart, x->m.posted,
+    double t = dt_net_arrive(call_link(call, peer), call->ports, x->hdr.depart, x->m.posted,
                              (double)x->hdr.bytes);
     if (t > call->t)
         call->t = t;
@@ -379,7 +382,7 @@ static dt_result wait_send(dt_call *call, mpi_msg *x)
         posted = x->ack.depart;
     }
     DT_TRY(dt_mpi_poll(call, l, x->req, 1, "a send to", peer));
-    double t = dt_net_sent(call_net(call), x->m.depart, posted, (double)x->m.bytes);
+    double t = dt_net_sent(call_link(call, peer), x->m.depart, posted, (double)x->m.bytes);
     if (t > call->t)
         call->t = t;
     return DT_OK;
@@ -462,22 +465,3 @@ dt_result dt_mpi_exchange(dt_call *call, const dt_rec *mine, const dt_rec **all)
     *all = rec;
     return DT_OK;
 }
-
-/* ---------------------------------------------------------------- the backend */
-
-static dt_result mpi_send(dt_call *call, int peer, const void *buf, size_t bytes, dt_xfer *out)
-{
-    return dt_mpi_isend(call, peer, buf, bytes, 0, out);
-}
-
-static dt_result mpi_recv(dt_call *call, int peer, void *buf, size_t bytes, dt_xfer *out)
-{
-    return dt_mpi_irecv(call, peer, buf, bytes, 0, out);
-}
-
-const dt_backend_ops dt_mpi_ops = {
-    "mpi", dt_emulated_collective, mpi_send, mpi_recv, dt_mpi_wait, dt_mpi_done,
-    dt_mpi_cancel, dt_mpi_choose_any,
-};
-
-#endif /* DT_HAVE_MPI */

@@ -25,13 +25,10 @@
  * failure leaves messages on their way (notices, a collective's steps), and
  * MPI would hand a freed communicator's context id to a later launch's,
  * where they would arrive. */
-#include "launch.h"
-#include "mpi.h"
+#include "mpi_backend.h"
 
-#ifdef DT_HAVE_MPI
-
-#include "rank.h"
-#include "shm.h"
+#include "../rank.h"
+#include "../shm.h"
 
 #include <sched.h>
 #include <stdio.h>
@@ -241,7 +238,6 @@ static dt_result run_rank(const dt_resolved *res, dt_mpi_launch *l, MPI_Comm wor
         MPI_Comm_free(&world_comm);
     if (r == DT_OK) {
         dt_rank_ctx_init(rc, job, l->me, res);
-        rc->ops = &dt_mpi_ops;
         rc->mem = dt_mem_ctx_create();
         l->board = &job->board[l->me];
         r = dt_rank_run(rc, fn, arg);
@@ -277,7 +273,7 @@ static dt_result run_rank(const dt_resolved *res, dt_mpi_launch *l, MPI_Comm wor
 dt_result dt_launch_mpi(const dt_resolved *res, dt_rank_fn fn, void *arg)
 {
     int me, procs, n = res->o.nranks;
-    if (!dt_mpi_env(&me, &procs))
+    if (!dt_started_by_mpirun(&me, &procs))
         return dt_fail(DT_ERR_INVALID_ARG, "dt_launch: the mpi backend runs in processes "
                        "started by mpirun (OMPI_COMM_WORLD_SIZE or PMI_SIZE is not set): "
                        "mpirun -np %d PROGRAM", n);
@@ -324,5 +320,3 @@ dt_result dt_launch_mpi(const dt_resolved *res, dt_rank_fn fn, void *arg)
     free(notes);
     return r;
 }
-
-#endif /* DT_HAVE_MPI */

@@ -8,8 +8,8 @@
  * slices, checking for failed peers and the deadline. */
 #include "wait.h"
 
-#include "bell.h"
-#include "diag.h"
+#include "../bell.h"
+#include "../diag.h"
 
 #include <sched.h>
 #include <unistd.h>
