@@ -11,7 +11,7 @@
 #include <stdint.h>
 
 /* A path's buffer: the grader's temporary folders may lie deep. */
-enum { CK_PATH = 4096, CK_FILE = CK_PATH + 64 };
+enum { CK_PATH = 4096, CK_FILE = CK_PATH + 64, CK_TMP = CK_FILE + 8 /* a file name and ".tmp" */ };
 
 /* A new folder under the test's temporary folder (dt_test_tmpdir) into
  * dir (cap bytes, CK_PATH will do); fails the test when it cannot. */

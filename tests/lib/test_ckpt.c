@@ -365,7 +365,7 @@ TEST(ckpt_load_is_all_or_nothing, 2)
     EXPECT_ERR(dt_ckpt_io_end(io, visit(&saved, io, 1) == DT_OK ? DT_ERR_FAULT : DT_OK, NULL),
                DT_ERR_FAULT);
     unsigned char *after = ck_slurp(path, &n1);
-    char tmp[CK_FILE];
+    char tmp[CK_TMP];
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
     EXPECT(n0 == n1 && !memcmp(before, after, n0) && !ck_exists(tmp),
            "an aborted save changed the file or left %s", tmp);
@@ -378,7 +378,7 @@ TEST(ckpt_load_is_all_or_nothing, 2)
 TEST(ckpt_commit_is_atomic, 2)
 {
     dt_test_see("lib/include/dt/ckpt.h, atomic writes");
-    char dir[CK_PATH], path[CK_FILE], tmp[CK_FILE], latest[CK_FILE];
+    char dir[CK_PATH], path[CK_FILE], tmp[CK_TMP], latest[CK_FILE];
     ck_tmpdir(dir, sizeof dir);
     snprintf(path, sizeof path, "%s/rank-00000.dtck", dir);
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
