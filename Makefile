@@ -411,15 +411,19 @@ dist-student: $(DTGRADE)
 	@echo "dist-student: $(DIST) ($$(find $(DIST) -type f | wc -l) files)"
 
 # The Gradescope autograder: the tree without solutions and mutants, but
-# with the hidden tests, and the two scripts Gradescope runs.
+# with the hidden tests, and the two scripts Gradescope runs. LAB=NN: one
+# zip per selected lab, $(GS)-NN.zip, that grades that lab alone (one
+# Gradescope assignment per lab; docs/instructors.md).
 GS := $(BUILD)/gradescope
 gradescope:
-	@rm -f $(GS).zip
+ifeq ($(LAB),)
 	@tests/grader/package.sh autograder $(GS) $(DTGRADE)
-	@cd $(GS) && if command -v zip >/dev/null; then zip -qr ../gradescope.zip .; \
-	  elif command -v python3 >/dev/null; then python3 -m zipfile -c ../gradescope.zip $$(ls -A); \
-	  else echo "gradescope: needs zip or python3 (make deps)"; exit 1; fi
-	@echo "gradescope: $(GS).zip"
+	@echo "gradescope: $(GS).zip (every lab)"
+else
+	@test -n "$(SEL_LABS)" || { echo "gradescope: LAB=$(LAB) names no lab (labs: $(LABS))"; exit 2; }
+	@$(foreach l,$(SEL_LABS),tests/grader/package.sh autograder $(GS)-$(firstword $(subst -, ,$(l))) $(DTGRADE) $(l) && \
+	  echo "gradescope: $(GS)-$(firstword $(subst -, ,$(l))).zip (lab $(l))" &&) true
+endif
 
 # ------------------------------------------------------------ GPU, deps
 
@@ -431,12 +435,10 @@ gpu:
 	  echo "$(NVCC) -c $$f"; $(NVCC) -std=c++17 -O2 -Ilib/include -c $$f \
 	  -o $(BUILD)/gpu/$$(echo $$f | tr / _).o; done; echo "gpu: compiled $(words $(GPU_SRCS)) file(s)"; fi
 
-SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+# The packages of every set (tools/setup-deps.sh: the script the development
+# container, the Gradescope image and CI run too): only the missing ones.
 deps:
-	$(SUDO) apt-get update
-	$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y build-essential pkg-config libopenblas-dev patch zip
-	@echo "deps: optional MPI (the mpi backend):"
-	-$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y openmpi-bin libopenmpi-dev
+	@tools/setup-deps.sh build staff mpi
 
 # ------------------------------------------------------------ help
 
