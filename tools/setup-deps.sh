@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# setup-deps.sh [--check] [SET...] - the Debian/Ubuntu packages of dtlab,
+# setup-deps.sh [--check|--list] [SET...] - the Debian/Ubuntu packages of dtlab,
 # in one place: `make deps`, the development container's Dockerfile
 # (.devcontainer/), the Gradescope image (tests/grader/gradescope/setup.sh)
 # and CI (.ci/run) all run this script, so that their package lists cannot
@@ -18,19 +18,21 @@
 # unknown one.
 #
 # --check installs nothing: it lists the missing packages and exits 1 if
-# there are any. DT_DEPS_NO_INSTALL=1 does the same but exits 0 (a test that
+# there are any. --list prints the sets' packages, one a line. DT_DEPS_NO_INSTALL=1 does the same but exits 0 (a test that
 # runs setup.sh on a machine where the packages are missing and cannot be
 # installed; tests/grader/check-gradescope.sh).
 set -euo pipefail
 
 check=0
+list=0
 sets=()
 for a in "$@"; do
     case $a in
         --check) check=1 ;;
+        --list) list=1 ;;
         build | staff | mpi | container) sets+=("$a") ;;
         -h | --help) sed -n '2,/^set -euo/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//'; exit 0 ;;
-        *) echo "setup-deps.sh: '$a' is no set (build, staff, mpi, container) nor --check" >&2
+        *) echo "setup-deps.sh: '$a' is no set (build, staff, mpi, container) nor --check or --list" >&2
            exit 2 ;;
     esac
 done
@@ -45,6 +47,11 @@ for s in "${sets[@]}"; do
         container) pkgs+=(git gdb) ;;
     esac
 done
+
+if [ "$list" = 1 ]; then
+    printf '%s\n' "${pkgs[@]}"
+    exit 0
+fi
 
 missing=()
 if command -v dpkg-query >/dev/null; then
