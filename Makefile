@@ -389,15 +389,18 @@ BENCH_NAMES := $(patsubst bench/%.sh,%,$(filter-out bench/table.sh bench/lib.sh,
 # The table of every figure beside its peer (bench/table.sh; ROUNDS=N),
 # then the mpi backend across two network namespaces over TCP beside the
 # link's own bandwidth (bench/netns.sh: root only; it says why it skips).
+# The scripts run make themselves: as a make of its own (MAKEFLAGS dropped),
+# not a sub-make without the jobserver (which warns and runs -j1).
+BENCH_ENV := env -u MAKEFLAGS -u MAKELEVEL -u MFLAGS BUILD=$(BUILD)
 bench: bench-progs
-	@BUILD=$(BUILD) bash bench/table.sh
-	@BUILD=$(BUILD) bash bench/netns.sh
+	@$(BENCH_ENV) bash bench/table.sh
+	@$(BENCH_ENV) bash bench/netns.sh
 
 # One detailed benchmark: make bench-comm, bench-compute, bench-ddp, bench-kernels,
 # bench-mpi, bench-netns.
 bench-%: bench-progs
 	@test -n "$(filter $*,$(BENCH_NAMES))" || { echo "bench-$*: no such benchmark (bench/NAME.sh: $(BENCH_NAMES))"; exit 2; }
-	@BUILD=$(BUILD) bash bench/$*.sh
+	@$(BENCH_ENV) bash bench/$*.sh
 
 # ------------------------------------------------------------ packaging
 
