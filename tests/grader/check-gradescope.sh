@@ -20,9 +20,10 @@
 #               before the note; each test's box says once where it is
 #   loose       the solution's files loose at the top: full marks
 #
-# What setup.sh builds (libdt, the grader, the lab's official test objects)
-# is seeded from BUILD, built once by the suite: the same sources and
-# flags, so setup.sh's make finds it up to date. One line per failed check;
+# What setup.sh compiles (libdt's objects, the grader, the lab's official
+# test objects) is seeded from BUILD, built once by the suite: the same
+# sources and flags, so setup.sh's make finds those up to date and only
+# archives libdt and builds the lab's own files and test program. One line per failed check;
 # ends with "N passed, N failed". Run by `make test`.
 set -uo pipefail
 BUILD=${1:-build}
@@ -133,7 +134,9 @@ make_image() { # zip seed-labs dir
     (cd "$src" && unzip -q "$1") || return 1
     mkdir -p "$src/build/thread"
     local f
-    for f in libdt.a obj bin identity thread/libdt.a thread/obj thread/identity; do
+    # objects and the grader only: setup.sh still archives libdt, links the
+    # lab's test program and compiles its official files
+    for f in obj bin identity thread/obj thread/identity; do
         [ -e "$BUILD_ABS/$f" ] && cp -Rp "$BUILD_ABS/$f" "$src/build/$(dirname "$f")/"
     done
     # the official test objects: those of the suite's spliced solutions
@@ -144,8 +147,13 @@ make_image() { # zip seed-labs dir
     done
     (cd "$src" && env -u MAKEFLAGS -u MAKELEVEL "${deps_env[@]}" ./setup.sh) >"$3/setup.log" 2>&1
 }
+# Test objects without their .d files (the paths they name are BUILD's),
+# and only when none is older than a header they include (a suite run
+# builds them in its solutions step; a stale set would mix two ABIs).
+newest_header=$(ls -t lib/include/dt/*.h tests/grader/*.h tests/[0-9][0-9]-*/*.h labs/[0-9][0-9]-*/*.h 2>/dev/null | head -n 1)
 seed_objects() { # from to
     [ -d "$1" ] || return 0
+    [ -z "$(find "$1" -name '*.o' ! -newer "$newest_header")" ] || return 0
     mkdir -p "$2" && cp -Rp "$1" "$2/" && rm -f "$2/$(basename "$1")"/*.d
 }
 
