@@ -148,12 +148,21 @@ make_image() { # zip seed-labs dir
     (cd "$src" && env -u MAKEFLAGS -u MAKELEVEL "${deps_env[@]}" ./setup.sh) >"$3/setup.log" 2>&1
 }
 # Test objects without their .d files (the paths they name are BUILD's),
-# and only when none is older than a header they include (a suite run
+# and only when each is newer than every file its .d names (a suite run
 # builds them in its solutions step; a stale set would mix two ABIs).
-newest_header=$(ls -t lib/include/dt/*.h tests/grader/*.h tests/[0-9][0-9]-*/*.h labs/[0-9][0-9]-*/*.h 2>/dev/null | head -n 1)
+stale() { # dir: status 0 when an object there is older than a file it was made from
+    local d f
+    for d in "$1"/*.d; do
+        [ -f "$d" ] || return 0
+        for f in $(sed -e ':a' -e '/\\$/N; s/\\\n//; ta' "$d" | head -n 1 | cut -d: -f2-); do
+            [ "$f" -nt "${d%.d}.o" ] && return 0
+        done
+    done
+    return 1
+}
 seed_objects() { # from to
     [ -d "$1" ] || return 0
-    [ -z "$(find "$1" -name '*.o' ! -newer "$newest_header")" ] || return 0
+    stale "$1" && return 0
     mkdir -p "$2" && cp -Rp "$1" "$2/" && rm -f "$2/$(basename "$1")"/*.d
 }
 

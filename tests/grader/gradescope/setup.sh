@@ -4,10 +4,10 @@
 # It installs what is missing of the compiler, make, pkg-config and
 # OpenBLAS (tools/setup-deps.sh: nothing, and no apt-get at all, where they
 # are present), then builds once what every submission shares: libdt, the
-# grader, and the official build of the graded labs (the lab named in
-# gradescope-lab, or every lab), whose test objects run_autograder reuses,
-# so that each submission compiles only its own lab files. Labs with
-# race-sensitive tests get the same with ThreadSanitizer.
+# grader, and the test objects of the graded labs (the lab named in
+# gradescope-lab, or every lab), which run_autograder reuses, so that each
+# submission compiles only its own lab files. Labs with race-sensitive
+# tests get the same with ThreadSanitizer.
 set -euo pipefail
 cd "$(dirname "$0")"
 tools/setup-deps.sh build
@@ -21,9 +21,19 @@ race=()
 for lab in $labs; do
     grep -qE '\.race[[:space:]]*=[[:space:]]*1' "tests/$lab"/*.c 2>/dev/null && race+=("$lab")
 done
-make -j"$jobs" build/bin/dtgrade build/libdt.a build/obj/tests/grader/test_main.o \
-    $(for lab in $labs; do echo "build/tests_official/$lab/grade"; done) IMPL=tests/official
+# The labs' test objects, as check.sh's SEED_FROM=tests/official finds them.
+test_objects() { # build lab...
+    local lab f
+    for lab in "${@:2}"; do
+        for f in tests/"$lab"/*.c; do
+            echo "$1/tests_official/obj/tests/tests/$lab/$(basename "$f" .c).o"
+        done
+    done
+}
+# shellcheck disable=SC2086
+make -j"$jobs" IMPL=tests/official build/bin/dtgrade build/libdt.a build/obj/tests/grader/test_main.o \
+    $(test_objects build $labs)
 if [ ${#race[@]} -gt 0 ]; then
-    make -j"$jobs" SAN=thread build/thread/libdt.a build/thread/obj/tests/grader/test_main.o \
-        $(for lab in "${race[@]}"; do echo "build/thread/tests_official/$lab/grade"; done) IMPL=tests/official
+    make -j"$jobs" IMPL=tests/official SAN=thread build/thread/libdt.a \
+        build/thread/obj/tests/grader/test_main.o $(test_objects build/thread "${race[@]}")
 fi
