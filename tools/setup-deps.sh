@@ -7,7 +7,7 @@
 #
 # Sets (default: build):
 #   build      a C compiler, make, pkg-config and OpenBLAS: `make`, `make check`
-#   staff      patch, zip, python3: `make test` (mutants), `make gradescope`
+#   staff      patch, zip, unzip, python3: `make test`, `make gradescope`
 #   mpi        Open MPI: the mpi backend, `make test-mpi`
 #   container  git and gdb, for working inside the development container
 #
@@ -42,7 +42,7 @@ pkgs=()
 for s in "${sets[@]}"; do
     case $s in
         build) pkgs+=(build-essential make pkg-config libopenblas-dev) ;;
-        staff) pkgs+=(patch zip python3) ;;
+        staff) pkgs+=(patch zip unzip python3) ;;
         mpi) pkgs+=(openmpi-bin libopenmpi-dev) ;;
         container) pkgs+=(git gdb) ;;
     esac
