@@ -442,15 +442,18 @@ BENCH_NAMES := $(patsubst bench/%.sh,%,$(filter-out bench/table.sh bench/lib.sh,
 # The table of every figure beside its peer (bench/table.sh; ROUNDS=N),
 # then the mpi backend across two network namespaces over TCP beside the
 # link's own bandwidth (bench/netns.sh: root only; it says why it skips).
+# The scripts run make themselves: as a make of its own (MAKEFLAGS dropped),
+# not a sub-make without the jobserver (which warns and runs -j1).
+BENCH_ENV := env -u MAKEFLAGS -u MAKELEVEL -u MFLAGS BUILD=$(BUILD)
 bench: bench-progs
-	@BUILD=$(BUILD) bash bench/table.sh
-	@BUILD=$(BUILD) bash bench/netns.sh
+	@$(BENCH_ENV) bash bench/table.sh
+	@$(BENCH_ENV) bash bench/netns.sh
 
 # One detailed benchmark: make bench-comm, bench-compute, bench-ddp, bench-kernels,
 # bench-mpi, bench-netns.
 bench-%: bench-progs
 	@test -n "$(filter $*,$(BENCH_NAMES))" || { echo "bench-$*: no such benchmark (bench/NAME.sh: $(BENCH_NAMES))"; exit 2; }
-	@BUILD=$(BUILD) bash bench/$*.sh
+	@$(BENCH_ENV) bash bench/$*.sh
 
 # ------------------------------------------------------------ packaging
 
@@ -464,15 +467,19 @@ dist-student: $(DTGRADE)
 	@echo "dist-student: $(DIST) ($$(find $(DIST) -type f | wc -l) files)"
 
 # The Gradescope autograder: the tree without solutions and mutants, but
-# with the hidden tests, and the two scripts Gradescope runs.
+# with the hidden tests, and the two scripts Gradescope runs. LAB=NN: one
+# zip per selected lab, $(GS)-NN.zip, that grades that lab alone (one
+# Gradescope assignment per lab; docs/instructors.md).
 GS := $(BUILD)/gradescope
 gradescope:
-	@rm -f $(GS).zip
+ifeq ($(LAB),)
 	@tests/grader/package.sh autograder $(GS) $(DTGRADE)
-	@cd $(GS) && if command -v zip >/dev/null; then zip -qr ../gradescope.zip .; \
-	  elif command -v python3 >/dev/null; then python3 -m zipfile -c ../gradescope.zip $$(ls -A); \
-	  else echo "gradescope: needs zip or python3 (make deps)"; exit 1; fi
-	@echo "gradescope: $(GS).zip"
+	@echo "gradescope: $(GS).zip (every lab)"
+else
+	@test -n "$(SEL_LABS)" || { echo "gradescope: LAB=$(LAB) names no lab (labs: $(LABS))"; exit 2; }
+	@$(foreach l,$(SEL_LABS),tests/grader/package.sh autograder $(GS)-$(firstword $(subst -, ,$(l))) $(DTGRADE) $(l) && \
+	  echo "gradescope: $(GS)-$(firstword $(subst -, ,$(l))).zip (lab $(l))" &&) true
+endif
 
 # ------------------------------------------------------------ GPU, deps
 
@@ -484,52 +491,59 @@ gpu:
 	  echo "$(NVCC) -c $$f"; $(NVCC) -std=c++17 -O2 -Ilib/include -c $$f \
 	  -o $(BUILD)/gpu/$$(echo $$f | tr / _).o; done; echo "gpu: compiled $(words $(GPU_SRCS)) file(s)"; fi
 
-SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+# The packages of every set (tools/setup-deps.sh: the script the development
+# container, the Gradescope image and CI run too): only the missing ones.
 deps:
-	$(SUDO) apt-get update
-	$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y build-essential pkg-config libopenblas-dev patch zip
-	@echo "deps: optional MPI (the mpi backend):"
-	-$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y openmpi-bin libopenmpi-dev
+	@tools/setup-deps.sh build staff mpi
 
 # ------------------------------------------------------------ help
 
 # The targets of this tree: the staff's only where solutions/ exists (the
 # student tree of dist-student is built from this same Makefile).
 STAFF_TREE := $(wildcard solutions/.)
+, := ,
+# Each row: the target or variable, then what it does, in two columns.
+HELP_ROW = @printf '  %-26s %s\n' "$(1)" "$(2)"
 help:
 	@echo "dtlab: make [TARGET] [VARIABLE=value ...]"
 	@echo
-	@echo "  make                 build libdt, the tools and every lab's programs into $(BUILD)/"
-	@echo "  make run             build and run the showcase (ARGS=--help lists its options)"
-	@echo "  make run-lab LAB=NN  build and run a lab's own program (ARGS=\"...\" passes options)"
-	@echo "  make check           grade the labs: LAB=NN one lab, TEST=text some tests (RACE=0:"
-	@echo "                       without the ThreadSanitizer runs of race-sensitive tests)"
-	@echo "  make bench           the benchmark table: libdt beside OpenMPI and PyTorch (ROUNDS=N)"
-	@echo "  make bench-NAME      one detailed benchmark, bench/NAME.sh: $(BENCH_NAMES)"
-	@echo "  make gpu             compile-only check of the CUDA/NCCL code (needs nvcc)"
-	@echo "  make deps-graph      lib/'s include graph between layers and its call circles"
-	@echo "  make deps            install the Debian/Ubuntu packages (apt-get)"
-	@echo "  make clean           remove $(BUILD)/"
-	@echo "  make help            this list"
+	$(call HELP_ROW,make,build libdt$(,) the tools and every lab's programs into $(BUILD)/)
+	$(call HELP_ROW,make run,build and run the showcase (ARGS=--help lists its options))
+	$(call HELP_ROW,make run-lab LAB=NN,build and run a lab's own program (ARGS=\"...\" passes options))
+	$(call HELP_ROW,make check,grade the labs: LAB=NN one lab$(,) TEST=text some tests$(,))
+	$(call HELP_ROW,,RACE=0 without the ThreadSanitizer runs of race-sensitive tests)
+	$(call HELP_ROW,make bench,the benchmark table: libdt beside OpenMPI and PyTorch (ROUNDS=N))
+	$(call HELP_ROW,make bench-NAME,one detailed benchmark$(,) bench/NAME.sh: $(BENCH_NAMES))
+	$(call HELP_ROW,make gpu,compile-only check of the CUDA/NCCL code (needs nvcc))
+	$(call HELP_ROW,make deps-graph,lib/'s include graph between layers and its call circles)
+	$(call HELP_ROW,make deps,install the Debian/Ubuntu packages that are missing)
+	$(call HELP_ROW,make headers,(part of make) each public header compiles alone)
+	$(call HELP_ROW,make lab-bins,(part of make) every lab's test program and own program)
+	$(call HELP_ROW,make bench-progs,(part of make bench) the benchmarks' programs)
+	$(call HELP_ROW,make clean,remove $(BUILD)/)
+	$(call HELP_ROW,make help,this list)
 ifneq ($(STAFF_TREE),)
 	@echo
 	@echo "  staff (this tree has solutions/):"
-	@echo "  make test            the project's suite, what CI runs (also with SAN=...)"
-	@echo "  make unit            libdt's unit tests (BACKEND=proc|mpi: on that backend)"
-	@echo "  make test-kernels    unit tests and solutions under each OpenBLAS kernel set this"
-	@echo "                       CPU runs (KERNELS=\"A B\" to choose) and without OpenBLAS"
-	@echo "  make stress          the flake hunt: every solution graded ROUNDS=N times, cores busy"
-	@echo "  make check IMPL=solutions   grade the reference solutions"
-	@echo "  make dist-student    the student tree, in $(BUILD)/dist/"
-	@echo "  make gradescope      the Gradescope autograder, $(BUILD)/gradescope.zip"
+	$(call HELP_ROW,make test,the project's suite$(,) what CI runs (also with SAN=...))
+	$(call HELP_ROW,make unit,libdt's unit tests (BACKEND=proc|mpi: on that backend))
+	$(call HELP_ROW,make test-mpi,the communicator's tests under mpirun -np 2 and 4)
+	$(call HELP_ROW,make test-mpi-netns,the same across two network namespaces over TCP (root))
+	$(call HELP_ROW,make test-kernels,unit tests and solutions under each OpenBLAS kernel set this)
+	$(call HELP_ROW,,CPU runs (KERNELS="A B" to choose) and without OpenBLAS)
+	$(call HELP_ROW,make stress,the flake hunt: every solution graded ROUNDS=N times$(,) cores busy)
+	$(call HELP_ROW,make check IMPL=solutions,grade the reference solutions (BACKEND=proc|mpi: on that backend))
+	$(call HELP_ROW,make dist-student,the student tree$(,) in $(BUILD)/dist/)
+	$(call HELP_ROW,make gradescope,the Gradescope autograder of every lab$(,) $(BUILD)/gradescope.zip)
+	$(call HELP_ROW,make gradescope LAB=NN,that of one lab (one assignment per lab)$(,) $(BUILD)/gradescope-NN.zip)
 endif
 	@echo
-	@echo "  V=1                  show every command (default: one line per step)"
-	@echo "  SAN=address|thread   build with sanitizers, into build/SAN/"
-	@echo "  OPENBLAS=0           build without OpenBLAS (the built-in sgemm), into build/noblas/"
-	@echo "  IMPL=$(if $(STAFF_TREE),labs|solutions|DIR,labs|DIR)   which lab code to build (default labs)"
-	@echo "  BUILD=DIR  CC=...    another build folder, another compiler"
-	@echo "  -jN                  jobs at once (default: $(NPROC), one per core)"
+	$(call HELP_ROW,V=1,show every command (default: one line per step))
+	$(call HELP_ROW,SAN=address|thread,build with sanitizers$(,) into build/SAN/)
+	$(call HELP_ROW,OPENBLAS=0,build without OpenBLAS (the built-in sgemm)$(,) into build/noblas/)
+	$(call HELP_ROW,IMPL=$(if $(STAFF_TREE),labs|solutions|DIR,labs|DIR),which lab code to build (default labs))
+	$(call HELP_ROW,BUILD=DIR  CC=...,another build folder$(,) another compiler)
+	$(call HELP_ROW,-jN,jobs at once (default: $(NPROC)$(,) one per core))
 	@echo
 	@echo "this build: $(CC_VERSION); OpenBLAS $(if $(HAVE_OPENBLAS),yes,no$(if $(filter thread,$(SAN)), (not under SAN=thread))$(if $(filter 0,$(OPENBLAS)), (OPENBLAS=0))); \
 	MPI $(if $(MPICC_OK),yes,$(if $(MPI_USERS),no,no (no library code uses it yet))); SAN $(or $(SAN),none)"

@@ -155,18 +155,51 @@ bench_rounds # its series in V (bench/lib.sh)
 
 fmt() { [ -n "${V[$2]:-}" ] && printf "$1" "$(bench_smed "$2")" || printf -- "-"; }
 
-# row LABEL UNIT-FORMAT LIBDT PEER TARGET FLOOR FRACTION-OF
+# met SPEC LIBDT PEER FLOOR: "yes" when the row meets its target, "**no**"
+# when it misses it, "-" when it has none or a figure is missing. SPEC is
+# conditions that must all hold, on medians of this run:
+#   ratio>=X, ratio<=X   the per-round ratios libdt / peer
+#   floor>=X             the per-round ratios libdt / floor
+#   self>=X              libdt's figure
+#   diff<=X              libdt's figure less the peer's (times)
+met() {
+    local spec=$1 a=$2 p=$3 fl=$4 c v op lim ok=yes
+    [ -n "$spec" ] && [ -n "${V[$a]:-}" ] || { printf -- "-"; return; }
+    for c in $spec; do
+        case $c in
+            ratio*) [ -n "${V[$p]:-}" ] || { printf -- "-"; return; }
+                    v=$(bench_ratios "${V[$a]}" "${V[$p]}" | bench_median) ;;
+            floor*) [ -n "${V[$fl]:-}" ] || { printf -- "-"; return; }
+                    v=$(bench_ratios "${V[$a]}" "${V[$fl]}" | bench_median) ;;
+            self*) v=$(bench_smed "$a") ;;
+            diff*) [ -n "${V[$p]:-}" ] || { printf -- "-"; return; }
+                   v=$(awk -v a="$(bench_smed "$a")" -v p="$(bench_smed "$p")" 'BEGIN { print a - p }') ;;
+            *) die "met: no condition '$c'" ;;
+        esac
+        op=$(echo "$c" | grep -oE '[<>]=')
+        lim=${c##*=}
+        awk -v v="$v" -v l="$lim" -v op="$op" 'BEGIN { exit !(op == ">=" ? v >= l : v <= l) }' ||
+            ok="**no**"
+    done
+    printf '%s' "$ok"
+}
+
+# row LABEL UNIT-FORMAT LIBDT PEER TARGET FLOOR FRACTION-OF SPEC
 #   FRACTION-OF is "above" when a higher figure is better (fraction =
-#   libdt / floor), "below" for times (fraction = floor / libdt).
+#   libdt / floor), "below" for times (fraction = floor / libdt); SPEC is
+#   the target for met (empty: none).
+missed=()
 row() {
-    local frac="-" floor="-"
+    local frac="-" floor="-" ok
     if [ -n "$6" ] && [ -n "${V[$6]:-}" ]; then
         floor=$(fmt "$2" "$6")
         if [ "$7" = above ]; then frac=$(bench_sratio "$3" "$6" ""); else frac=$(bench_sratio "$6" "$3" ""); fi
     elif [ -n "$6" ]; then
         floor=$6
     fi
-    echo "| $1 | $(fmt "$2" "$3") | $(fmt "$2" "$4") | $(bench_sratio "$3" "$4") | $5 | $floor | $frac |"
+    ok=$(met "${8:-}" "$3" "$4" "$6")
+    [ "$ok" = "**no**" ] && missed+=("$1")
+    echo "| $1 | $(fmt "$2" "$3") | $(fmt "$2" "$4") | $(bench_sratio "$3" "$4") | $5 | $floor | $frac | $ok |"
 }
 V[two]=$(printf ' 2%.0s' $(seq "$ROUNDS")) # the linear speedup, each round
 
@@ -188,22 +221,29 @@ echo "**Run**: $(date -u '+%Y-%m-%d %H:%M UTC'); rounds: $ROUNDS, every row in e
      "sgemm $(fmt %.1f peak) GFLOP/s (n = 1024, one thread). Checks: every allreduce" \
      "result exact$([ $have_mpi = 1 ] && echo ", libdt's and OpenMPI's")${verify:+; $verify}."
 echo
-echo "| figure | libdt | peer | libdt / peer, median (range) | target | floor | libdt / floor |"
-echo "|---|---:|---:|---:|---|---:|---:|"
-row "allreduce busbw GB/s, 64 MiB, N=2, thread (peer: OpenMPI)" %.2f ar64_2 mpi64_2 ">= 4x, >= 0.85 of floor" floor64_2 above
-row "allreduce busbw GB/s, 64 MiB, N=4, thread (peer: OpenMPI)" %.2f ar64_4 mpi64_4 ">= 4x, >= 0.85 of floor" floor64_4 above
-row "allreduce busbw GB/s, 4 MiB, N=2, thread (peer: OpenMPI)" %.2f ar4_2 mpi4_2 ">= 2.5x" "in cache" above
-row "allreduce busbw GB/s, 64 MiB, N=2, proc, private buffers (peer: OpenMPI)" %.2f proc64_2 mpi64_2 ">= 2x" floor64_2 above
-row "allreduce busbw GB/s, 64 MiB, N=2, proc, dt_alloc_shared (peer: OpenMPI)" %.2f proc64_2s mpi64_2 ">= 4x" floor64_2 above
-row "allreduce time us, 4 bytes, N=2, thread (peer: OpenMPI; lower is better)" %.3f lat mpi_lat "-" "" below
+echo "| figure | libdt | peer | libdt / peer, median (range) | target | floor | libdt / floor | target met |"
+echo "|---|---:|---:|---:|---|---:|---:|---|"
+row "allreduce busbw GB/s, 64 MiB, N=2, thread (peer: OpenMPI)" %.2f ar64_2 mpi64_2 ">= 4x, >= 0.85 of floor" floor64_2 above "ratio>=4 floor>=0.85"
+row "allreduce busbw GB/s, 64 MiB, N=4, thread (peer: OpenMPI)" %.2f ar64_4 mpi64_4 ">= 4x, >= 0.85 of floor" floor64_4 above "ratio>=4 floor>=0.85"
+row "allreduce busbw GB/s, 4 MiB, N=2, thread (peer: OpenMPI)" %.2f ar4_2 mpi4_2 ">= 2.5x" "in cache" above "ratio>=2.5"
+row "allreduce busbw GB/s, 64 MiB, N=2, proc, private buffers (peer: OpenMPI)" %.2f proc64_2 mpi64_2 ">= 2x" floor64_2 above "ratio>=2"
+row "allreduce busbw GB/s, 64 MiB, N=2, proc, dt_alloc_shared (peer: OpenMPI)" %.2f proc64_2s mpi64_2 ">= 4x" floor64_2 above "ratio>=4"
+row "allreduce time us, 4 bytes, N=2, thread (peer: OpenMPI; lower is better)" %.3f lat mpi_lat "-" "" below ""
 if [ $have_mpi_backend = 1 ]; then
-    row "allreduce time us, 4 bytes, N=2, mpi backend (peer: OpenMPI; lower is better)" %.3f mb_lat mpi_lat "<= peer + 1 us" "" below
+    row "allreduce time us, 4 bytes, N=2, mpi backend (peer: OpenMPI; lower is better)" %.3f mb_lat mpi_lat "<= peer + 1 us" "" below "diff<=1"
     for k in "64 KiB:mb64k:mpi64k" "1 MiB:mb1m:mpi1m" "64 MiB:mb64_2:mpi64_2"; do
         IFS=: read -r size dt peer <<<"$k"
         row "allreduce busbw GB/s, $size, N=2, mpi backend (peer: OpenMPI)" %.2f "$dt" "$peer" \
-            ">= 0.95x (time within 5%)" "" above
+            ">= 0.95x (time within 5%)" "" above "ratio>=0.95"
     done
 fi
-row "MLP step ms, dttrain defaults (peer: PyTorch; lower is better)" %.2f step pt_step "<= 0.85x" floor_step below
-row "data parallel, 2 ranks / 1, thread (peer: PyTorch DDP, gloo)" %.2fx dp_thread pt_dp ">= 1.8x (libdt)" two above
-row "data parallel, 2 ranks / 1, proc (peer: PyTorch DDP, gloo)" %.2fx dp_proc pt_dp ">= 1.8x (libdt)" two above
+row "MLP step ms, dttrain defaults (peer: PyTorch; lower is better)" %.2f step pt_step "<= 0.85x" floor_step below "ratio<=0.85"
+row "data parallel, 2 ranks / 1, thread (peer: PyTorch DDP, gloo)" %.2fx dp_thread pt_dp ">= 1.8x (libdt)" two above "self>=1.8"
+row "data parallel, 2 ranks / 1, proc (peer: PyTorch DDP, gloo)" %.2fx dp_proc pt_dp ">= 1.8x (libdt)" two above "self>=1.8"
+echo
+if [ ${#missed[@]} -eq 0 ]; then
+    echo "Every row with a target and its figures meets it."
+else
+    echo "${#missed[@]} row(s) miss their target (**no** in the last column; the load average" \
+         "above says how busy the machine was)."
+fi

@@ -8,12 +8,10 @@
 #   make check    takes only the fenced code: a student's header that
 #                 redefines the grader's macros changes nothing; a broken
 #                 fence is named; a change outside the fences is noted
-#   gradescope    run_autograder on a perfect submission (full marks), a
-#                 broken one (a visible message with the compiler's errors,
-#                 no hidden test named) and an empty one ("no lab found")
 #   convention    a mutant that changes code outside the fences (which make
 #                 check would never grade) is refused
 #
+# (The Gradescope autograder: tests/grader/check-gradescope.sh.)
 # One line per check; ends with "N passed, N failed". Run by `make test`.
 set -uo pipefail
 BUILD=${1:-build}
@@ -110,52 +108,6 @@ read -r got max < <(score_of "$WORK/outside.json")
 check "a solution with a change outside its fences scores $got/$max" test "$got" = "$max"
 check "no note of a change outside the fences" \
     grep -qF "ring.c:1: differs from the lab's file outside the student fences" "$WORK/outside.log"
-
-# ------------------------------------------------------------ Gradescope
-m gradescope >"$WORK/gs.log" 2>&1 || bad "make gradescope failed: $(tail -n 3 "$WORK/gs.log")"
-src=$WORK/ag/source
-mkdir -p "$src"
-cp -Rp "$BUILD/gradescope/." "$src/"
-# What setup.sh builds once per image (libdt, plain and with TSan, and the
-# grader) is taken from this build: the same sources, flags and times.
-mkdir -p "$src/build/thread"
-for f in libdt.a obj bin identity thread/libdt.a thread/obj thread/identity; do
-    [ -e "$BUILD/$f" ] && cp -Rp "$BUILD/$f" "$src/build/$(dirname "$f")/"
-done
-autograde() { # name -> results in $WORK/ag/NAME.json, output in NAME.log
-    mkdir -p "$WORK/ag/res-$1"
-    env -u MAKEFLAGS -u MAKELEVEL DT_AG_SOURCE="$src" DT_AG_SUBMISSION="$WORK/ag/$1" \
-        DT_AG_RESULTS="$WORK/ag/res-$1" "$src/run_autograder" >"$WORK/ag/$1.log" 2>&1
-    cp "$WORK/ag/res-$1/results.json" "$WORK/ag/$1.json" 2>/dev/null
-}
-top_output() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["output"])' "$1"; }
-
-mkdir -p "$WORK/ag/perfect/repo"
-cp -R solutions "$WORK/ag/perfect/repo/labs"
-autograde perfect
-read -r got max < <(score_of "$WORK/ag/perfect.json")
-check "Gradescope: the solutions score $got/$max" test "$got" = "$max" -a "$max" -gt 0
-
-mkdir -p "$WORK/ag/broken"
-cp -R "labs/$lab" "$WORK/ag/broken/"
-awk '/BEGIN STUDENT CODE/ && !done { print; print "    int broken = ;"; done = 1; next } { print }' \
-    "labs/$lab/ring.c" >"$WORK/ag/broken/$lab/ring.c"
-autograde broken
-top=$(top_output "$WORK/ag/broken.json" 2>/dev/null)
-check "Gradescope: a build failure is not in the top-level message" \
-    grep -q "$lab: BUILD FAILED" <<<"$top"
-check "Gradescope: the compiler's error is not in the top-level message" \
-    grep -qE "labs/$lab/ring.c:[0-9]+:[0-9]+: error" <<<"$top"
-check "Gradescope: the top-level message names a hidden test's file" bash -c "! grep -q hidden_ <<<\"\$0\"" "$top"
-
-mkdir -p "$WORK/ag/empty"
-echo "my notes" >"$WORK/ag/empty/notes.txt"
-autograde empty
-top=$(top_output "$WORK/ag/empty.json" 2>/dev/null)
-check "Gradescope: an empty submission does not say that no lab was found" \
-    grep -q "No lab was found in your submission" <<<"$top"
-read -r got max < <(score_of "$WORK/ag/empty.json")
-check "Gradescope: an empty submission scores $got/$max" test "$got" = 0 -a "$max" -gt 0
 
 # ------------------------------------------------------------ the convention
 # A copy of one lab's sources with a mutant that edits outside a fence.

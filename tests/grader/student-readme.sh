@@ -20,8 +20,10 @@ InfiniBand or Ethernet.
 
 ## Quick start
 
-On a Debian or Ubuntu machine with a C compiler and `make` (`make deps`
-installs the optional packages: OpenBLAS, MPI):
+The code runs on Linux (`make deps` installs the packages on Debian and
+Ubuntu); on Windows work in WSL2, on macOS and anything else in the
+development container of `.devcontainer/` (VS Code: "Reopen in
+Container"). Chapter 00, section 1, shows each way to start. Then:
 
 ```
 make check LAB=00

@@ -17,8 +17,11 @@
 #              points, or be refused at build by the grader's rules
 #              (tests/grader/lab-objects.sh: what a lab calls, its static
 #              storage), with the reason (a line per mutant as it is done)
-#   student    the student tree (make dist-student) and the Gradescope
-#              autograder on three submissions (tests/grader/check-dist.sh)
+#   student    the student tree (make dist-student: tests/grader/check-dist.sh)
+#   gradescope (without SAN) every lab's Gradescope zip run as Gradescope runs
+#              it, on a perfect, an empty, a broken and a loose-files
+#              submission, and the zip of every lab on a broken one
+#              (tests/grader/check-gradescope.sh)
 #   backends   (without SAN) the communicator's unit tests and labs 01-04
 #              and 12 (solutions) again on the proc backend and, where libdt
 #              has it (MPI_BUILT, set by the Makefile), on the mpi backend,
@@ -30,8 +33,11 @@
 #
 # Environment (set by the Makefile): MAKE, BUILD, SAN, WERROR, CC.
 # Each step goes on even when an earlier one failed; the exit status is 1
-# if any step failed. Each step prints a line when it starts. Logs and
-# results.json files go to $BUILD/test/.
+# if any step failed. Each step prints a line when it starts, and each of
+# its counts as "STEP, WHAT: N passed, N failed" (what ran, on which
+# backend). The summary gives every step's time, then each failed test
+# once with the steps it failed in. Logs and results.json files go to
+# $BUILD/test/.
 set -uo pipefail
 
 MAKE=${MAKE:-make}
@@ -72,6 +78,13 @@ check() { # impl dtgrade-flags...
         IMPL="$impl" OFFICIAL=labs LABS="${LABS:-$labs}" RACE="${RACE:-1}" GRADE_JOBS="$JOBS" \
         DTGRADE_FLAGS="$*" tests/grader/check.sh
 }
+
+# Names a count line of a step's output ("N passed, N failed") with what
+# it counts: "unit, thread backend: 520 passed, 0 failed".
+label() { # what
+    sed -u -E "s/^([0-9]+ passed, [0-9]+ failed)/$1: \1/"
+}
+backend=${DT_BACKEND:-thread}
 
 names=()
 results=()
@@ -141,26 +154,31 @@ do_unit() {
     m "$dtgrade" "$BUILD/tests/lib/grade" >/dev/null 2>&1
     [ -x "$BUILD/tests/lib/grade" ] || rm -f "$BUILD/tests/lib/grade"
     "$dtgrade" -q -j "$JOBS" --min-score-full --tests-root tests \
-        --results "$out/unit.json" "lib=$BUILD/tests/lib/grade" | tee "$out/unit.txt"
+        --results "$out/unit.json" "lib=$BUILD/tests/lib/grade" | tee "$out/unit.txt" |
+        label "unit, libdt's tests on the $backend backend"
 }
 
 do_convention() {
     tests/grader/check-convention.sh
 }
 
+# One count line per check, named: "tools, check-dttrain.sh: 30 passed, 0
+# failed"; a check's other lines (its failures) as it printed them.
 do_tools() {
-    local t
+    local t name
+    : >"$out/tools.log"
     for t in tests/tools/check-*.sh tests/tools/bad-input*.sh; do
         [ -f "$t" ] || continue
+        name=$(basename "$t")
         # a check that dies before its count line counts as one failure
         "$t" "$BUILD" >"$out/tool.out" 2>&1
         local rc=$?
-        cat "$out/tool.out"
         if [ $rc -ne 0 ] && ! grep -qE '^[0-9]+ passed, [0-9]+ failed' "$out/tool.out"; then
-            echo "FAIL: $t exited with status $rc"
+            echo "FAIL: $t exited with status $rc" >>"$out/tool.out"
         fi
-    done | tee "$out/tools.log"
-    awk '/^[0-9]+ passed, [0-9]+ failed/ { p += $1; f += $3 }
+        label "tools, $name" <"$out/tool.out" | tee -a "$out/tools.log"
+    done
+    awk '/: [0-9]+ passed, [0-9]+ failed/ { sub(/.*: /, ""); p += $1; f += $3 }
          /^FAIL: .* exited with status/ { f++ }
          END { printf "%d passed, %d failed\n", p, f; exit f > 0 }' \
         "$out/tools.log" >"$out/tools.txt"
@@ -168,12 +186,14 @@ do_tools() {
 
 do_solutions() {
     [ -n "$labs" ] || { echo "no labs"; return 0; }
-    check solutions -q --min-score-full --results "$out/solutions.json" | tee "$out/solutions.txt"
+    check solutions -q --min-score-full --results "$out/solutions.json" | tee "$out/solutions.txt" |
+        label "solutions, every lab on the $backend backend"
 }
 
 do_skeleton() {
     [ -n "$labs" ] || { echo "no labs"; return 0; }
-    check labs -q --expect-zero --results "$out/skeleton.json"
+    check labs -q --expect-zero --results "$out/skeleton.json" |
+        label "skeleton, every lab on the $backend backend (untouched: every test must fail)"
 }
 
 # One mutant: a copy of solutions/LAB with the patch applied, graded as
@@ -256,36 +276,54 @@ do_mutants() {
 }
 
 do_student() {
-    tests/grader/check-dist.sh "$BUILD" "$out/student" | tee "$out/student.txt"
+    tests/grader/check-dist.sh "$BUILD" "$out/student" | tee "$out/student.txt" |
+        label "student, the student tree"
+    return "${PIPESTATUS[0]}"
+}
+
+do_gradescope() {
+    tests/grader/check-gradescope.sh "$BUILD" "$out/gradescope" | tee "$out/gradescope.txt" |
+        label "gradescope, every lab's zip"
     return "${PIPESTATUS[0]}"
 }
 
 # The labs whose every test runs on any backend (issue of the mpi backend:
 # the communicator and labs 01-04 and 12 on thread, proc and mpi).
 backend_labs=$(for d in tests/0[1-4]-*/ tests/12-*/; do [ -d "$d" ] && basename "$d"; done)
+backend_nums=$(for l in $backend_labs; do printf '%s\n' "${l%%-*}"; done | paste -sd, - | sed 's/,/, /g')
+
+# Each run's count line, named with what ran and on which backend, and
+# its failed tests' lines.
+show_run() { # log step-log what
+    grep -E '^[0-9]+ passed, [0-9]+ failed|^  [a-z_0-9]+ +[0-9]+/[0-9]+ +(FAIL|CRASH|TIMEOUT|SANITIZER|EXIT|LIMIT|BUILD)' "$1" |
+        label "$3"
+    cat "$1" >>"$2"
+}
 
 do_backends() {
-    local b rc=0 only=()
+    local b rc=0 only=() np
     : >"$out/backends.log"
     for b in proc mpi; do
         if [ $b = mpi ] && [ -z "${MPI_BUILT:-}" ]; then
             echo "backends: mpi skipped: libdt was built without MPI (no mpicc, or MPI=0)"
             continue
         fi
+        np=$([ $b = mpi ] && echo 8)
         [ $b = mpi ] && only=(--only comm_) # the others launch nothing, or threads by name
-        echo "backends: the communicator's unit tests on $b"
-        DT_BACKEND=$b DT_MPI_NP=$([ $b = mpi ] && echo 8) "$dtgrade" -q -j "$JOBS" --min-score-full \
+        DT_BACKEND=$b DT_MPI_NP=$np "$dtgrade" -q -j "$JOBS" --min-score-full \
             --tests-root tests "${only[@]}" --results "$out/backends-unit-$b.json" \
-            "lib=$BUILD/tests/lib/grade" >>"$out/backends.log" 2>&1 || rc=1
+            "lib=$BUILD/tests/lib/grade" >"$out/backends-unit-$b.log" 2>&1 || rc=1
+        show_run "$out/backends-unit-$b.log" "$out/backends.log" \
+            "backends, the communicator's unit tests on the $b backend${np:+ (mpirun -np $np)}"
         # mpi: no ThreadSanitizer rerun (MPI's own threads are not built with it)
-        echo "backends: labs $(echo $backend_labs | tr ' ' ,) (solutions) on $b"
-        DT_BACKEND=$b DT_MPI_NP=$([ $b = mpi ] && echo 8) LABS="$backend_labs" \
+        DT_BACKEND=$b DT_MPI_NP=$np LABS="$backend_labs" \
             RACE=$([ $b = mpi ] && echo 0 || echo 1) check solutions -q --min-score-full \
-            --results "$out/backends-labs-$b.json" >>"$out/backends.log" 2>&1 || rc=1
+            --results "$out/backends-labs-$b.json" >"$out/backends-labs-$b.log" 2>&1 || rc=1
+        show_run "$out/backends-labs-$b.log" "$out/backends.log" \
+            "backends, labs $backend_nums (solutions) on the $b backend${np:+ (mpirun -np $np)}"
     done
-    grep -E '^[0-9]+ passed, [0-9]+ failed|FAIL|CRASH|TIMEOUT|SANITIZER|EXIT|LIMIT' "$out/backends.log"
     awk '/^[0-9]+ passed, [0-9]+ failed/ { p += $1; f += $3 } END { printf "%d passed, %d failed\n", p, f }' \
-        "$out/backends.log" | tee "$out/backends.txt"
+        "$out/backends.log" >"$out/backends.txt"
     return $rc
 }
 
@@ -306,22 +344,26 @@ with_small_shm() {
 
 do_small_shm() {
     local rc=0
+    : >"$out/small-shm.log"
     # One test at a time for the unit tests: one of them fills /dev/shm.
     DT_TEST_FILL_SHM=1 with_small_shm "$dtgrade" -q -j 1 --min-score-full --tests-root tests \
-        --results "$out/small-shm-unit.json" "lib=$BUILD/tests/lib/grade" >"$out/small-shm.log" 2>&1
+        --results "$out/small-shm-unit.json" "lib=$BUILD/tests/lib/grade" >"$out/small-shm-unit.log" 2>&1
     rc=$?
     if [ $rc -eq 125 ]; then
         echo "small-shm: skipped (no private /dev/shm can be mounted here: it needs root or user namespaces)"
         echo "0 passed, 0 failed" >"$out/small-shm.txt"
         return 0
     fi
+    show_run "$out/small-shm-unit.log" "$out/small-shm.log" \
+        "small-shm, libdt's tests on the $backend backend in a 64 MB /dev/shm"
     local args=() lab
     for lab in $labs; do args+=("$lab=$BUILD/spliced/solutions/$lab/grade"); done
     with_small_shm "$dtgrade" -q -j "$JOBS" --min-score-full --results "$out/small-shm.json" \
-        "${args[@]}" >>"$out/small-shm.log" 2>&1 || rc=1
-    grep -E '^[0-9]+ passed, [0-9]+ failed|FAIL|CRASH|TIMEOUT|SANITIZER' "$out/small-shm.log"
+        "${args[@]}" >"$out/small-shm-labs.log" 2>&1 || rc=1
+    show_run "$out/small-shm-labs.log" "$out/small-shm.log" \
+        "small-shm, every lab (solutions) on the $backend backend in a 64 MB /dev/shm"
     awk '/^[0-9]+ passed, [0-9]+ failed/ { p += $1; f += $3 } END { printf "%d passed, %d failed\n", p, f }' \
-        "$out/small-shm.log" | tee "$out/small-shm.txt"
+        "$out/small-shm.log" >"$out/small-shm.txt"
     return $rc
 }
 
@@ -337,6 +379,7 @@ step mutants do_mutants
 [ -n "$SAN" ] || step backends do_backends
 [ -n "$SAN" ] || step small-shm do_small_shm
 [ -n "$SAN" ] || step student do_student
+[ -n "$SAN" ] || step gradescope do_gradescope
 
 echo "==== make test${SAN:+ SAN=$SAN}: summary"
 for i in "${!names[@]}"; do
@@ -364,14 +407,62 @@ for i in "${!names[@]}"; do
     fi
 done
 if [ "$failed" -ne 0 ]; then
-    # What failed, again, where the last lines of a long log show it.
-    {
-        grep -hE '^  [a-z_0-9]+ +[0-9]+/[0-9]+ +(FAIL|CRASH|TIMEOUT|SANITIZER|BUILD)' \
-            "$out/unit.txt" "$out/solutions.txt" "$out/small-shm.log" "$out/backends.log" 2>/dev/null
-        cat "$out"/mutants/*.txt 2>/dev/null | grep -E 'FAILED:'
-        grep -h '^FAIL' "$out/student.txt" 2>/dev/null
-        grep -h '^FAIL' "$out/tools.log" 2>/dev/null
-    } | cut -c1-400 | head -n 20
+    # Each failed test once, with the steps it failed in (from the steps'
+    # results.json files and FAIL lines), where the last lines of a long
+    # log show it.
+    echo "failed (each once, with the steps it failed in):"
+    failed_steps=""
+    for i in "${!names[@]}"; do
+        [ "${results[$i]}" = ok ] || failed_steps+="${names[$i]} "
+    done
+    python3 - "$out" "$failed_steps" <<'PY' | cut -c1-300
+import glob, json, os, re, sys
+out, failed_steps = sys.argv[1], sys.argv[2].split()
+seen = {}  # test -> [steps], reason
+def add(test, step, reason):
+    steps, _ = seen.setdefault(test, ([], reason))
+    if step not in steps:
+        steps.append(step)
+runs = [("unit", "unit.json"), ("solutions", "solutions.json"), ("skeleton", "skeleton.json"),
+        ("backends proc", "backends-unit-proc.json"), ("backends proc", "backends-labs-proc.json"),
+        ("backends mpi", "backends-unit-mpi.json"), ("backends mpi", "backends-labs-mpi.json"),
+        ("small-shm", "small-shm-unit.json"), ("small-shm", "small-shm.json")]
+for step, f in runs:
+    try:
+        tests = json.load(open(os.path.join(out, f))).get("tests", [])
+    except (OSError, ValueError):
+        continue
+    for t in tests:
+        verdict = t.get("extra_data", {}).get("verdict", "")
+        first = (t.get("output") or "").strip().splitlines()[:1]
+        if step == "skeleton":
+            if t.get("score", 0) > 0:
+                add(t["name"], step, "scores points on the untouched skeleton")
+            elif verdict in ("TIMEOUT", "BUILD"):
+                add(t["name"], step, f"{verdict} on the untouched skeleton")
+        elif t.get("score", 0) < t.get("max_score", 0):
+            add(t["name"], step, first[0] if first else verdict)
+for f in sorted(glob.glob(os.path.join(out, "mutants", "*.txt"))):
+    for line in open(f):
+        m = re.match(r"(\S+): FAILED: (.*)", line.strip())
+        if m:
+            add("mutant " + m.group(1), "mutants", m.group(2))
+for step, f in (("tools", "tools.log"), ("student", "student.txt"), ("gradescope", "gradescope.txt")):
+    try:
+        for line in open(os.path.join(out, f)):
+            if line.startswith("FAIL"):
+                add(line.strip(), step, "")
+    except OSError:
+        pass
+named = {st for steps, _ in seen.values() for st in steps}
+for test, (steps, reason) in list(seen.items())[:30]:
+    print(f"  {test}  [{', '.join(steps)}]" + (f"\n      {reason}" if reason else ""))
+if len(seen) > 30:
+    print(f"  ... and {len(seen) - 30} more")
+for st in failed_steps:
+    if not any(n.split()[0] == st for n in named):
+        print(f"  the {st} step (its lines above)")
+PY
     echo "make test: FAILED ($failed of ${#names[@]} steps, ${total} s)"
     echo "suite: $n_pass passed, $n_fail failed"
     exit 1

@@ -1,6 +1,6 @@
 /* results.c - Gradescope's results.json: score, max_score, a top-level
- * "output" that every student sees (the score, a notice, each lab's notes
- * about the student's files and why a lab did not build), and one entry
+ * "output" that every student sees (the score, a notice, why a lab did not
+ * build, each lab's notes about the student's files), and one entry
  * per test with its failure text, stored once. */
 #include "dtgrade.h"
 
@@ -73,18 +73,23 @@ static char *top_output(const lab_t *labs, int nlabs, int score, int max)
     char line[256];
     snprintf(line, sizeof line, "Score: %d/%d\n", score, max);
     append(&s, &len, &cap, line, strlen(line));
-    for (int l = 0; l < nlabs; l++) {
-        const lab_t *lab = &labs[l];
-        if (!lab->notes && !lab->build_text)
-            continue;
-        snprintf(line, sizeof line, "\n== %s%s\n", lab->name,
-                 lab->build_failed ? ": BUILD FAILED (fix this first: every test of the lab "
-                                     "scores 0)" : "");
-        append(&s, &len, &cap, line, strlen(line));
-        if (lab->notes)
-            append(&s, &len, &cap, lab->notes, strlen(lab->notes));
-        if (lab->build_text)
-            append(&s, &len, &cap, lab->build_text, strlen(lab->build_text));
+    /* The labs that did not build first (what to fix first: the
+     * compiler's messages, then the notes on the lab's files), then the
+     * others' notes. */
+    for (int pass = 0; pass < 2; pass++) {
+        for (int l = 0; l < nlabs; l++) {
+            const lab_t *lab = &labs[l];
+            if ((!lab->notes && !lab->build_text) || lab->build_failed != (pass == 0))
+                continue;
+            snprintf(line, sizeof line, "\n== %s%s\n", lab->name,
+                     lab->build_failed ? ": BUILD FAILED (fix this first: every test of the lab "
+                                         "scores 0)" : "");
+            append(&s, &len, &cap, line, strlen(line));
+            if (lab->build_text)
+                append(&s, &len, &cap, lab->build_text, strlen(lab->build_text));
+            if (lab->notes)
+                append(&s, &len, &cap, lab->notes, strlen(lab->notes));
+        }
     }
     return s;
 }
@@ -97,8 +102,9 @@ static void write_test(FILE *f, const lab_t *lab, const test_row *r, int first)
         out = xprintf("passed\n%s", r->output ? r->output : "");
     else if (r->st == ST_SKIPPED)
         out = xprintf("skipped: %s\n", r->reason ? r->reason : "");
-    else if (r->st == ST_BUILD && lab->build_text)
-        out = xprintf("%s\n(the build's messages are at the top of the results)\n", r->reason);
+    else if (r->st == ST_BUILD) /* its reason points above, where the terminal's table has them */
+        out = xprintf("BUILD FAILED: the lab did not build, so this test did not run. Why is at "
+                      "the top of these results, under \"== %s: BUILD FAILED\".\n", lab->name);
     else
         out = xstrdup(r->details ? r->details : r->reason ? r->reason : "");
     fprintf(f, "%s\n    {\"name\": ", first ? "" : ",");

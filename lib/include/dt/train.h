@@ -522,6 +522,9 @@ typedef struct {
 typedef struct {
     long steps;
     double seconds;          /* wall time of the steps, from a barrier of the ranks */
+    double report_s;         /* of seconds, the reports' (the loss averaged over the ranks;
+                                rank 0's evaluation of the test set): seconds - report_s is
+                                the steps' own time, that of the progress lines together */
     double modeled_s;        /* the modeled clock over the same (0 without a communicator) */
     double step_ms_median;   /* wall time of a step (forward to update) */
     double step_cpu_ms_median; /* CPU time of the calling thread in a step: what the step
