@@ -61,7 +61,7 @@ Lines of a block:
   (<= or >= instead of =: the text's number is a bound, at most or at
   least the program's: "never passes {}" >= max(...))
 EXPR is Python arithmetic with ceil, floor, sqrt, log, log2, exp, min,
-max, sum, and out(RE, col..., n=N, at=AT): the numbers on the output line
+max, sum, sin, cos, and out(RE, col..., n=N, at=AT): the numbers on the output line
 matching RE (one line in the region, or in the region `at: AT` sets; the
 N-th with n), after the match or RE's groups, the col-th (1-based) if
 given; within(X, TOL): X compared to the tolerance TOL (as tol: writes it).
@@ -288,12 +288,15 @@ def read_chapter(path):
             blocks.append(Block(path, i + 1, j + 1, [(i + 1 + k, b) for k, b in enumerate(body)]))
             i = j
         i += 1
+    inside = set()  # the blocks' own lines are no text of the chapter
+    for b in blocks:
+        inside.update(range(b.start - 1, b.end))
     for k, b in enumerate(blocks):
         nxt = blocks[k + 1].start - 1 if k + 1 < len(blocks) else len(lines)
         head = min([h for h in heads if h >= b.end] + [len(lines)])
         b.scope = [(n + 1, lines[n]) for n in range(b.end, min(nxt, head))]
         sec0 = max([h for h in heads if h < b.start] + [0])
-        b.section = [(n + 1, lines[n]) for n in range(sec0, head)]
+        b.section = [(n + 1, lines[n]) for n in range(sec0, head) if n not in inside]
     return blocks
 
 
@@ -369,7 +372,7 @@ class Ctx:
 
     def eval(self, expr):
         env = {"out": self.out, "ceil": math.ceil, "floor": math.floor, "sqrt": math.sqrt,
-               "log": math.log, "log2": math.log2, "log10": math.log10, "exp": math.exp,
+               "log": math.log, "log2": math.log2, "sin": math.sin, "cos": math.cos, "log10": math.log10, "exp": math.exp,
                "min": min, "max": max, "sum": sum, "abs": abs, "round": round, "pi": math.pi,
                "within": within}
         env.update(self.names)
