@@ -47,7 +47,7 @@ Lines of a block:
         (cells: the text's cells to compare, 1-based, default the rest;
         nums: which numbers after the key on the output line, default all;
         map: replacements in the text's key; skip: rows not compared;
-        at: sets the region as `at:` does)
+        at: the region of this table's lines, as `at:` writes it)
   verbatim: [N]                    every line of the scope's N-th fenced
                                    block (but `...`) is a line of the output
                                    region, numbers to the tolerance
@@ -509,6 +509,25 @@ def tok_eq(a, b):
     return bool(full and len(na) == 1 and len(nb) == 1 and float(na[0]) == float(nb[0]))
 
 
+def out_key_match(line, keycells, kt, mp):
+    """The rest of an output line whose key is the text row's (a line of
+    blank-separated columns, or of a pipe table, cell by cell), else None."""
+    if line.lstrip().startswith("|"):
+        oc = split_row(line)
+        k = len(keycells)
+        if len(oc) < k:
+            return None
+        for tc, o in zip(keycells, oc):
+            a, b = key_tokens([tc], mp), strip_markup(o).split()
+            if len(a) != len(b) or not all(tok_eq(x, y) for x, y in zip(a, b)):
+                return None
+        return " | ".join(oc[k:])
+    ot = line.split()
+    if len(ot) < len(kt) or not all(tok_eq(a, o) for a, o in zip(kt, ot)):
+        return None
+    return line[re.match(r"\s*(?:\S+\s+){%d}\S+" % (len(kt) - 1), line).end():]
+
+
 def parse_opts(s):
     opts = {}
     for m in re.finditer(r'(\w+)=("([^"]*)"|\S+)', s):
@@ -750,28 +769,35 @@ class Checker:
         nums = ints(opts.get("nums"))
         mp = [tuple(x.split("=", 1)) for x in opts.get("map", "").split(";") if "=" in x]
         skip = set(x.strip() for x in opts.get("skip", "").split(";") if x.strip())
+        saved = ctx.region
         if "at" in opts:
             ctx.set_at(opts["at"])
+        try:
+            self.table_rows(b, n, tabs[which - 1], which, key, cells, nums, mp, skip, ctx, lists, seen)
+        finally:
+            ctx.region = saved
+
+    def table_rows(self, b, n, tab, which, key, cells, nums, mp, skip, ctx, lists, seen):
         rows = 0
-        for line, row in tabs[which - 1]:
+        for line, row in tab:
             label = " ".join(strip_markup(c) for c in row[:key])
             if label in skip:
                 continue
             rows += 1
+            if ctx.lines is None:
+                raise Fail("table: in a block without run: or from:")
             kt = key_tokens(row[:key], mp)
             hits = []
             for i in ctx.region:
-                ot = ctx.lines[i].split()
-                if len(ot) >= len(kt) and all(tok_eq(a, o) for a, o in zip(kt, ot)):
-                    hits.append(i)
+                rest = out_key_match(ctx.lines[i], row[:key], kt, mp)
+                if rest is not None:
+                    hits.append((i, rest))
             if len(hits) != 1:
-                if ctx.lines is None:
-                    raise Fail("table: in a block without run: or from:")
                 msg = "no output line" if not hits else "%d output lines" % len(hits)
                 raise Fail("table row '%s' (line %d): %s in the region start(s) with %s"
                            % (label, line, msg, " ".join(kt)))
-            ol = ctx.lines[hits[0]]
-            pv = numbers(ol[re.match(r"\s*(?:\S+\s+){%d}\S+" % (len(kt) - 1), ol).end():])
+            ol = ctx.lines[hits[0][0]]
+            pv = numbers(hits[0][1])
             if nums:
                 try:
                     pv = [pv[c - 1] for c in nums]
