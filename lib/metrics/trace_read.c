@@ -9,6 +9,26 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+
+/* The ranks' threads append their regions in whatever order they run; a
+ * figure drawn from the file must not depend on it. Within one rank's
+ * track the order of start times is its program order. */
+static int region_cmp(const void *pa, const void *pb)
+{
+    const dt_trace_region *a = pa, *b = pb;
+    if (a->modeled != b->modeled)
+        return a->modeled < b->modeled ? -1 : 1;
+    if (a->rank != b->rank)
+        return a->rank < b->rank ? -1 : 1;
+    if (a->lane != b->lane)
+        return a->lane < b->lane ? -1 : 1;
+    if (a->start_s != b->start_s)
+        return a->start_s < b->start_s ? -1 : 1;
+    if (a->end_s != b->end_s)
+        return a->end_s < b->end_s ? -1 : 1;
+    return strcmp(a->name, b->name);
+}
 
 dt_result dt_trace_read(const char *path, dt_trace_region **out, size_t *n)
 {
@@ -48,6 +68,7 @@ dt_result dt_trace_read(const char *path, dt_trace_region **out, size_t *n)
         free(r);
         return res;
     }
+    qsort(r, count, sizeof *r, region_cmp);
     *out = r, *n = count;
     return DT_OK;
 }

@@ -197,9 +197,11 @@ typedef struct {
     double start_s, end_s;
 } dt_trace_region;
 
-/* Reads every region of a trace file into *out (malloc'ed, *n of them, in
- * the file's order; free it with free()). DT_ERR_IO when the file cannot
- * be read, DT_ERR_INVALID_ARG when it holds no region. */
+/* Reads every region of a trace file into *out (malloc'ed, *n of them;
+ * free it with free()), sorted by clock (wall first), rank, lane, start,
+ * end and name: the same order however the ranks' writes interleaved, and
+ * program order within a rank's lane. DT_ERR_IO when the file cannot be
+ * read, DT_ERR_INVALID_ARG when it holds no region. */
 dt_result dt_trace_read(const char *path, dt_trace_region **out, size_t *n);
 
 #ifdef __cplusplus
