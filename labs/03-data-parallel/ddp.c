@@ -3,6 +3,7 @@
  * the chapter's section 9, which names the section that derives each. */
 #include "ddp.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -191,6 +192,24 @@ dt_result lab_ddp_wait_buckets(lab_ddp *d, float scale)
     /* dt_wait every bucket's request (set it back to NULL, restore its
      * pending count), keep the first error, then scale the gradients. */
     (void)d, (void)scale;
+    return DT_ERR_NOT_IMPLEMENTED;
+    /* END STUDENT CODE */
+}
+
+/* ================================================================ predict, then measure */
+
+/* BEGIN STUDENT CODE */
+/* helpers of your own, if you want them */
+/* END STUDENT CODE */
+
+dt_result lab_ddp_predict_step(const dt_model *m, lab_ddp_mode mode, int K, size_t bucket_bytes,
+                               const lab_ddp_cost *cost, const dt_net *link, double *step_s)
+{
+    /* BEGIN STUDENT CODE */
+    /* Postcondition (ddp.h): *step_s = the modeled step that sections 5 to 7
+     * predict for this configuration, from the formulas alone (no
+     * communicator: nothing runs). */
+    (void)m, (void)mode, (void)K, (void)bucket_bytes, (void)cost, (void)link, (void)step_s;
     return DT_ERR_NOT_IMPLEMENTED;
     /* END STUDENT CODE */
 }
