@@ -22,6 +22,8 @@
  *   4. lab_ps_admit                       when a server may answer a pull
  *                                         (synchronous rounds, bounded staleness)
  *   5. lab_hogwild_read, lab_hogwild_apply, lab_hogwild_worker
+ *   6. lab_ps_predict_sync                predict, then measure: the modeled
+ *                                         time of a synchronous run (9.1)
  *
  * The code outside the fences (common.c, launch.c and the parts of ps.c
  * and hogwild.c around them) is given: data, model, gradients, launching,
@@ -32,6 +34,7 @@
 #include "dt/comm.h"
 #include "dt/core.h"
 #include "dt/data.h"
+#include "dt/net.h"
 #include "dt/nn.h"
 
 #include <stdatomic.h>
@@ -261,6 +264,26 @@ dt_result lab_ps_server(dt_comm *comm, const lab_ps_config *cfg, lab_ps_result *
  * of t.model.grads, with the version it was computed on, to its server;
  * count it in res->pushed[w]. */
 dt_result lab_ps_worker(dt_comm *comm, const lab_ps_config *cfg, lab_ps_result *res);
+
+/* ================================================================ predict, then measure */
+
+/* Your prediction, from section 9.1, of the modeled time of a synchronous
+ * run of cfg (cfg->sync = 1, one server: cfg->servers = 1) on `workers`
+ * workers joined to the server by `link`: every one of the run's rounds
+ * (cfg->updates / workers of them) with its messages through the server's
+ * ports, each gradient of lab_num_params() floats costing cfg->compute_s,
+ * and the run's opening pull and closing stop. A straggler
+ * (cfg->slow_worker in [0, workers), costing cfg->slow_compute_s) is
+ * predicted on a free network only (alpha = 0, beta infinite): on a link,
+ * when its reply comes decides, which section 9.1 does not model. The
+ * 16-byte headers are left out, as section 9.1 leaves them out.
+ * The tests compare *seconds with the formula and with the modeled clock
+ * of a run of your server and workers (within 0.5% on a link, for the
+ * headers). DT_ERR_INVALID_ARG (*seconds untouched) for a NULL argument,
+ * workers outside 1..LAB_MAX_WORKERS, cfg->updates < workers, or a run
+ * that is not synchronous on one server; a straggler on a link too. */
+dt_result lab_ps_predict_sync(const lab_ps_config *cfg, int workers, const dt_net *link,
+                              double *seconds);
 
 /* ================================================================ task 5: Hogwild! */
 

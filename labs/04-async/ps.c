@@ -91,3 +91,17 @@ dt_result lab_ps_worker(dt_comm *comm, const lab_ps_config *cfg, lab_ps_result *
     lab_trainer_free(&t);
     return r;
 }
+
+/* ================================================================ predict, then measure */
+
+dt_result lab_ps_predict_sync(const lab_ps_config *cfg, int workers, const dt_net *link,
+                              double *seconds)
+{
+    /* BEGIN STUDENT CODE */
+    /* Postcondition (async.h): *seconds = the synchronous run's modeled
+     * time that section 9.1 predicts, from the formula alone (nothing
+     * runs). */
+    (void)cfg, (void)workers, (void)link, (void)seconds;
+    return DT_ERR_NOT_IMPLEMENTED;
+    /* END STUDENT CODE */
+}
