@@ -74,8 +74,10 @@ TEST_HIDDEN(local_batch_epochs_and_uneven_split, 2)
     for (int r = 0; r < 3; r++) {
         EXPECT_OK(lab_ddp_local_batch(47, 4, r, 3, 1, 0, 15, idx[r]));
         for (int j = 0; j < 15; j++) {
-            EXPECT(idx[r][j] < 47, "rank %d: index %zu of 47", r, idx[r][j]);
-            EXPECT(seen[idx[r][j]]++ == 0, "sample %zu is in two shards", idx[r][j]);
+            EXPECT(idx[r][j] < 47, "47 samples on 3 ranks: rank %d's index %d is %zu, outside "
+                   "the data set", r, j, idx[r][j]);
+            EXPECT(seen[idx[r][j]]++ == 0, "47 samples on 3 ranks, epoch 1: sample %zu is in "
+                   "two ranks' shards (rank %d's is the second)", idx[r][j], r);
         }
     }
     /* another epoch is another order */

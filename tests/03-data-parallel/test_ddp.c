@@ -27,9 +27,12 @@ static dt_result bcast_rank(dt_comm *world, void *arg)
         r = dt_model_create_spec(&want, "mlp:12,16,8,4", DDP_MODEL_SEED);
     if (r == DT_OK)
         r = lab_ddp_broadcast_params(world, &m);
-    if (r == DT_OK && memcmp(m.params, want.params, m.num_params * sizeof(float)) != 0)
-        r = dt_fail(DT_ERR_MISMATCH, "after the broadcast rank %d's parameters are not rank 0's",
-                    rank);
+    for (size_t i = 0; r == DT_OK && i < m.num_params; i++)
+        if (memcmp(&m.params[i], &want.params[i], sizeof(float)) != 0)
+            r = dt_fail(DT_ERR_MISMATCH, "%d ranks: after the broadcast rank %d's params[%zu] = "
+                        "%.9g, rank 0's is %.9g (rank %d started from seed %d)",
+                        dt_comm_size(world), rank, i, (double)m.params[i],
+                        (double)want.params[i], rank, DDP_MODEL_SEED + rank);
     if (r == DT_OK)
         r = dt_comm_stats(world, &st);
     if (r == DT_OK && (st.calls[DT_COLL_BROADCAST] != 1 || st.calls[DT_COLL_ALLREDUCE] != 0))
@@ -66,7 +69,8 @@ TEST(local_batch_shards_global_batch, 2)
             for (int rank = 0; rank < K; rank++) {
                 EXPECT_OK(lab_ddp_local_batch(n, 9, rank, K, 2, t, B, idx));
                 for (size_t j = 0; j < B; j++) {
-                    EXPECT(idx[j] < n, "K=%d rank %d step %zu: index %zu", K, rank, t, idx[j]);
+                    EXPECT(idx[j] < n, "K=%d rank %d step %zu: index %zu of %zu samples", K,
+                           rank, t, idx[j], n);
                     seen[idx[j]]++;
                 }
             }

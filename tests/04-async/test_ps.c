@@ -114,7 +114,8 @@ TEST_T(ps_one_worker_equals_serial_sgd, 3, 20)
         EXPECT(res.pushed[0] == G, "%d servers: the worker pushed %d gradients, expected %d",
                S, res.pushed[0], G);
         double mean = ref_check_staleness(&res, G, 0);
-        EXPECT(mean == 0, "one worker: staleness must be 0");
+        EXPECT(mean == 0, "%d servers, one worker: mean staleness %.3f, expected 0 (nobody "
+               "else updates the shards between its pull and its push)", S, mean);
         for (size_t i = 0; i < res.num_params; i++)
             EXPECT(res.params[i] == want[i], "%d servers: params[%zu] = %.9g, serial SGD "
                    "gives %.9g", S, i, res.params[i], want[i]);
@@ -200,7 +201,8 @@ TEST_T(ps_sync_equals_large_batch, 3, 20, .race = 1)
         EXPECT(res.pushed[w] == rounds, "synchronous: worker %d pushed %d gradients, "
                "expected %d (one per round)", w, res.pushed[w], rounds);
     double mean = ref_check_staleness(&res, rounds * K, 0);
-    EXPECT(mean == 0, "synchronous rounds are never stale");
+    EXPECT(mean == 0, "synchronous, %d workers: mean staleness %.3f, expected 0 (a round's "
+           "gradients are all computed on its version)", K, mean);
     double d = ref_max_diff(res.params, want, res.num_params);
     EXPECT(d <= 2e-5, "synchronous run differs from SGD on the %d workers' mean gradient by "
            "%.3g (at most 2e-5)", K, d);

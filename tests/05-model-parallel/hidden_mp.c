@@ -22,7 +22,8 @@ TEST_HIDDEN(partition_worked_example, 1)
     double worst = 0;
     for (int k = 0; k < 4; k++) {
         double s = 0;
-        EXPECT(first[k] < first[k + 1], "stage %d is empty", k);
+        EXPECT(first[k] < first[k + 1], "deep:64,512,8,10 on 4 stages: stage %d is [%d, %d), "
+               "empty", k, first[k], first[k + 1]);
         for (int l = first[k]; l < first[k + 1]; l++)
             s += cost[l];
         worst = fmax(worst, s);
