@@ -111,7 +111,8 @@ dt_result lab_ddp_step(lab_ddp *d, const float *x, const int32_t *labels, size_t
 /* ------------------------------------------------------------ task 1 */
 
 /* Collective: every rank's m->params becomes rank 0's, with ONE broadcast
- * of the whole flat buffer. */
+ * of the whole flat buffer. A NULL comm, model or parameter buffer is
+ * DT_ERR_INVALID_ARG. */
 dt_result lab_ddp_broadcast_params(dt_comm *comm, dt_model *m);
 
 /* The dataset indices of this rank's part of global step `step` of `epoch`

@@ -335,16 +335,19 @@ typedef struct {
     _Atomic int claimed;
 } lab_hogwild_header;
 
-/* Every rank is a worker (w = rank). Collectively allocates the window
- * (dt_win_allocate: LAB_HOGWILD_PARAMS bytes, then num_params floats). Rank 0 stores
- * the initial parameters (those of lab_trainer_init) into it; a barrier.
- * Then each worker, as long as atomically incrementing `claimed` returns a
- * value below cfg->updates (atomic_fetch_add: a fast worker claims more):
- * read the shared parameters into t.model.params, compute the gradient of
- * batch (w, step) where step counts this worker's gradients from 0, apply
- * it to the shared parameters, count it in res->steps[w]. A barrier; rank
- * 0 copies the shared parameters to res->params; free the window. No other
- * communication. */
+/* Every rank is a worker (w = rank). The workers share one window of
+ * one machine's memory, which they allocate together (dt_win_allocate)
+ * with the layout above: the header, then the parameters
+ * LAB_HOGWILD_PARAMS bytes in, starting from lab_trainer_init's initial
+ * parameters before any worker reads them. Postcondition (section 8):
+ * exactly cfg->updates gradients were applied to the shared parameters in
+ * all (lab_hogwild_apply), each claimed once through the header's counter,
+ * so that a fast worker claims more; worker w's k-th gradient (k from 0)
+ * is that of batch (w, k), computed on what it read of the shared
+ * parameters (lab_hogwild_read), and res->steps[w] counts them; rank 0's
+ * res->params holds the shared parameters once every worker has finished;
+ * the window is freed. Barriers are the only communication besides the
+ * window. */
 dt_result lab_hogwild_worker(dt_comm *comm, const lab_hogwild_config *cfg,
                              lab_hogwild_result *res);
 
