@@ -236,35 +236,3 @@ dt_result ddp_launch(int K, const ddp_run *run) { return launch(K, NULL, run); }
 
 dt_result ddp_launch_on(int K, dt_backend b, const ddp_run *run) { return launch(K, &b, run); }
 
-/* ------------------------------------------------------------ the formulas */
-
-static double ring(const dt_net *link, double n, int K)
-{
-    return K == 1 ? 0 : 2.0 * (K - 1) * (link->alpha + n / ((double)K * link->beta));
-}
-
-double ddp_formula_step(const dt_model *m, lab_ddp_mode mode, int K, size_t bucket_bytes,
-                        const lab_ddp_cost *cost, const dt_net *link)
-{
-    int L = m->num_layers;
-    double t_bwd = 0, t_layer[64] = {0};
-    for (int i = 0; i < L && i < 64; i++)
-        t_bwd += t_layer[i] = cost->backward_s ? cost->backward_s[i] : 0;
-    if (mode == LAB_DDP_FLAT)
-        return cost->forward_s + t_bwd + ring(link, 4.0 * (double)m->num_params, K);
-    /* From the last layer down: a bucket closes once it holds bucket_bytes
-     * (or at layer 0); its allreduce starts when it is complete (OVERLAP:
-     * t_bj into the backward; BUCKETS: after all of it) and the link free. */
-    double done = 0, link_free = 0;
-    size_t bytes = 0;
-    for (int i = L - 1; i >= 0; i--) {
-        done += t_layer[i];
-        bytes += 4 * m->layers[i].param_count;
-        if (bytes >= bucket_bytes || i == 0) {
-            double start = fmax(mode == LAB_DDP_OVERLAP ? done : t_bwd, link_free);
-            link_free = start + ring(link, (double)bytes, K);
-            bytes = 0;
-        }
-    }
-    return cost->forward_s + fmax(t_bwd, link_free);
-}

@@ -58,13 +58,4 @@ dt_result ddp_check_rank(dt_comm *world, void *arg);
 dt_result ddp_launch(int K, const ddp_run *run);
 dt_result ddp_launch_on(int K, dt_backend b, const ddp_run *run);
 
-/* The formulas of chapter 03, sections 5 to 7, written here apart from
- * the lab: the modeled step of one micro-batch in `mode` on K ranks over
- * link, the buckets laid out by the rule of section 6 (walked here, not
- * with the lab's lab_ddp_make_buckets), each allreduce the ring of section
- * 5, starting when its gradients are complete (OVERLAP) or after the whole
- * backward (BUCKETS), and when the previous one is done. */
-double ddp_formula_step(const dt_model *m, lab_ddp_mode mode, int K, size_t bucket_bytes,
-                        const lab_ddp_cost *cost, const dt_net *link);
-
 #endif /* DDP_TEST_H */

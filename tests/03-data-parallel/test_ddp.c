@@ -370,56 +370,17 @@ static dt_result pm_rank(dt_comm *world, void *arg)
     return r;
 }
 
-/* What the prediction is when it takes section 7's first formula, the
- * perfect overlap, for the schedule of the buckets: named in a failure. */
-static const char *pm_clue(const dt_model *m, lab_ddp_mode mode, int K, size_t cap,
-                           const lab_ddp_cost *c, const dt_net *link, double got)
-{
-    double serial = ddp_formula_step(m, LAB_DDP_BUCKETS, K, cap, c, link), t_bwd = 0;
-    for (int i = 0; i < m->num_layers; i++)
-        t_bwd += c->backward_s[i];
-    double comm = serial - c->forward_s - t_bwd;
-    if (mode == LAB_DDP_OVERLAP && fabs(got - (c->forward_s + fmax(t_bwd, comm))) <= 1e-12)
-        return ": that is T_fwd + max(T_bwd, T_comm), the perfect overlap; the link must wait "
-               "for each bucket to be complete (section 7)";
-    if (mode != LAB_DDP_FLAT &&
-        fabs(got - ddp_formula_step(m, LAB_DDP_FLAT, K, cap, c, link)) <= 1e-12)
-        return ": that is one allreduce of the whole gradient; each bucket pays its own "
-               "latency (section 6)";
-    return "";
-}
-
+/* Your prediction against the modeled clock of your own DDP, with the
+ * ring of section 5 (K divides every bucket here, so the ring's blocks
+ * are equal and the clock is exact). The step is the job's: from when the
+ * last rank starts it to when the last rank ends it. Hidden tests hold the
+ * prediction to the formulas on configurations no run here makes. */
 TEST_T(predict_then_measure_step, 3, 30)
 {
     dt_test_see("chapter 03, sections 5 to 7");
     dt_model m = {0};
     EXPECT_OK(dt_model_create_spec(&m, OV_SPEC, 1));
     lab_ddp_cost cost = {OV_FWD, pm_bwd};
-    /* 1. Against the formulas, in configurations the chapter does not work out. */
-    static const char *const nets[] = {"eth10", "ib100", "alpha=5us,bw=2GB/s", "none"};
-    static const size_t caps[] = {1, 60000, 140000, LAB_DDP_BUCKET_BYTES};
-    static const int Ks[] = {1, 2, 3, 5, 8};
-    for (size_t n = 0; n < sizeof nets / sizeof *nets; n++) {
-        dt_net link;
-        EXPECT_OK(dt_net_link(nets[n], &link));
-        for (size_t c = 0; c < sizeof caps / sizeof *caps; c++)
-            for (size_t k = 0; k < sizeof Ks / sizeof *Ks; k++)
-                for (int mode = LAB_DDP_FLAT; mode <= LAB_DDP_OVERLAP; mode++) {
-                    double got = -1, want = ddp_formula_step(&m, (lab_ddp_mode)mode, Ks[k],
-                                                             caps[c], &cost, &link);
-                    EXPECT_OK(lab_ddp_predict_step(&m, (lab_ddp_mode)mode, Ks[k], caps[c],
-                                                   &cost, &link, &got));
-                    EXPECT(fabs(got - want) <= 1e-9 * want + 1e-12,
-                           "%s, K=%d, %zu-byte buckets on %s: lab_ddp_predict_step says %.4f "
-                           "us, the formulas of sections 5 to 7 give %.4f us%s", mode_name[mode],
-                           Ks[k], caps[c], nets[n], got * 1e6, want * 1e6,
-                           pm_clue(&m, (lab_ddp_mode)mode, Ks[k], caps[c], &cost, &link, got));
-                }
-    }
-    /* 2. Against the modeled clock of your DDP, with the ring of section 5
-     * (K divides every bucket here, so the ring's blocks are equal). The
-     * step is the job's: from when the last rank starts it to when the last
-     * rank ends it. */
     dt_net eth10;
     EXPECT_OK(dt_net_link("eth10", &eth10));
     for (int K = 2; K <= 4; K += 2) {
@@ -438,15 +399,14 @@ TEST_T(predict_then_measure_step, 3, 30)
             double start = res[0].start[mode], end = res[0].end[mode], got = -1;
             for (int r = 1; r < K; r++)
                 start = fmax(start, res[r].start[mode]), end = fmax(end, res[r].end[mode]);
-            double want = ddp_formula_step(&m, (lab_ddp_mode)mode, K, OV_BUCKET, &cost, &eth10);
             EXPECT_OK(lab_ddp_predict_step(&m, (lab_ddp_mode)mode, K, OV_BUCKET, &cost, &eth10,
                                            &got));
             EXPECT(fabs((end - start) - got) <= 1e-9,
-                   "%s, K=%d, %d-byte buckets on eth10: your DDP's step took %.4f us of modeled "
-                   "time, lab_ddp_predict_step says %.4f us (the formulas: %.4f us)%s",
-                   mode_name[mode], K, OV_BUCKET, (end - start) * 1e6, got * 1e6, want * 1e6,
-                   fabs((end - start) - want) <= 1e-9 ? "" : ": the run itself is off the "
-                   "formulas; when does each bucket's allreduce start? (section 7)");
+                   "%s, K=%d, %d-byte buckets on eth10, forward %.0f us, backward of the layers "
+                   "40 to 100 us: lab_ddp_predict_step says %.4f us, your DDP's step took %.4f "
+                   "us of modeled time (if your DDP passes the other tests, the prediction is "
+                   "off: when can each bucket's allreduce start? section 7)", mode_name[mode], K,
+                   OV_BUCKET, OV_FWD * 1e6, got * 1e6, (end - start) * 1e6);
         }
     }
     double s = -1;

@@ -299,14 +299,6 @@ TEST_T(ps_server_ports_set_the_pace, 2, 30)
 
 /* ---------------------------------------------------------------- predict, then measure */
 
-/* Section 9.1's formula, written here apart from the lab: rounds of
- * 2 alpha + c + (K+1) n/beta, plus the opening pull and the closing stop. */
-static double sync_formula(int K, int updates, double c, const dt_net *link)
-{
-    double w = dt_net_wire(link, 4.0 * (double)lab_num_params());
-    return (updates / K) * (2 * link->alpha + c + (K + 1) * w) + 2 * link->alpha;
-}
-
 /* A measured synchronous run: its modeled time, or -1. */
 static double sync_run(const lab_ps_config *cfg, int K, const char *net)
 {
@@ -320,56 +312,36 @@ static double sync_run(const lab_ps_config *cfg, int K, const char *net)
     return t;
 }
 
+/* Your prediction against the modeled clock of your own server and
+ * workers: a straggler on a free network (exact), and equal workers on
+ * eth10 (within 0.5%: the 16-byte headers, which section 9.1 leaves out,
+ * make up about 0.1%). Hidden tests hold the prediction to the formula on
+ * configurations no run here makes. */
 TEST_T(predict_then_measure_sync_run, 3, 30)
 {
     dt_test_see("chapter 04, section 9.1");
     ref_data();
-    /* 1. Against the formula, in configurations the chapter does not work out. */
-    static const char *const nets[] = {"eth10", "ib100", "alpha=10us,bw=500MB/s", "none"};
-    static const int Ks[] = {1, 2, 3, 5, 7};
-    static const double cs[] = {0, 50e-6, 1e-3};
-    for (size_t n = 0; n < sizeof nets / sizeof *nets; n++) {
-        dt_net link;
-        EXPECT_OK(dt_net_link(nets[n], &link));
-        for (size_t k = 0; k < sizeof Ks / sizeof *Ks; k++)
-            for (size_t c = 0; c < sizeof cs / sizeof *cs; c++) {
-                lab_ps_config cfg = lab_ps_defaults(&ref_train);
-                cfg.sync = 1, cfg.updates = 23, cfg.compute_s = cs[c];
-                double got = -1, want = sync_formula(Ks[k], cfg.updates, cs[c], &link);
-                EXPECT_OK(lab_ps_predict_sync(&cfg, Ks[k], &link, &got));
-                EXPECT(fabs(got - want) <= 1e-9 * want + 1e-12,
-                       "%d workers on %s, %d updates of %.0f us gradients: "
-                       "lab_ps_predict_sync says %.4f us, section 9.1's formula gives %.4f "
-                       "us", Ks[k], nets[n], cfg.updates, cs[c] * 1e6, got * 1e6, want * 1e6);
-            }
-    }
-    /* a straggler on a free network: each round waits for it */
-    dt_net none;
+    dt_net none, eth10;
     EXPECT_OK(dt_net_link("none", &none));
+    EXPECT_OK(dt_net_link("eth10", &eth10));
     lab_ps_config slow = lab_ps_defaults(&ref_train);
     slow.sync = 1, slow.updates = 15, slow.compute_s = 1e-3;
     slow.slow_worker = 1, slow.slow_compute_s = 4e-3;
     double got = -1;
     EXPECT_OK(lab_ps_predict_sync(&slow, 3, &none, &got));
-    EXPECT(fabs(got - 5 * 4e-3) <= 1e-12, "3 workers, 15 updates, worker 1 taking 4 ms per "
-           "gradient and the others 1 ms, free network: lab_ps_predict_sync says %.4f ms, "
-           "5 rounds of the straggler's 4 ms give 20 ms", got * 1e3);
-    /* 2. Against the modeled clock of your server and workers. */
     double t = sync_run(&slow, 3, "none");
-    EXPECT(fabs(t - got) <= 1e-9, "3 workers, worker 1 a 4 ms straggler, free network: your "
-           "synchronous run took %.6f ms of modeled time, lab_ps_predict_sync says %.6f ms",
-           t * 1e3, got * 1e3);
-    dt_net eth10;
-    EXPECT_OK(dt_net_link("eth10", &eth10));
+    EXPECT(fabs(t - got) <= 1e-9, "3 workers, 15 updates, worker 1 taking 4 ms per gradient and "
+           "the others 1 ms, free network: lab_ps_predict_sync says %.6f ms, your synchronous "
+           "run took %.6f ms of modeled time", got * 1e3, t * 1e3);
     for (int K = 3; K <= 5; K += 2) {
         lab_ps_config cfg = lab_ps_defaults(&ref_train);
         cfg.sync = 1, cfg.updates = 8 * K, cfg.compute_s = 50e-6;
         EXPECT_OK(lab_ps_predict_sync(&cfg, K, &eth10, &got));
         t = sync_run(&cfg, K, "eth10");
         EXPECT(fabs(t - got) <= 0.005 * got, "%d workers, 8 rounds of 50 us gradients on eth10: "
-               "your synchronous run took %.3f us of modeled time, lab_ps_predict_sync says "
-               "%.3f us (the formula: %.3f us; the headers it leaves out make up 0.2%%)", K,
-               t * 1e6, got * 1e6, sync_formula(K, cfg.updates, cfg.compute_s, &eth10) * 1e6);
+               "lab_ps_predict_sync says %.3f us, your synchronous run took %.3f us of modeled "
+               "time (more than 0.5%% apart; the headers the formula leaves out make up 0.1%%)",
+               K, got * 1e6, t * 1e6);
     }
     /* what the formula does not cover is refused */
     got = -1;

@@ -130,44 +130,14 @@ TEST_T(data_parallel_replicas_agree, 3, 30)
 
 /* ------------------------------------------------------------ task 6: predict, then measure */
 
-/* The formulas of sections 2 to 6, written here apart from the lab: idle
- * over busy time with equal stages, a free network. */
-static double formula_bubble(int k, int p, int v, int m)
-{
-    switch (k) {
-    case PIPE_INTERLEAVED: return (double)(p - 1) / ((double)v * m);
-    case PIPE_ZBH1: return (double)(p - 1) / (3.0 * m);
-    default: return (double)(p - 1) / m;
-    }
-}
-
+/* Your prediction against the modeled clock of your runner (T_F = T_B =
+ * T_W = 1 ms, a free network), on the library's schedules: interleaved
+ * 1F1B at p = 3, v = 2, m = 6, and 1F1B at p = 4, m = 6. Hidden tests hold
+ * the prediction to the formulas wherever they hold. */
 TEST_T(predict_then_measure_bubble, 3, 60)
 {
     dt_test_see("chapter 06, sections 2 to 6");
     static const char *const name[] = {"gpipe", "1f1b", "interleaved", "zbh1"};
-    /* 1. Against the formulas, wherever they hold. */
-    for (int k = PIPE_GPIPE; k <= PIPE_ZBH1; k++)
-        for (int p = 1; p <= 6; p++)
-            for (int m = 1; m <= 12; m++)
-                for (int v = 1; v <= (k == PIPE_INTERLEAVED ? 4 : 1); v++) {
-                    if ((k == PIPE_INTERLEAVED && (v < 2 || m % p)) || (k == PIPE_ZBH1 && m < p))
-                        continue;
-                    double got = -1, want = formula_bubble(k, p, v, m);
-                    EXPECT_OK(lab_pipe_predict_bubble(name[k], p, v, m, &got));
-                    EXPECT(fabs(got - want) <= 1e-12, "%s, p=%d v=%d m=%d: "
-                           "lab_pipe_predict_bubble says idle/busy %.6f, the formula of "
-                           "section %d gives %.6f", pipe_kind_name((pipe_sched_kind)k), p, v, m,
-                           got, k == PIPE_INTERLEAVED ? 5 : k == PIPE_ZBH1 ? 6 : 2 + 2 * k, want);
-                }
-    double r = -1;
-    EXPECT_ERR(lab_pipe_predict_bubble("interleaved", 3, 2, 4, &r), DT_ERR_INVALID_ARG);
-    EXPECT_ERR(lab_pipe_predict_bubble("zbh1", 4, 1, 3, &r), DT_ERR_INVALID_ARG);
-    EXPECT_ERR(lab_pipe_predict_bubble("1f1b", 4, 2, 8, &r), DT_ERR_INVALID_ARG);
-    EXPECT_ERR(lab_pipe_predict_bubble("pipedream", 4, 1, 8, &r), DT_ERR_INVALID_ARG);
-    EXPECT(r == -1, "a refused prediction wrote %g to *ratio", r);
-    /* 2. Against the modeled clock of your runner (T_F = T_B = T_W = 1 ms,
-     * a free network), on the library's schedules: interleaved 1F1B at
-     * p = 3, v = 2, m = 6, and 1F1B at p = 4, m = 6. */
     static const int cases[2][4] = {{PIPE_INTERLEAVED, 3, 2, 6}, {PIPE_1F1B, 4, 1, 6}};
     for (int c = 0; c < 2; c++) {
         int k = cases[c][0], p = cases[c][1], v = cases[c][2], m = cases[c][3];
@@ -177,4 +147,10 @@ TEST_T(predict_then_measure_bubble, 3, 60)
                         0, DT_BACKEND_THREAD, 1, 1e-4, "lab_pipe_predict_bubble says"};
         EXPECT_OK(pipe_launch(&run));
     }
+    double r = -1;
+    EXPECT_ERR(lab_pipe_predict_bubble("interleaved", 3, 2, 4, &r), DT_ERR_INVALID_ARG);
+    EXPECT_ERR(lab_pipe_predict_bubble("zbh1", 4, 1, 3, &r), DT_ERR_INVALID_ARG);
+    EXPECT_ERR(lab_pipe_predict_bubble("1f1b", 4, 2, 8, &r), DT_ERR_INVALID_ARG);
+    EXPECT_ERR(lab_pipe_predict_bubble("pipedream", 4, 1, 8, &r), DT_ERR_INVALID_ARG);
+    EXPECT(r == -1, "a refused prediction wrote %g to *ratio", r);
 }

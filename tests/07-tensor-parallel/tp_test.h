@@ -114,14 +114,9 @@ dt_result tpt_vocab_rank(dt_comm *world, void *arg);
  * bytes against dt_sim_act_bytes_layer within 5%, and the block run. */
 dt_result tpt_memory_rank(dt_comm *world, void *arg);
 
-/* Predict, then measure (tp_test_model.c). tpt_formula_step_bytes: the
- * bytes a rank sends in one training step of cfg (one micro-batch of B x
- * T, no clipping), counted here collective by collective from chapter
- * 07, sections 2 to 7, apart from the lab. tpt_step_bytes_rank: arg
- * points to int {layers, sp}; one step of lab_tp_train on the test GPT,
- * this rank's bytes (dt_comm_stats) against lab_tp_predict_step_bytes and
- * against the formula. */
-uint64_t tpt_formula_step_bytes(const dt_gpt_config *cfg, size_t B, size_t T, int t, int sp);
+/* Predict, then measure (tp_test_model.c): arg points to int {layers,
+ * sp}; one step of lab_tp_train on the test GPT (no clipping), this
+ * rank's bytes (dt_comm_stats) against lab_tp_predict_step_bytes. */
 dt_result tpt_step_bytes_rank(dt_comm *world, void *arg);
 
 #endif /* TP_TEST_H */
