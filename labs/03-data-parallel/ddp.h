@@ -180,10 +180,12 @@ dt_result lab_ddp_wait_buckets(lab_ddp *d, float scale);
  * FLAT mode) and the compute in cost (forward_s for the whole forward,
  * backward_s[i] for layer i's backward, the backward running from the
  * last layer down; a NULL backward_s is 0). Every allreduce is the ring of
- * chapter 02, whose time section 5 gives; an allreduce starts when its
- * gradients are complete and the previous one is done. The step starts
- * with the forward and ends when the backward and every allreduce are
- * done (the optimizer costs no modeled time).
+ * chapter 02, whose time section 5 gives, one at a time on the link: an
+ * allreduce starts once the previous one is done and its gradients may be
+ * reduced (in OVERLAP mode as soon as the backward has produced its
+ * bucket, in the other modes once the whole backward is done). The step
+ * starts with the forward and ends when the backward and every allreduce
+ * are done (the optimizer costs no modeled time).
  * The tests compare *step_s with the formulas and with the modeled clock
  * of a run of your DDP, on configurations the chapter does not work out.
  * DT_ERR_INVALID_ARG (and *step_s untouched) for a NULL argument, K < 1,
