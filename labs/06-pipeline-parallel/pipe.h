@@ -89,7 +89,9 @@ typedef struct {
     dt_wgrad *wgrad;   /* a split backward's output gradients, from B to W (made with acts) */
     float *dinp;       /* the gradient of the stage's input, written by lab_pipe_run_backward
                           (stage > 0); the given code frees it once its send is done */
-    dt_request *send;  /* the send in flight from this pair, or NULL */
+    dt_request *send;  /* the send in flight from this pair, or NULL: its forward's
+                          output, then its input gradient, one at a time (the
+                          given code waits for it at the end of the step) */
 } lab_mb;
 
 /* Modeled compute of one stage on one micro-batch, charged to the rank's
