@@ -237,9 +237,12 @@ dt_result lab_ps_admit(const lab_server *s, int w, int *admit);
  * version `version` of the shard. Its staleness is tau = V - version
  * (DT_ERR_STATE if w was not in flight, or version is not in [0, V]);
  * record it with lab_ps_record. Then
- *   asynchronous: params -= lr * grad; V += 1.
- *   synchronous:  sum += grad; when the round has all K gradients:
- *                 params -= lr * (sum / K); sum = 0; V += 1.
+ *   asynchronous: the shard takes one SGD step (lr) with this gradient,
+ *                 and V grows by one;
+ *   synchronous:  the gradient joins the current round (s->sum); when the
+ *                 round holds all K gradients, the shard takes one SGD
+ *                 step with their mean, the next round starts empty, and
+ *                 V grows by one (section 4, task 3).
  * w is no longer in flight, and its push count grows by one. */
 dt_result lab_ps_apply(lab_server *s, int w, int version);
 
