@@ -10,7 +10,7 @@ dt_result lab_cost_send(double alpha, double beta, double nbytes, double *second
     /* Postcondition (setup.h): DT_OK with *seconds = the alpha-beta time of
      * one message (chapter 00, section 5), or DT_ERR_INVALID_ARG naming the
      * bad argument with *seconds untouched (section 7 lists what is bad).
-     * Stuck? Section 9, hints (a). */
+     * Stuck? chapters/hints/00.md, hints (a). */
     (void)alpha, (void)beta, (void)nbytes, (void)seconds;
     return DT_ERR_NOT_IMPLEMENTED;
     /* END STUDENT CODE */
@@ -22,8 +22,8 @@ dt_result lab_cost_ring_allreduce(double alpha, double beta, double nbytes, int 
     /* BEGIN STUDENT CODE */
     /* Postcondition (setup.h): DT_OK with *seconds = the time of a ring
      * allreduce of nbytes on nranks ranks, derived in section 6 (0 for one
-     * rank), or DT_ERR_INVALID_ARG with *seconds untouched. Stuck? Section
-     * 9, hints (a). */
+     * rank), or DT_ERR_INVALID_ARG with *seconds untouched. Stuck?
+     * chapters/hints/00.md, hints (a). */
     (void)alpha, (void)beta, (void)nbytes, (void)nranks, (void)seconds;
     return DT_ERR_NOT_IMPLEMENTED;
     /* END STUDENT CODE */

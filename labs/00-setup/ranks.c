@@ -12,7 +12,7 @@ dt_result lab_rank_report_fill(dt_comm *world, lab_rank_report *out)
      * this rank's figures; sum is the same on every rank, computed with one
      * collective call; the last two fields are read from the communicator's
      * statistics after it. Section 8 walks through each field. Stuck?
-     * Section 9, hints (b). */
+     * chapters/hints/00.md, hints (b). */
     return DT_ERR_NOT_IMPLEMENTED;
     /* END STUDENT CODE */
 }

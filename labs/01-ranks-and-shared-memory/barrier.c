@@ -44,7 +44,7 @@ void lab_pause(lab_barrier *b, uint64_t poll)
     /* Postcondition (ranks.h, lab_pause): after poll number `poll` of a
      * wait, this rank has spun, yielded or napped as the policy in b says,
      * and counted it in b->polls, b->yields and b->sleeps. Section 4, "How
-     * to wait", says why each phase exists. Stuck? Section 11, hints (1a). */
+     * to wait", says why each phase exists. Stuck? chapters/hints/01.md, hints (1a). */
     /* END STUDENT CODE */
 }
 
@@ -56,7 +56,7 @@ dt_result lab_barrier_wait(lab_barrier *b)
      * at once; what a rank wrote before its wait is visible to every rank
      * after theirs; DT_ERR_TIMEOUT after b->timeout_s. Section 4 derives the
      * sense-reversing barrier and the memory order of each access (section 3
-     * explains the orders). Stuck? Section 11, hints (1b). */
+     * explains the orders). Stuck? chapters/hints/01.md, hints (1b). */
     (void)b;
     return DT_ERR_NOT_IMPLEMENTED;
     /* END STUDENT CODE */

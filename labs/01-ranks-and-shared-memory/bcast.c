@@ -20,7 +20,7 @@ dt_result lab_bcast_linear(void *buf, size_t count, dt_dtype dtype, int root, dt
     /* BEGIN STUDENT CODE */
     /* Postcondition: buf on every rank holds the root's count elements; the
      * root sent N-1 messages, every other rank received one. Section 6
-     * derives what it costs. Stuck? Section 11, hints (2a). */
+     * derives what it costs. Stuck? chapters/hints/01.md, hints (2a). */
     (void)buf, (void)count, (void)dtype;
     return DT_ERR_NOT_IMPLEMENTED;
     /* END STUDENT CODE */
@@ -34,7 +34,7 @@ dt_result lab_bcast_tree(void *buf, size_t count, dt_dtype dtype, int root, dt_c
      * every rank but the root received exactly once, N-1 copies were sent
      * in all, and the last rank has them ceil(log2 N) message times after
      * the start. Section 6 derives the tree: whom each rank hears from, whom
-     * it sends to and in which order, for any root. Stuck? Section 11,
+     * it sends to and in which order, for any root. Stuck? chapters/hints/01.md,
      * hints (2b). */
     (void)buf, (void)count, (void)dtype;
     return DT_ERR_NOT_IMPLEMENTED;

@@ -17,7 +17,7 @@ dt_result lab_ring_pass(const void *sendbuf, void *recvbuf, size_t count, dt_dty
      * sent one message; and it works for any N and any count, also above
      * the 16 KiB from which a send waits for its receiver (section 5).
      * Section 7 derives two ways to get there without deadlock. Stuck?
-     * Section 11, hints (3). */
+     * chapters/hints/01.md, hints (3). */
     (void)sendbuf, (void)recvbuf, (void)count, (void)rank;
     return DT_ERR_NOT_IMPLEMENTED;
     /* END STUDENT CODE */

@@ -15,7 +15,7 @@
  * that each rank sends the bytes and messages its algorithm sends.
  * Each function's comment is its contract: what holds on return, and the
  * traffic and modeled time the tests measure. How to get there is the
- * chapter's; if you are stuck, its last section has hints.
+ * chapter's; if you are stuck, chapters/hints/02.md has hints.
  *
  * Supported: dtypes f32, f16, bf16, i32, i8, u8; ops DT_SUM, DT_PROD,
  * DT_MAX, DT_MIN (lab_check_args rejects the rest).

@@ -13,7 +13,7 @@ dt_result lab_naive_allreduce(const void *sendbuf, void *recvbuf, size_t count, 
      * sends K-1 messages of the whole buffer, every other rank one. Full
      * contract: collectives.h. Derived in chapter 02, section 4; the rules
      * of section 3 hold (count 0, in place, uneven counts, the argument
-     * check). Stuck? Section 11, hints (a). */
+     * check). Stuck? chapters/hints/02.md, hints (a). */
     (void)sendbuf, (void)recvbuf, (void)count, (void)dtype, (void)op, (void)comm;
     return DT_ERR_NOT_IMPLEMENTED;
     /* END STUDENT CODE */

@@ -12,7 +12,7 @@ dt_result lab_recursive_doubling_allreduce(const void *sendbuf, void *recvbuf, s
      * log2 P rounds of whole-buffer exchanges among ranks 0 .. P-1 (P the
      * largest power of two <= K), with ranks P .. K-1 served by a partner
      * below P. Full contract: collectives.h. Section 6 derives the rounds
-     * and what they cost. Stuck? Section 11, hints (c). */
+     * and what they cost. Stuck? chapters/hints/02.md, hints (c). */
     (void)sendbuf, (void)recvbuf, (void)count, (void)dtype, (void)op, (void)comm;
     return DT_ERR_NOT_IMPLEMENTED;
     /* END STUDENT CODE */

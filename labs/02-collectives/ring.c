@@ -16,7 +16,7 @@ dt_result lab_ring_reduce_scatter(const void *sendbuf, void *recvbuf, size_t cou
      * same time. Full contract: collectives.h. Section 5 derives which block
      * travels at each step, and why the block a rank completes last is its
      * own. Mind the in-place case (recvbuf lies inside sendbuf), blocks of
-     * unequal and of zero length, and one rank. Stuck? Section 11, hints
+     * unequal and of zero length, and one rank. Stuck? chapters/hints/02.md, hints
      * (b1). */
     (void)sendbuf, (void)recvbuf, (void)count, (void)dtype, (void)op, (void)comm;
     return DT_ERR_NOT_IMPLEMENTED;
@@ -30,7 +30,7 @@ dt_result lab_ring_allgather(const void *sendbuf, void *recvbuf, size_t count, d
     /* On return, recvbuf on every rank holds all K blocks, block b from
      * rank b, after K-1 steps of one block to rank + 1 and one from
      * rank - 1. Full contract: collectives.h; section 5. No reduction here,
-     * only moving complete blocks. Stuck? Section 11, hints (b2). */
+     * only moving complete blocks. Stuck? chapters/hints/02.md, hints (b2). */
     (void)sendbuf, (void)recvbuf, (void)count, (void)dtype, (void)comm;
     return DT_ERR_NOT_IMPLEMENTED;
     /* END STUDENT CODE */
@@ -43,7 +43,7 @@ dt_result lab_ring_allreduce(const void *sendbuf, void *recvbuf, size_t count, d
     /* On return, recvbuf is what lab_naive_allreduce gives, computed by
      * your reduce-scatter and then your allgather: 2 (K-1) steps in all.
      * Section 5 ("In place, and composing the two halves") says how the
-     * two compose. Stuck? Section 11, hints (b3). */
+     * two compose. Stuck? chapters/hints/02.md, hints (b3). */
     (void)sendbuf, (void)recvbuf, (void)count, (void)dtype, (void)op, (void)comm;
     return DT_ERR_NOT_IMPLEMENTED;
     /* END STUDENT CODE */

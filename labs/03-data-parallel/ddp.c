@@ -3,6 +3,7 @@
  * the chapter's section 9, which names the section that derives each. */
 #include "ddp.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -102,9 +103,9 @@ dt_result lab_ddp_step(lab_ddp *d, const float *x, const int32_t *labels, size_t
 dt_result lab_ddp_broadcast_params(dt_comm *comm, dt_model *m)
 {
     /* BEGIN STUDENT CODE */
-    /* Check the arguments (NULL comm, model or params: DT_ERR_INVALID_ARG),
-     * then ONE dt_broadcast of the whole m->params (m->num_params floats)
-     * from rank 0, in place. */
+    /* Postcondition (ddp.h): every rank's parameters are rank 0's, bit for
+     * bit, after one broadcast (section 2); bad arguments:
+     * DT_ERR_INVALID_ARG. Stuck? chapters/hints/03.md, hints (1). */
     (void)comm, (void)m;
     return DT_ERR_NOT_IMPLEMENTED;
     /* END STUDENT CODE */
@@ -114,10 +115,11 @@ dt_result lab_ddp_local_batch(size_t n, uint64_t seed, int rank, int world, int 
                               size_t step, size_t B, size_t *idx)
 {
     /* BEGIN STUDENT CODE */
-    /* dt_sampler_init(&s, n, world, rank, 1, 1, seed) gives this rank's
-     * shard size s.num_samples; dt_sampler_indices(&s, epoch, buf) the
-     * shard. Copy entries [step*B, (step+1)*B) to idx, after checking that
-     * they exist. */
+    /* Postcondition (ddp.h): idx holds this rank's B samples of global
+     * step `step`, so that the K ranks' batches together are the one-rank
+     * batch of K B (section 3); a shard too short for the step:
+     * DT_ERR_INVALID_ARG, idx untouched. Stuck? chapters/hints/03.md,
+     * hints (1). */
     (void)n, (void)seed, (void)rank, (void)world, (void)epoch, (void)step, (void)B, (void)idx;
     return DT_ERR_NOT_IMPLEMENTED;
     /* END STUDENT CODE */
@@ -128,9 +130,9 @@ dt_result lab_ddp_local_batch(size_t n, uint64_t seed, int rank, int world, int 
 dt_result lab_ddp_allreduce_flat(lab_ddp *d, float scale)
 {
     /* BEGIN STUDENT CODE */
-    /* One dt_allreduce (DT_SUM, in place) of d->model->grads, all
-     * d->model->num_params of them, on d->comm; then scale them
-     * (dt_vec_scale). */
+    /* Postcondition (ddp.h): every rank's gradients are scale times the
+     * sum over the ranks, after one allreduce of the whole buffer
+     * (sections 2 and 5). Stuck? chapters/hints/03.md, hints (2). */
     (void)d, (void)scale;
     return DT_ERR_NOT_IMPLEMENTED;
     /* END STUDENT CODE */
@@ -141,7 +143,8 @@ dt_result lab_ddp_sync_grads(lab_ddp *d, int micro_steps)
     /* BEGIN STUDENT CODE */
     /* Postcondition: every rank's model->grads holds the mean gradient of
      * the global batch, K ranks x micro_steps micro-batches (chapter 03,
-     * sections 2 and 8), reduced the way d->mode says (see ddp.h). */
+     * sections 2 and 8), reduced the way d->mode says (see ddp.h). Stuck?
+     * chapters/hints/03.md, hints (2). */
     (void)d, (void)micro_steps;
     return DT_ERR_NOT_IMPLEMENTED;
     /* END STUDENT CODE */
@@ -153,10 +156,10 @@ dt_result lab_ddp_make_buckets(const dt_model *m, size_t bucket_bytes, lab_bucke
                                int *num, int *bucket_of_layer)
 {
     /* BEGIN STUDENT CODE */
-    /* Walk i = num_layers-1 down to 0; layer i owns
-     * [m->layers[i].param_offset, + param_count). Layers are laid out in
-     * order, so a bucket of consecutive layers is one contiguous range.
-     * Close the open bucket once it holds >= bucket_bytes bytes. */
+    /* Postcondition (ddp.h): the buckets of section 6, in the order the
+     * backward completes them, each a contiguous range of the gradients,
+     * and every layer's bucket recorded; bucket_bytes 0:
+     * DT_ERR_INVALID_ARG. Stuck? chapters/hints/03.md, hints (3). */
     (void)m, (void)bucket_bytes, (void)out, (void)num, (void)bucket_of_layer;
     return DT_ERR_NOT_IMPLEMENTED;
     /* END STUDENT CODE */
@@ -165,8 +168,8 @@ dt_result lab_ddp_make_buckets(const dt_model *m, size_t bucket_bytes, lab_bucke
 dt_result lab_ddp_allreduce_buckets(lab_ddp *d, float scale)
 {
     /* BEGIN STUDENT CODE */
-    /* For each bucket in order: dt_allreduce (DT_SUM, in place) of its
-     * range of the gradients. Then scale the whole buffer. */
+    /* Postcondition (ddp.h): as lab_ddp_allreduce_flat's, with one
+     * allreduce per bucket, in bucket order (section 6). */
     (void)d, (void)scale;
     return DT_ERR_NOT_IMPLEMENTED;
     /* END STUDENT CODE */
@@ -177,9 +180,10 @@ dt_result lab_ddp_allreduce_buckets(lab_ddp *d, float scale)
 dt_result lab_ddp_grad_ready(lab_ddp *d, int layer)
 {
     /* BEGIN STUDENT CODE */
-    /* Find the layer's bucket (d->bucket_of_layer), count the layer done;
-     * when none of its layers is pending, dt_iallreduce (DT_SUM, in place)
-     * its range into b->req. */
+    /* Postcondition (ddp.h): when `layer` completes its bucket, that
+     * bucket's allreduce is in flight, its request kept in the bucket; the
+     * call does not wait for it (section 7). Stuck? chapters/hints/03.md,
+     * hints (4). */
     (void)d, (void)layer;
     return DT_ERR_NOT_IMPLEMENTED;
     /* END STUDENT CODE */
@@ -188,9 +192,29 @@ dt_result lab_ddp_grad_ready(lab_ddp *d, int layer)
 dt_result lab_ddp_wait_buckets(lab_ddp *d, float scale)
 {
     /* BEGIN STUDENT CODE */
-    /* dt_wait every bucket's request (set it back to NULL, restore its
-     * pending count), keep the first error, then scale the gradients. */
+    /* Postcondition (ddp.h): every bucket's allreduce is complete (each one
+     * waited for, even after a failure: the first error is returned), the
+     * buckets are ready for the next backward, and the gradients are scaled
+     * (section 7). */
     (void)d, (void)scale;
+    return DT_ERR_NOT_IMPLEMENTED;
+    /* END STUDENT CODE */
+}
+
+/* ================================================================ predict, then measure */
+
+/* BEGIN STUDENT CODE */
+/* helpers of your own, if you want them */
+/* END STUDENT CODE */
+
+dt_result lab_ddp_predict_step(const dt_model *m, lab_ddp_mode mode, int K, size_t bucket_bytes,
+                               const lab_ddp_cost *cost, const dt_net *link, double *step_s)
+{
+    /* BEGIN STUDENT CODE */
+    /* Postcondition (ddp.h): *step_s = the modeled step that sections 5 to 7
+     * predict for this configuration, from the formulas alone (no
+     * communicator: nothing runs). */
+    (void)m, (void)mode, (void)K, (void)bucket_bytes, (void)cost, (void)link, (void)step_s;
     return DT_ERR_NOT_IMPLEMENTED;
     /* END STUDENT CODE */
 }

@@ -24,6 +24,8 @@
  *   4. lab_ddp_grad_ready, lab_ddp_wait_buckets        each bucket's allreduce
  *      starts from the backward, as soon as its gradients are complete
  *   5. lab_ddp_sync_grads with micro_steps > 1         gradient accumulation
+ *   6. lab_ddp_predict_step                            predict, then measure:
+ *      the modeled step your DDP will take, from the chapter's formulas
  *
  * The code outside the fences of ddp.c (lab_ddp_init, lab_ddp_free,
  * lab_ddp_step and the two hooks they give the loop) is given: it builds
@@ -34,6 +36,7 @@
 #include "dt/comm.h"
 #include "dt/core.h"
 #include "dt/data.h"
+#include "dt/net.h"
 #include "dt/nn.h"
 #include "dt/optim.h"
 #include "dt/train.h"
@@ -108,7 +111,8 @@ dt_result lab_ddp_step(lab_ddp *d, const float *x, const int32_t *labels, size_t
 /* ------------------------------------------------------------ task 1 */
 
 /* Collective: every rank's m->params becomes rank 0's, with ONE broadcast
- * of the whole flat buffer. */
+ * of the whole flat buffer. A NULL comm, model or parameter buffer is
+ * DT_ERR_INVALID_ARG. */
 dt_result lab_ddp_broadcast_params(dt_comm *comm, dt_model *m);
 
 /* The dataset indices of this rank's part of global step `step` of `epoch`
@@ -167,5 +171,26 @@ dt_result lab_ddp_grad_ready(lab_ddp *d, int layer);
  * others must still be waited for), then grads *= scale, and resets each
  * bucket's pending count for the next backward. */
 dt_result lab_ddp_wait_buckets(lab_ddp *d, float scale);
+
+/* ------------------------------------------------------------ predict, then measure */
+
+/* Your prediction, from the formulas of sections 5 to 7, of the modeled
+ * time of one step (one micro-batch) of lab_ddp_step in `mode` on K ranks
+ * joined by `link`, for model m with buckets of bucket_bytes (not used in
+ * FLAT mode) and the compute in cost (forward_s for the whole forward,
+ * backward_s[i] for layer i's backward, the backward running from the
+ * last layer down; a NULL backward_s is 0). Every allreduce is the ring of
+ * chapter 02, whose time section 5 gives, one at a time on the link: an
+ * allreduce starts once the previous one is done and its gradients may be
+ * reduced (in OVERLAP mode as soon as the backward has produced its
+ * bucket, in the other modes once the whole backward is done). The step
+ * starts with the forward and ends when the backward and every allreduce
+ * are done (the optimizer costs no modeled time).
+ * The tests compare *step_s with the formulas and with the modeled clock
+ * of a run of your DDP, on configurations the chapter does not work out.
+ * DT_ERR_INVALID_ARG (and *step_s untouched) for a NULL argument, K < 1,
+ * a mode that is not one of the three, or bucket_bytes 0 outside FLAT. */
+dt_result lab_ddp_predict_step(const dt_model *m, lab_ddp_mode mode, int K, size_t bucket_bytes,
+                               const lab_ddp_cost *cost, const dt_net *link, double *step_s);
 
 #endif /* LAB_DDP_H */

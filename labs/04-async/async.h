@@ -22,6 +22,8 @@
  *   4. lab_ps_admit                       when a server may answer a pull
  *                                         (synchronous rounds, bounded staleness)
  *   5. lab_hogwild_read, lab_hogwild_apply, lab_hogwild_worker
+ *   6. lab_ps_predict_sync                predict, then measure: the modeled
+ *                                         time of a synchronous run (9.1)
  *
  * The code outside the fences (common.c, launch.c and the parts of ps.c
  * and hogwild.c around them) is given: data, model, gradients, launching,
@@ -32,6 +34,7 @@
 #include "dt/comm.h"
 #include "dt/core.h"
 #include "dt/data.h"
+#include "dt/net.h"
 #include "dt/nn.h"
 
 #include <stdatomic.h>
@@ -234,9 +237,12 @@ dt_result lab_ps_admit(const lab_server *s, int w, int *admit);
  * version `version` of the shard. Its staleness is tau = V - version
  * (DT_ERR_STATE if w was not in flight, or version is not in [0, V]);
  * record it with lab_ps_record. Then
- *   asynchronous: params -= lr * grad; V += 1.
- *   synchronous:  sum += grad; when the round has all K gradients:
- *                 params -= lr * (sum / K); sum = 0; V += 1.
+ *   asynchronous: the shard takes one SGD step (lr) with this gradient,
+ *                 and V grows by one;
+ *   synchronous:  the gradient joins the current round (s->sum); when the
+ *                 round holds all K gradients, the shard takes one SGD
+ *                 step with their mean, the next round starts empty, and
+ *                 V grows by one (section 4, task 3).
  * w is no longer in flight, and its push count grows by one. */
 dt_result lab_ps_apply(lab_server *s, int w, int version);
 
@@ -261,6 +267,26 @@ dt_result lab_ps_server(dt_comm *comm, const lab_ps_config *cfg, lab_ps_result *
  * of t.model.grads, with the version it was computed on, to its server;
  * count it in res->pushed[w]. */
 dt_result lab_ps_worker(dt_comm *comm, const lab_ps_config *cfg, lab_ps_result *res);
+
+/* ================================================================ predict, then measure */
+
+/* Your prediction, from section 9.1, of the modeled time of a synchronous
+ * run of cfg (cfg->sync = 1, one server: cfg->servers = 1) on `workers`
+ * workers joined to the server by `link`: every one of the run's rounds
+ * (cfg->updates / workers of them) with its messages through the server's
+ * ports, each gradient of lab_num_params() floats costing cfg->compute_s,
+ * and the run's opening pull and closing stop. A straggler
+ * (cfg->slow_worker in [0, workers), costing cfg->slow_compute_s) is
+ * predicted on a free network only (alpha = 0, beta infinite): on a link,
+ * when its reply comes decides, which section 9.1 does not model. The
+ * 16-byte headers are left out, as section 9.1 leaves them out.
+ * The tests compare *seconds with the formula and with the modeled clock
+ * of a run of your server and workers (within 0.5% on a link, for the
+ * headers). DT_ERR_INVALID_ARG (*seconds untouched) for a NULL argument,
+ * workers outside 1..LAB_MAX_WORKERS, cfg->updates < workers, or a run
+ * that is not synchronous on one server; a straggler on a link too. */
+dt_result lab_ps_predict_sync(const lab_ps_config *cfg, int workers, const dt_net *link,
+                              double *seconds);
 
 /* ================================================================ task 5: Hogwild! */
 
@@ -312,16 +338,19 @@ typedef struct {
     _Atomic int claimed;
 } lab_hogwild_header;
 
-/* Every rank is a worker (w = rank). Collectively allocates the window
- * (dt_win_allocate: LAB_HOGWILD_PARAMS bytes, then num_params floats). Rank 0 stores
- * the initial parameters (those of lab_trainer_init) into it; a barrier.
- * Then each worker, as long as atomically incrementing `claimed` returns a
- * value below cfg->updates (atomic_fetch_add: a fast worker claims more):
- * read the shared parameters into t.model.params, compute the gradient of
- * batch (w, step) where step counts this worker's gradients from 0, apply
- * it to the shared parameters, count it in res->steps[w]. A barrier; rank
- * 0 copies the shared parameters to res->params; free the window. No other
- * communication. */
+/* Every rank is a worker (w = rank). The workers share one window of
+ * one machine's memory, which they allocate together (dt_win_allocate)
+ * with the layout above: the header, then the parameters
+ * LAB_HOGWILD_PARAMS bytes in, starting from lab_trainer_init's initial
+ * parameters before any worker reads them. Postcondition (section 8):
+ * exactly cfg->updates gradients were applied to the shared parameters in
+ * all (lab_hogwild_apply), each claimed once through the header's counter,
+ * so that a fast worker claims more; worker w's k-th gradient (k from 0)
+ * is that of batch (w, k), computed on what it read of the shared
+ * parameters (lab_hogwild_read), and res->steps[w] counts them; rank 0's
+ * res->params holds the shared parameters once every worker has finished;
+ * the window is freed. Barriers are the only communication besides the
+ * window. */
 dt_result lab_hogwild_worker(dt_comm *comm, const lab_hogwild_config *cfg,
                              lab_hogwild_result *res);
 

@@ -25,7 +25,7 @@ dt_result lab_hogwild_apply(_Atomic float *params, const float *grad, size_t n, 
     /* BEGIN STUDENT CODE */
     /* Postcondition (async.h): each word moved by -lr * grad[i], without a
      * lock and without a read-modify-write: a concurrent update of the
-     * same word may be lost (section 8). Stuck? Section 14, hints (5). */
+     * same word may be lost (section 8). Stuck? chapters/hints/04.md, hints (5). */
     (void)params, (void)grad, (void)n, (void)lr;
     return DT_ERR_NOT_IMPLEMENTED;
     /* END STUDENT CODE */
@@ -44,7 +44,7 @@ dt_result lab_hogwild_worker(dt_comm *comm, const lab_hogwild_config *cfg,
     /* Postcondition (async.h): exactly cfg->updates gradients were applied
      * to the shared parameters in all, each claimed once; res holds each
      * worker's count and, from rank 0, the final parameters; barriers were
-     * the only communication. Section 8, task 5. Stuck? Section 14, hints
+     * the only communication. Section 8, task 5. Stuck? chapters/hints/04.md, hints
      * (5). */
     (void)w, (void)n, (void)res;
     r = DT_ERR_NOT_IMPLEMENTED;

@@ -11,7 +11,7 @@ dt_result lab_shard_range(size_t n, int parts, int part, size_t *offset, size_t 
     /* BEGIN STUDENT CODE */
     /* Postcondition (async.h): DT_OK with shard `part` of the even cut of
      * section 4, task 1, or DT_ERR_INVALID_ARG for a bad argument with the
-     * outputs untouched. Stuck? Chapter 04, section 14, hints (1). */
+     * outputs untouched. Stuck? chapters/hints/04.md, hints (1). */
     (void)n, (void)parts, (void)part, (void)offset, (void)count;
     return DT_ERR_NOT_IMPLEMENTED;
     /* END STUDENT CODE */
@@ -25,7 +25,7 @@ dt_result lab_ps_admit(const lab_server *s, int w, int *admit)
     /* Postcondition (async.h): *admit says whether answering w's pull now
      * keeps the mode's promise: the synchronous round (section 5), or every
      * applied gradient's staleness <= the bound (section 7 derives the
-     * rule). Reads the state only. Stuck? Section 14, hints (4). */
+     * rule). Reads the state only. Stuck? chapters/hints/04.md, hints (4). */
     (void)s, (void)w, (void)admit;
     return DT_ERR_NOT_IMPLEMENTED;
     /* END STUDENT CODE */
@@ -38,7 +38,7 @@ dt_result lab_ps_apply(lab_server *s, int w, int version)
     /* BEGIN STUDENT CODE */
     /* Postcondition (async.h): the gradient is recorded with its staleness
      * (section 2's definition) and applied as the mode says (section 4,
-     * task 3); w is no longer in flight. Stuck? Section 14, hints (3). */
+     * task 3); w is no longer in flight. Stuck? chapters/hints/04.md, hints (3). */
     (void)s, (void)w, (void)version;
     return DT_ERR_NOT_IMPLEMENTED;
     /* END STUDENT CODE */
@@ -58,7 +58,7 @@ dt_result lab_ps_server(dt_comm *comm, const lab_ps_config *cfg, lab_ps_result *
      * message received has been handled, and every pull was answered as
      * soon as lab_ps_admit allowed it (stop from server 0 once the budget
      * is spent). Section 4, task 3, and section 6 say why the order of
-     * messages makes this safe. Stuck? Section 14, hints (3). */
+     * messages makes this safe. Stuck? chapters/hints/04.md, hints (3). */
     (void)comm;
     r = DT_ERR_NOT_IMPLEMENTED;
     /* END STUDENT CODE */
@@ -84,10 +84,24 @@ dt_result lab_ps_worker(dt_comm *comm, const lab_ps_config *cfg, lab_ps_result *
      * granted pull, each tagged with the version it was computed on, and
      * returned after server 0 said stop (BYE sent to the other servers).
      * Section 4, task 2; section 7 says why the pulls go in server order.
-     * Stuck? Section 14, hints (2). */
+     * Stuck? chapters/hints/04.md, hints (2). */
     (void)w, (void)res;
     r = DT_ERR_NOT_IMPLEMENTED;
     /* END STUDENT CODE */
     lab_trainer_free(&t);
     return r;
+}
+
+/* ================================================================ predict, then measure */
+
+dt_result lab_ps_predict_sync(const lab_ps_config *cfg, int workers, const dt_net *link,
+                              double *seconds)
+{
+    /* BEGIN STUDENT CODE */
+    /* Postcondition (async.h): *seconds = the synchronous run's modeled
+     * time that section 9.1 predicts, from the formula alone (nothing
+     * runs). */
+    (void)cfg, (void)workers, (void)link, (void)seconds;
+    return DT_ERR_NOT_IMPLEMENTED;
+    /* END STUDENT CODE */
 }

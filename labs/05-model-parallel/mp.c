@@ -223,3 +223,16 @@ dt_result lab_mp_backward(lab_mp *mp)
     return DT_ERR_NOT_IMPLEMENTED;
     /* END STUDENT CODE */
 }
+
+/* ================================================================ task 5 */
+
+dt_result lab_mp_predict_step(const dt_model *m, const int *owner, size_t B,
+                              const lab_mp_cost *cost, const dt_net *link, double *step_s)
+{
+    /* BEGIN STUDENT CODE */
+    /* Postcondition (mp.h): *step_s = the modeled step sections 3 and 4
+     * predict for this placement, from the formulas alone (nothing runs). */
+    (void)m, (void)owner, (void)B, (void)cost, (void)link, (void)step_s;
+    return DT_ERR_NOT_IMPLEMENTED;
+    /* END STUDENT CODE */
+}

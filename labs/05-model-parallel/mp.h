@@ -19,6 +19,8 @@
  *   2. lab_mp_bytes_sent    what a placement sends per step
  *   3. lab_mp_forward       the segments forward, activations across cuts
  *   4. lab_mp_backward      the segments backward, gradients across cuts
+ *   5. lab_mp_predict_step  predict, then measure: the modeled step of a
+ *                           placement, from the formulas of sections 3, 4
  * The code outside the fences of mp.c is given: placements, set-up, the
  * step, and the two functions that run a segment and charge its modeled
  * compute time. */
@@ -27,6 +29,7 @@
 
 #include "dt/comm.h"
 #include "dt/core.h"
+#include "dt/net.h"
 #include "dt/nn.h"
 #include "dt/optim.h"
 #include "dt/train.h"
@@ -146,5 +149,20 @@ dt_result lab_mp_forward(lab_mp *mp);
  * Postcondition: model->grads holds, for this rank's layers, the gradient
  * one rank would compute with the whole model on the same batch. */
 dt_result lab_mp_backward(lab_mp *mp);
+
+/* ------------------------------------------------------------ task 5 */
+
+/* Your prediction, from sections 3 and 4, of the modeled time of one
+ * lab_mp_step under the placement owner of m's layers on ranks joined by
+ * link, for a batch of B samples in fp32 and the compute in cost (layer
+ * l's forward and backward; a NULL array is 0): every layer's work, one
+ * rank busy at a time, and every message the cuts cause, each taking
+ * alpha + n / beta for its n bytes (chapter 00). The tests compare *step_s
+ * with the formulas and with the modeled clock of a run of your forward
+ * and backward, on placements and models the chapter does not work out.
+ * DT_ERR_INVALID_ARG (*step_s untouched) for a NULL argument, B = 0 or a
+ * model of more than LAB_MP_MAX_LAYERS layers. */
+dt_result lab_mp_predict_step(const dt_model *m, const int *owner, size_t B,
+                              const lab_mp_cost *cost, const dt_net *link, double *step_s);
 
 #endif /* LAB_MP_H */

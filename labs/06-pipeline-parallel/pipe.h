@@ -27,6 +27,8 @@
  *                               parallelism around the pipeline
  *   5. (going further, graded) lab_sched_interleaved, lab_sched_zbh1 and
  *      lab_pipe_weight
+ *   6. lab_pipe_predict_bubble  predict, then measure: the bubble of a
+ *                               schedule, from the formulas (schedules.c)
  * The code outside the fences is given: the stages, the schedule as the
  * loop's order, the step, and the functions that run a stage's compute on
  * a micro-batch and charge its modeled time. */
@@ -66,6 +68,19 @@ dt_result lab_sched_interleaved(dt_schedule **out, int p, int v, int m);
  * most p micro-batches' activations (from F to W). */
 dt_result lab_sched_zbh1(dt_schedule **out, int p, int m);
 
+/* Predict, then measure: your prediction, from sections 2 to 6, of the
+ * bubble of `schedule` ("gpipe", "1f1b", "interleaved" or "zbh1") on p
+ * ranks with v chunks each (1 except for "interleaved") and m
+ * micro-batches: the idle time over the busy time of the ranks, with every
+ * stage equal (T_F = T_B = T_W, an unsplit backward T_B + T_W) and a free
+ * network. The tests compare *ratio with the formulas and with the
+ * modeled clock of your runner on configurations the chapter does not
+ * work out. DT_ERR_INVALID_ARG (*ratio untouched) for a NULL argument, an
+ * unknown schedule, p or m below 1, v other than 1 for a schedule without
+ * chunks, and the cases the chapter's formulas do not cover: interleaved
+ * with v < 2 or m not a multiple of p, ZB-H1 with m < p. */
+dt_result lab_pipe_predict_bubble(const char *schedule, int p, int v, int m, double *ratio);
+
 /* ------------------------------------------------------------ pipe.c */
 
 /* One (chunk, micro-batch) pair of this rank during a step. */
@@ -74,7 +89,9 @@ typedef struct {
     dt_wgrad *wgrad;   /* a split backward's output gradients, from B to W (made with acts) */
     float *dinp;       /* the gradient of the stage's input, written by lab_pipe_run_backward
                           (stage > 0); the given code frees it once its send is done */
-    dt_request *send;  /* the send in flight from this pair, or NULL */
+    dt_request *send;  /* the send in flight from this pair, or NULL: its forward's
+                          output, then its input gradient, one at a time (the
+                          given code waits for it at the end of the step) */
 } lab_mb;
 
 /* Modeled compute of one stage on one micro-batch, charged to the rank's

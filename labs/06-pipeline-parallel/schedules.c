@@ -3,6 +3,8 @@
  * dt_sched_add; dt_sched_validate then says whether the order works. */
 #include "pipe.h"
 
+#include <string.h>
+
 /* The arguments every generator checks, and an empty schedule. (inline:
  * helpers the skeleton does not call yet draw no warning.) */
 static inline dt_result start(dt_schedule **out, int p, int v, int m, const char *who)
@@ -76,6 +78,19 @@ dt_result lab_sched_zbh1(dt_schedule **out, int p, int m)
      * (p-1)/(3m) when T_F = T_B = T_W and m >= p, and at most p micro-batches
      * of activations in flight on a rank (section 6). */
     (void)out, (void)p, (void)m;
+    return DT_ERR_NOT_IMPLEMENTED;
+    /* END STUDENT CODE */
+}
+
+/* ================================================================ task 6 */
+
+dt_result lab_pipe_predict_bubble(const char *schedule, int p, int v, int m, double *ratio)
+{
+    /* BEGIN STUDENT CODE */
+    /* Postcondition (pipe.h): *ratio = the idle over busy time that the
+     * chapter's formulas give for this schedule, from the formulas alone
+     * (no schedule is built). */
+    (void)schedule, (void)p, (void)v, (void)m, (void)ratio;
     return DT_ERR_NOT_IMPLEMENTED;
     /* END STUDENT CODE */
 }

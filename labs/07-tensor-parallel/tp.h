@@ -18,6 +18,8 @@
  *                                       parameters (9)
  *   6. going further: sequence parallelism (7, 8): the functions of tasks
  *      1 and 4 when tp->sp is set, and lab_sp_allreduce_replicated_grads
+ *   7. lab_tp_predict_step_bytes        predict, then measure: the bytes of
+ *                                       a training step (6, 7)
  *
  * The code outside the fences (model.c, gpt.c) is given: it lays out a
  * rank's shard of the GPT, allocates its activations, composes your
@@ -323,5 +325,22 @@ dt_result lab_tp_clip_grad_norm(lab_tp *tp, lab_tp_model *m, float max_norm, flo
  * tensors cover only its own rows. Makes them the whole batch's, the same
  * on every rank, with ONE allreduce. The loop's sync calls it when tp->sp. */
 dt_result lab_sp_allreduce_replicated_grads(lab_tp *tp, lab_tp_model *m);
+
+/* ------------------------------------------------------------ task 7: predict, then measure */
+
+/* Your prediction, from sections 2 to 7, of the bytes each rank sends in
+ * one training step of the model cfg (lab_tp_train: forward, backward and
+ * the sync, one micro-batch of B sequences of T tokens, no clipping:
+ * max_norm 0) on t ranks, with sequence parallelism when sp: every
+ * collective your functions of tasks 1 to 4 and 6 make, each the ring of
+ * chapter 02 (an allreduce sends 2(t-1)/t of its buffer, a reduce-scatter
+ * or an allgather (t-1)/t of the whole). The tests compare *bytes with the
+ * formulas and with dt_comm_stats after a step of your code, on models the
+ * chapter does not work out. DT_ERR_INVALID_ARG (*bytes untouched) for a
+ * NULL argument, t < 1, or sizes that do not split evenly over t (the
+ * vocabulary, the heads, the channels, or the B T rows): with uneven ring
+ * blocks the ranks would send different bytes. */
+dt_result lab_tp_predict_step_bytes(const dt_gpt_config *cfg, size_t B, size_t T, int t, int sp,
+                                    uint64_t *bytes);
 
 #endif /* LAB_TP_H */

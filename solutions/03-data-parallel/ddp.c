@@ -3,6 +3,7 @@
  * the chapter's section 9, which names the section that derives each. */
 #include "ddp.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -247,5 +248,61 @@ dt_result lab_ddp_wait_buckets(lab_ddp *d, float scale)
     }
     DT_CHECK(first);
     return dt_vec_scale(d->model->grads, scale, d->model->num_params);
+    /* END STUDENT CODE */
+}
+
+/* ================================================================ predict, then measure */
+
+/* BEGIN STUDENT CODE */
+/* Section 5: a ring allreduce of n bytes on K ranks, 2 (K-1) (alpha + n / (K beta)). */
+static double ring_time(const dt_net *link, double n, int K)
+{
+    if (K == 1)
+        return 0;
+    return 2.0 * (K - 1) * (link->alpha + (link->beta == INFINITY ? 0 : n / (K * link->beta)));
+}
+/* END STUDENT CODE */
+
+dt_result lab_ddp_predict_step(const dt_model *m, lab_ddp_mode mode, int K, size_t bucket_bytes,
+                               const lab_ddp_cost *cost, const dt_net *link, double *step_s)
+{
+    /* BEGIN STUDENT CODE */
+    if (!m || !cost || !link || !step_s || K < 1)
+        return dt_fail(DT_ERR_INVALID_ARG, "lab_ddp_predict_step: NULL argument or K = %d", K);
+    if (mode < LAB_DDP_FLAT || mode > LAB_DDP_OVERLAP)
+        return dt_fail(DT_ERR_INVALID_ARG, "lab_ddp_predict_step: mode %d", (int)mode);
+    if (mode != LAB_DDP_FLAT && bucket_bytes == 0)
+        return dt_fail(DT_ERR_INVALID_ARG, "lab_ddp_predict_step: bucket_bytes 0");
+    double t_bwd = 0;
+    for (int i = 0; i < m->num_layers; i++)
+        t_bwd += cost->backward_s ? cost->backward_s[i] : 0;
+    if (mode == LAB_DDP_FLAT) { /* section 5: one ring over the whole gradient */
+        *step_s = cost->forward_s + t_bwd + ring_time(link, 4.0 * (double)m->num_params, K);
+        return DT_OK;
+    }
+    lab_bucket *b = NULL;
+    int nb = 0;
+    int *of = malloc((size_t)m->num_layers * sizeof *of);
+    if (!of)
+        return dt_fail(DT_ERR_NOMEM, "lab_ddp_predict_step: %d layers", m->num_layers);
+    dt_result r = lab_ddp_make_buckets(m, bucket_bytes, &b, &nb, of);
+    free(of);
+    DT_CHECK(r);
+    /* Section 7: bucket j can start once the backward has produced it (at
+     * t_bj from the backward's start) and the link is free; serially
+     * (BUCKETS) only once the whole backward is done. */
+    double produced = 0, link_free = 0;
+    int next = m->num_layers - 1; /* the backward's next layer */
+    for (int j = 0; j < nb; j++) {
+        for (; next >= b[j].first_layer; next--)
+            produced += cost->backward_s ? cost->backward_s[next] : 0;
+        double start = mode == LAB_DDP_OVERLAP ? produced : t_bwd;
+        if (start < link_free)
+            start = link_free;
+        link_free = start + ring_time(link, 4.0 * (double)b[j].count, K);
+    }
+    free(b);
+    *step_s = cost->forward_s + (link_free > t_bwd ? link_free : t_bwd);
+    return DT_OK;
     /* END STUDENT CODE */
 }

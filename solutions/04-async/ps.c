@@ -227,3 +227,31 @@ dt_result lab_ps_worker(dt_comm *comm, const lab_ps_config *cfg, lab_ps_result *
     lab_trainer_free(&t);
     return r;
 }
+
+/* ================================================================ predict, then measure */
+
+dt_result lab_ps_predict_sync(const lab_ps_config *cfg, int workers, const dt_net *link,
+                              double *seconds)
+{
+    /* BEGIN STUDENT CODE */
+    if (!cfg || !link || !seconds || workers < 1 || workers > LAB_MAX_WORKERS ||
+        cfg->updates < workers)
+        return dt_fail(DT_ERR_INVALID_ARG, "lab_ps_predict_sync: NULL argument, %d workers or "
+                       "%d updates", workers, cfg ? cfg->updates : 0);
+    if (!cfg->sync || cfg->servers != 1)
+        return dt_fail(DT_ERR_INVALID_ARG, "lab_ps_predict_sync: a synchronous run on one "
+                       "server only (sync %d, %d servers)", cfg->sync, cfg->servers);
+    int straggler = cfg->slow_worker >= 0 && cfg->slow_worker < workers;
+    double w = dt_net_wire(link, 4.0 * (double)lab_num_params());
+    if (straggler && (link->alpha != 0 || w != 0))
+        return dt_fail(DT_ERR_INVALID_ARG, "lab_ps_predict_sync: a straggler on a network "
+                       "that is not free");
+    /* A round waits for its slowest gradient: 2 alpha + c + (K+1) n/beta. */
+    double c = cfg->compute_s;
+    if (straggler && cfg->slow_compute_s > c)
+        c = cfg->slow_compute_s;
+    int rounds = cfg->updates / workers;
+    *seconds = rounds * (2 * link->alpha + c + (workers + 1) * w) + 2 * link->alpha;
+    return DT_OK;
+    /* END STUDENT CODE */
+}

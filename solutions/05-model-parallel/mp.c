@@ -305,3 +305,30 @@ dt_result lab_mp_backward(lab_mp *mp)
     return DT_OK;
     /* END STUDENT CODE */
 }
+
+/* ================================================================ task 5 */
+
+dt_result lab_mp_predict_step(const dt_model *m, const int *owner, size_t B,
+                              const lab_mp_cost *cost, const dt_net *link, double *step_s)
+{
+    /* BEGIN STUDENT CODE */
+    if (!m || !owner || !cost || !link || !step_s || B == 0 || m->num_layers < 1 ||
+        m->num_layers > LAB_MP_MAX_LAYERS)
+        return dt_fail(DT_ERR_INVALID_ARG, "lab_mp_predict_step: NULL argument, B = %zu or "
+                       "%d layers", B, m ? m->num_layers : 0);
+    /* Section 4: one rank busy at a time, so the work adds up ... */
+    double t = 0;
+    for (int l = 0; l < m->num_layers; l++)
+        t += (cost->forward_s ? cost->forward_s[l] : 0) +
+             (cost->backward_s ? cost->backward_s[l] : 0);
+    /* ... and so do the messages, two per cut (section 3): the activation
+     * forward and its gradient back, each alpha + n / beta. */
+    for (int l = 0; l + 1 < m->num_layers; l++)
+        if (owner[l] != owner[l + 1]) {
+            double n = 4.0 * (double)B * (double)m->layers[l].out_width;
+            t += 2 * (link->alpha + dt_net_wire(link, n));
+        }
+    *step_s = t;
+    return DT_OK;
+    /* END STUDENT CODE */
+}

@@ -3,6 +3,8 @@
  * dt_sched_add; dt_sched_validate then says whether the order works. */
 #include "pipe.h"
 
+#include <string.h>
+
 /* The arguments every generator checks, and an empty schedule. (inline:
  * helpers the skeleton does not call yet draw no warning.) */
 static inline dt_result start(dt_schedule **out, int p, int v, int m, const char *who)
@@ -135,5 +137,34 @@ dt_result lab_sched_zbh1(dt_schedule **out, int p, int m)
             r = dt_sched_add(*out, s, w++, DT_STEP_W);
     }
     return finish(out, r);
+    /* END STUDENT CODE */
+}
+
+/* ================================================================ task 6 */
+
+dt_result lab_pipe_predict_bubble(const char *schedule, int p, int v, int m, double *ratio)
+{
+    /* BEGIN STUDENT CODE */
+    if (!schedule || !ratio || p < 1 || m < 1)
+        return dt_fail(DT_ERR_INVALID_ARG, "lab_pipe_predict_bubble: NULL argument, p = %d or "
+                       "m = %d", p, m);
+    int chunks = !strcmp(schedule, "interleaved");
+    if (!chunks && v != 1)
+        return dt_fail(DT_ERR_INVALID_ARG, "lab_pipe_predict_bubble: %s has one chunk, not %d",
+                       schedule, v);
+    /* The fill and the drain: p - 1 stage-times of forward and backward
+     * (sections 2, 4) over m of them; v times shorter ones with chunks
+     * (section 5); ZB-H1's W steps fill all but T_F + T_B - T_W of each
+     * (section 6), a third of the three steps' time. */
+    if (!strcmp(schedule, "gpipe") || !strcmp(schedule, "1f1b"))
+        *ratio = (double)(p - 1) / m;
+    else if (chunks && v >= 2 && m % p == 0)
+        *ratio = (double)(p - 1) / ((double)v * m);
+    else if (!strcmp(schedule, "zbh1") && m >= p)
+        *ratio = (double)(p - 1) / (3.0 * m);
+    else
+        return dt_fail(DT_ERR_INVALID_ARG, "lab_pipe_predict_bubble: no formula for %s with "
+                       "p = %d, v = %d, m = %d", schedule, p, v, m);
+    return DT_OK;
     /* END STUDENT CODE */
 }

@@ -85,17 +85,25 @@ TEST(cost_rejects_bad_arguments, 2)
     double t = 42;
     /* A valid call first, so that a stub cannot pass by failing everything. */
     EXPECT_OK(lab_cost_send(1e-6, 1e9, 100, &t));
-    t = 42;
-    EXPECT_ERR(lab_cost_send(-1e-6, 1e9, 100, &t), DT_ERR_INVALID_ARG);
-    EXPECT_ERR(lab_cost_send(1e-6, 0, 100, &t), DT_ERR_INVALID_ARG);
-    EXPECT_ERR(lab_cost_send(1e-6, -5, 100, &t), DT_ERR_INVALID_ARG);
-    EXPECT_ERR(lab_cost_send(1e-6, NAN, 100, &t), DT_ERR_INVALID_ARG);
-    EXPECT_ERR(lab_cost_send(1e-6, 1e9, -1, &t), DT_ERR_INVALID_ARG);
-    EXPECT_ERR(lab_cost_send(1e-6, 1e9, 100, NULL), DT_ERR_INVALID_ARG);
-    EXPECT_ERR(lab_cost_ring_allreduce(1e-6, 1e9, 100, 0, &t), DT_ERR_INVALID_ARG);
-    EXPECT_ERR(lab_cost_ring_allreduce(1e-6, 1e9, 100, 4, NULL), DT_ERR_INVALID_ARG);
-    EXPECT_ERR(lab_ring_bytes_per_rank(100, 0, &t), DT_ERR_INVALID_ARG);
-    EXPECT_ERR(lab_ring_bytes_per_rank(100, 2, NULL), DT_ERR_INVALID_ARG);
-    EXPECT(t == 42, "a failed call changed *seconds to %g", t);
-    EXPECT(dt_last_error()[0] != '\0', "a failure records a message (dt_fail)");
+/* Each refusal leaves the output as it was and records a message. */
+#define REFUSED(call)                                                                          \
+    do {                                                                                       \
+        t = 42;                                                                                \
+        dt_clear_error();                                                                      \
+        EXPECT_ERR(call, DT_ERR_INVALID_ARG);                                                  \
+        EXPECT(t == 42, "%s was refused, but it changed its output from 42 to %g", #call, t);  \
+        EXPECT(dt_last_error()[0] != '\0', "%s was refused without a message (dt_fail)",      \
+               #call);                                                                         \
+    } while (0)
+    REFUSED(lab_cost_send(-1e-6, 1e9, 100, &t));
+    REFUSED(lab_cost_send(1e-6, 0, 100, &t));
+    REFUSED(lab_cost_send(1e-6, -5, 100, &t));
+    REFUSED(lab_cost_send(1e-6, NAN, 100, &t));
+    REFUSED(lab_cost_send(1e-6, 1e9, -1, &t));
+    REFUSED(lab_cost_send(1e-6, 1e9, 100, NULL));
+    REFUSED(lab_cost_ring_allreduce(1e-6, 1e9, 100, 0, &t));
+    REFUSED(lab_cost_ring_allreduce(1e-6, 1e9, 100, 4, NULL));
+    REFUSED(lab_ring_bytes_per_rank(100, 0, &t));
+    REFUSED(lab_ring_bytes_per_rank(100, 2, NULL));
+#undef REFUSED
 }

@@ -71,8 +71,9 @@ static dt_result eth_rank(dt_comm *w, void *arg)
     t01_record mine;
     t01_snapshot(w, &mine);
     for (size_t i = 0; i < ETH_COUNT; i += 997)
-        EXPECT(buf[i] == (uint8_t)(i * 31 + (size_t)a->root), "buf[%zu] = %u, expected %u", i,
-               buf[i], (uint8_t)(i * 31 + (size_t)a->root));
+        EXPECT(buf[i] == (uint8_t)(i * 31 + (size_t)a->root), "%s, N = %d, root %d, %zu bytes on "
+               "eth10: buf[%zu] = %u, expected the root's %u", a->tree ? "tree" : "linear", n,
+               a->root, ETH_COUNT, i, buf[i], (uint8_t)(i * 31 + (size_t)a->root));
     free(buf);
     t01_record *all = t01_gather(w, &mine);
     if (rank == 0) {
@@ -122,10 +123,11 @@ static dt_result i8_rank(dt_comm *w, void *arg)
     EXPECT_OK(lab_bcast_linear(lin, count, DT_I8, root, w));
     EXPECT_OK(lab_bcast_tree(tree, count, DT_I8, root, w));
     for (size_t i = 0; i < count; i++) {
-        EXPECT(lin[i] == (int8_t)(i * 7 + (size_t)root), "linear, root %d: [%zu] = %d", root, i,
-               lin[i]);
-        EXPECT(tree[i] == (int8_t)(i * 13 + (size_t)root), "tree, root %d: [%zu] = %d", root, i,
-               tree[i]);
+        EXPECT(lin[i] == (int8_t)(i * 7 + (size_t)root), "linear, root %d, %zu i8: buf[%zu] = %d, "
+               "expected the root's %d", root, count, i, lin[i], (int8_t)(i * 7 + (size_t)root));
+        EXPECT(tree[i] == (int8_t)(i * 13 + (size_t)root), "tree, root %d, %zu i8: buf[%zu] = %d, "
+               "expected the root's %d", root, count, i, tree[i],
+               (int8_t)(i * 13 + (size_t)root));
     }
     free(lin);
     free(tree);

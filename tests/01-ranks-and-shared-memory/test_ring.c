@@ -22,10 +22,11 @@ static dt_result data_rank(dt_comm *w, void *arg)
             EXPECT(recv[i] == t01_value(prev, i + c),
                    "N = %d, count %zu: recv[%zu] = %d, expected %d (from rank %d)", n, count, i,
                    recv[i], t01_value(prev, i + c), prev);
-        EXPECT(recv[count] == -7, "count %zu: wrote past the end of recvbuf", count);
+        EXPECT(recv[count] == -7, "N = %d, count %zu: recvbuf[%zu], one past its end, was "
+               "written (%d)", n, count, count, recv[count]);
         for (size_t i = 0; i < count; i++)
-            EXPECT(send[i] == t01_value(rank, i + c), "count %zu: sendbuf[%zu] was changed",
-                   count, i);
+            EXPECT(send[i] == t01_value(rank, i + c), "N = %d, count %zu: sendbuf[%zu] was "
+                   "changed to %d (it was %d)", n, count, i, send[i], t01_value(rank, i + c));
         free(send);
         free(recv);
     }

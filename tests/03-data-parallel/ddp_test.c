@@ -207,8 +207,12 @@ dt_result ddp_check_rank(dt_comm *world, void *arg)
         r = dt_fail(DT_ERR_NOMEM, "ddp_check_rank");
     if (r == DT_OK)
         r = dt_broadcast(m.params, root, m.num_params, DT_F32, 0, world);
-    if (r == DT_OK && memcmp(root, m.params, m.num_params * sizeof *root) != 0)
-        r = dt_fail(DT_ERR_MISMATCH, "rank %d's parameters differ from rank 0's", rank);
+    for (size_t i = 0; r == DT_OK && i < m.num_params; i++)
+        if (memcmp(&root[i], &m.params[i], sizeof *root) != 0)
+            r = dt_fail(DT_ERR_MISMATCH, "%d ranks, after %d steps: rank %d's params[%zu] = "
+                        "%.9g, rank 0's %.9g: the replicas drifted apart (every rank must apply "
+                        "the same averaged gradient, section 2)", K, run->steps, rank, i,
+                        (double)m.params[i], (double)root[i]);
     free(root), free(grad0), free(want0);
     dt_model_free(&m);
     dt_model_free(&ref);
@@ -231,3 +235,4 @@ static dt_result launch(int K, const dt_backend *b, const ddp_run *run)
 dt_result ddp_launch(int K, const ddp_run *run) { return launch(K, NULL, run); }
 
 dt_result ddp_launch_on(int K, dt_backend b, const ddp_run *run) { return launch(K, &b, run); }
+

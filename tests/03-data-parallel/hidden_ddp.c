@@ -4,6 +4,7 @@
 #include "ddp_test.h"
 #include "grader.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -74,8 +75,10 @@ TEST_HIDDEN(local_batch_epochs_and_uneven_split, 2)
     for (int r = 0; r < 3; r++) {
         EXPECT_OK(lab_ddp_local_batch(47, 4, r, 3, 1, 0, 15, idx[r]));
         for (int j = 0; j < 15; j++) {
-            EXPECT(idx[r][j] < 47, "rank %d: index %zu of 47", r, idx[r][j]);
-            EXPECT(seen[idx[r][j]]++ == 0, "sample %zu is in two shards", idx[r][j]);
+            EXPECT(idx[r][j] < 47, "47 samples on 3 ranks: rank %d's index %d is %zu, outside "
+                   "the data set", r, j, idx[r][j]);
+            EXPECT(seen[idx[r][j]]++ == 0, "47 samples on 3 ranks, epoch 1: sample %zu is in "
+                   "two ranks' shards (rank %d's is the second)", idx[r][j], r);
         }
     }
     /* another epoch is another order */
@@ -172,4 +175,97 @@ TEST_HIDDEN_T(overlap_hides_short_communication, 2, 20)
     EXPECT(res[0].t[0] - res[0].t[1] >= 0.7 * lo, "3 ranks on eth10: %.1f us without overlap, "
            "%.1f us with: saves %.1f us, expected at least 70%% of %.1f us",
            res[0].t[0] * 1e6, res[0].t[1] * 1e6, (res[0].t[0] - res[0].t[1]) * 1e6, lo * 1e6);
+}
+
+/* ------------------------------------------------------------ predict: the formulas */
+
+/* The formulas of chapter 03, sections 5 to 7, written here apart from
+ * the lab: the modeled step of one micro-batch in `mode` on K ranks over
+ * link, the buckets laid out by the rule of section 6 (walked here, not
+ * with the lab's lab_ddp_make_buckets), each allreduce the ring of section
+ * 5, starting when its gradients are complete (OVERLAP) or after the whole
+ * backward (BUCKETS), and when the previous one is done. */
+
+static double ring(const dt_net *link, double n, int K)
+{
+    return K == 1 ? 0 : 2.0 * (K - 1) * (link->alpha + n / ((double)K * link->beta));
+}
+
+static double ddp_formula_step(const dt_model *m, lab_ddp_mode mode, int K,
+                               size_t bucket_bytes, const lab_ddp_cost *cost,
+                               const dt_net *link)
+{
+    int L = m->num_layers;
+    double t_bwd = 0, t_layer[64] = {0};
+    for (int i = 0; i < L && i < 64; i++)
+        t_bwd += t_layer[i] = cost->backward_s ? cost->backward_s[i] : 0;
+    if (mode == LAB_DDP_FLAT)
+        return cost->forward_s + t_bwd + ring(link, 4.0 * (double)m->num_params, K);
+    /* From the last layer down: a bucket closes once it holds bucket_bytes
+     * (or at layer 0); its allreduce starts when it is complete (OVERLAP:
+     * t_bj into the backward; BUCKETS: after all of it) and the link free. */
+    double done = 0, link_free = 0;
+    size_t bytes = 0;
+    for (int i = L - 1; i >= 0; i--) {
+        done += t_layer[i];
+        bytes += 4 * m->layers[i].param_count;
+        if (bytes >= bucket_bytes || i == 0) {
+            double start = fmax(mode == LAB_DDP_OVERLAP ? done : t_bwd, link_free);
+            link_free = start + ring(link, (double)bytes, K);
+            bytes = 0;
+        }
+    }
+    return cost->forward_s + fmax(t_bwd, link_free);
+}
+
+/* What the prediction is when it takes section 7's first formula, the
+ * perfect overlap, for the schedule of the buckets: named in a failure. */
+static const char *pm_clue(const dt_model *m, lab_ddp_mode mode, int K, size_t cap,
+                           const lab_ddp_cost *c, const dt_net *link, double got)
+{
+    double serial = ddp_formula_step(m, LAB_DDP_BUCKETS, K, cap, c, link), t_bwd = 0;
+    for (int i = 0; i < m->num_layers; i++)
+        t_bwd += c->backward_s[i];
+    double comm = serial - c->forward_s - t_bwd;
+    if (mode == LAB_DDP_OVERLAP && fabs(got - (c->forward_s + fmax(t_bwd, comm))) <= 1e-12)
+        return ": that is T_fwd + max(T_bwd, T_comm), the perfect overlap; the link must wait "
+               "for each bucket to be complete (section 7)";
+    if (mode != LAB_DDP_FLAT &&
+        fabs(got - ddp_formula_step(m, LAB_DDP_FLAT, K, cap, c, link)) <= 1e-12)
+        return ": that is one allreduce of the whole gradient; each bucket pays its own "
+               "latency (section 6)";
+    return "";
+}
+
+/* deep:12,128,6,4, the overlap tests' model, with backward times that
+ * differ from layer to layer. */
+TEST_HIDDEN(hidden_predict_step_against_the_formulas, 2)
+{
+    dt_test_see("chapter 03, sections 5 to 7");
+    static const char *const mode_name[3] = {"FLAT", "BUCKETS", "OVERLAP"};
+    static const double bwd[8] = {40e-6, 70e-6, 100e-6, 40e-6, 70e-6, 100e-6, 40e-6, 70e-6};
+    static const char *const nets[] = {"eth10", "ib100", "alpha=5us,bw=2GB/s", "none"};
+    static const size_t caps[] = {1, 60000, 140000, LAB_DDP_BUCKET_BYTES};
+    static const int Ks[] = {1, 2, 3, 5, 8};
+    dt_model m = {0};
+    EXPECT_OK(dt_model_create_spec(&m, "deep:12,128,6,4", 1));
+    lab_ddp_cost cost = {500e-6, bwd};
+    for (size_t n = 0; n < sizeof nets / sizeof *nets; n++) {
+        dt_net link;
+        EXPECT_OK(dt_net_link(nets[n], &link));
+        for (size_t c = 0; c < sizeof caps / sizeof *caps; c++)
+            for (size_t k = 0; k < sizeof Ks / sizeof *Ks; k++)
+                for (int mode = LAB_DDP_FLAT; mode <= LAB_DDP_OVERLAP; mode++) {
+                    double got = -1, want = ddp_formula_step(&m, (lab_ddp_mode)mode, Ks[k],
+                                                             caps[c], &cost, &link);
+                    EXPECT_OK(lab_ddp_predict_step(&m, (lab_ddp_mode)mode, Ks[k], caps[c],
+                                                   &cost, &link, &got));
+                    EXPECT(fabs(got - want) <= 1e-9 * want + 1e-12,
+                           "%s, K=%d, %zu-byte buckets on %s: lab_ddp_predict_step says %.4f "
+                           "us, the formulas of sections 5 to 7 give %.4f us%s", mode_name[mode],
+                           Ks[k], caps[c], nets[n], got * 1e6, want * 1e6,
+                           pm_clue(&m, (lab_ddp_mode)mode, Ks[k], caps[c], &cost, &link, got));
+                }
+    }
+    dt_model_free(&m);
 }

@@ -8,6 +8,7 @@
 #include "ddp_test.h"
 #include "grader.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -26,9 +27,12 @@ static dt_result bcast_rank(dt_comm *world, void *arg)
         r = dt_model_create_spec(&want, "mlp:12,16,8,4", DDP_MODEL_SEED);
     if (r == DT_OK)
         r = lab_ddp_broadcast_params(world, &m);
-    if (r == DT_OK && memcmp(m.params, want.params, m.num_params * sizeof(float)) != 0)
-        r = dt_fail(DT_ERR_MISMATCH, "after the broadcast rank %d's parameters are not rank 0's",
-                    rank);
+    for (size_t i = 0; r == DT_OK && i < m.num_params; i++)
+        if (memcmp(&m.params[i], &want.params[i], sizeof(float)) != 0)
+            r = dt_fail(DT_ERR_MISMATCH, "%d ranks: after the broadcast rank %d's params[%zu] = "
+                        "%.9g, rank 0's is %.9g (rank %d started from seed %d)",
+                        dt_comm_size(world), rank, i, (double)m.params[i],
+                        (double)want.params[i], rank, DDP_MODEL_SEED + rank);
     if (r == DT_OK)
         r = dt_comm_stats(world, &st);
     if (r == DT_OK && (st.calls[DT_COLL_BROADCAST] != 1 || st.calls[DT_COLL_ALLREDUCE] != 0))
@@ -65,7 +69,8 @@ TEST(local_batch_shards_global_batch, 2)
             for (int rank = 0; rank < K; rank++) {
                 EXPECT_OK(lab_ddp_local_batch(n, 9, rank, K, 2, t, B, idx));
                 for (size_t j = 0; j < B; j++) {
-                    EXPECT(idx[j] < n, "K=%d rank %d step %zu: index %zu", K, rank, t, idx[j]);
+                    EXPECT(idx[j] < n, "K=%d rank %d step %zu: index %zu of %zu samples", K,
+                           rank, t, idx[j], n);
                     seen[idx[j]]++;
                 }
             }
@@ -310,4 +315,105 @@ TEST_T(ddp_on_proc_backend, 3, 30)
     run.micro_steps = 2;
     run.micro_B = 3;
     EXPECT_OK(launch_proc(4, &run));
+}
+
+
+/* ------------------------------------------------------------ predict, then measure */
+
+/* Backward times that differ from layer to layer, so that when each bucket
+ * is complete depends on which layers it holds (section 7). */
+static const double pm_bwd[OV_LAYERS] = {40e-6, 70e-6, 100e-6, 40e-6, 70e-6, 100e-6, 40e-6, 70e-6};
+
+static const char *const mode_name[3] = {"FLAT", "BUCKETS", "OVERLAP"};
+
+typedef struct {
+    double start[3], end[3]; /* the second step of each mode, on the modeled clock */
+} pm_out;
+
+/* Two steps of OV_SPEC in each mode; the second's start and end. */
+static dt_result pm_rank(dt_comm *world, void *arg)
+{
+    (void)arg;
+    pm_out *o = dt_rank_out(world);
+    dt_optim_config cfg = ddp_test_optim();
+    lab_ddp_cost cost = {OV_FWD, pm_bwd};
+    int rank = dt_comm_rank(world), K = dt_comm_size(world);
+    dt_dataset data = {0};
+    DT_CHECK(dt_test_on_backend(rank, dt_test_backend()));
+    DT_CHECK(ddp_test_data(&data));
+    dt_result r = DT_OK;
+    for (int mode = LAB_DDP_FLAT; r == DT_OK && mode <= LAB_DDP_OVERLAP; mode++) {
+        dt_model m = {0};
+        lab_ddp d;
+        size_t idx[8];
+        float x[8 * 12];
+        int32_t y[8];
+        int ready = 0;
+        r = dt_model_create_spec(&m, OV_SPEC, DDP_MODEL_SEED);
+        if (r == DT_OK)
+            ready = (r = lab_ddp_init(&d, world, &m, (lab_ddp_mode)mode, OV_BUCKET, &cfg,
+                                      &cost)) == DT_OK;
+        for (int t = 0; r == DT_OK && t < 2; t++) {
+            r = lab_ddp_local_batch(DDP_DATA_N, DDP_DATA_SEED, rank, K, 0, (size_t)t, 8, idx);
+            if (r == DT_OK)
+                r = dt_data_gather(&data, idx, 8, x, NULL, y);
+            o->start[mode] = dt_clock(world);
+            if (r == DT_OK)
+                r = lab_ddp_step(&d, x, y, 8, 1, NULL);
+            o->end[mode] = dt_clock(world);
+        }
+        if (ready)
+            lab_ddp_free(&d);
+        dt_model_free(&m);
+    }
+    dt_dataset_free(&data);
+    return r;
+}
+
+/* Your prediction against the modeled clock of your own DDP, with the
+ * ring of section 5 (K divides every bucket here, so the ring's blocks
+ * are equal and the clock is exact). The step is the job's: from when the
+ * last rank starts it to when the last rank ends it. Hidden tests hold the
+ * prediction to the formulas on configurations no run here makes. */
+TEST_T(predict_then_measure_step, 3, 30)
+{
+    dt_test_see("chapter 03, sections 5 to 7");
+    dt_model m = {0};
+    EXPECT_OK(dt_model_create_spec(&m, OV_SPEC, 1));
+    lab_ddp_cost cost = {OV_FWD, pm_bwd};
+    dt_net eth10;
+    EXPECT_OK(dt_net_link("eth10", &eth10));
+    for (int K = 2; K <= 4; K += 2) {
+        pm_out res[4];
+        memset(res, 0, sizeof res);
+        dt_launch_opts o;
+        dt_launch_opts_init(&o);
+        o.nranks = K;
+        o.net = "eth10";
+        o.algo = DT_ALGO_RING;
+        o.timeout_s = 8;
+        o.out = res;
+        o.out_bytes = sizeof res[0];
+        EXPECT_OK(dt_launch(&o, pm_rank, NULL));
+        for (int mode = LAB_DDP_FLAT; mode <= LAB_DDP_OVERLAP; mode++) {
+            double start = res[0].start[mode], end = res[0].end[mode], got = -1;
+            for (int r = 1; r < K; r++)
+                start = fmax(start, res[r].start[mode]), end = fmax(end, res[r].end[mode]);
+            EXPECT_OK(lab_ddp_predict_step(&m, (lab_ddp_mode)mode, K, OV_BUCKET, &cost, &eth10,
+                                           &got));
+            EXPECT(fabs((end - start) - got) <= 1e-9,
+                   "%s, K=%d, %d-byte buckets on eth10, forward %.0f us, backward of the layers "
+                   "40 to 100 us: lab_ddp_predict_step says %.4f us, your DDP's step took %.4f "
+                   "us of modeled time (if your DDP passes the other tests, the prediction is "
+                   "off: when can each bucket's allreduce start? section 7)", mode_name[mode], K,
+                   OV_BUCKET, OV_FWD * 1e6, got * 1e6, (end - start) * 1e6);
+        }
+    }
+    double s = -1;
+    EXPECT_ERR(lab_ddp_predict_step(&m, LAB_DDP_FLAT, 0, OV_BUCKET, &cost, &eth10, &s),
+               DT_ERR_INVALID_ARG);
+    EXPECT_ERR(lab_ddp_predict_step(&m, LAB_DDP_BUCKETS, 2, 0, &cost, &eth10, &s),
+               DT_ERR_INVALID_ARG);
+    EXPECT(s == -1, "a refused prediction wrote %g to *step_s", s);
+    dt_model_free(&m);
 }

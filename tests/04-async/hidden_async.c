@@ -50,7 +50,8 @@ TEST_HIDDEN_T(hidden_ps_sync_one_server, 2, 20, .race = 1)
     EXPECT(res.applied[0] == rounds * K, "server applied %d gradients, expected %d",
            res.applied[0], rounds * K);
     double d = ref_max_diff(res.params, want, res.num_params);
-    EXPECT(d <= 2e-5, "synchronous run differs from the mean-gradient SGD by %.3g", d);
+    EXPECT(d <= 2e-5, "synchronous, %d rounds of %d and an odd update: the parameters differ "
+           "from SGD on the workers' mean gradient by %.3g (at most 2e-5)", rounds, K, d);
     lab_ps_result_free(&res);
     free(want);
 }
@@ -153,4 +154,49 @@ TEST_HIDDEN_T(hidden_hogwild_straggler_claims_less, 2, 30, .race = 1)
     EXPECT(t < 20 * 20e-3, "Hogwild! run took %.3f modeled s: the fast workers should not "
            "wait for the straggler's 20 shares of 20 ms", t);
     lab_hogwild_result_free(&res);
+}
+
+/* ---------------------------------------------------------------- predict: the formula */
+
+/* Section 9.1's formula, written here apart from the lab: rounds of
+ * 2 alpha + c + (K+1) n/beta, plus the opening pull and the closing stop. */
+static double sync_formula(int K, int updates, double c, const dt_net *link)
+{
+    double w = dt_net_wire(link, 4.0 * (double)lab_num_params());
+    return (updates / K) * (2 * link->alpha + c + (K + 1) * w) + 2 * link->alpha;
+}
+
+TEST_HIDDEN(hidden_predict_sync_against_the_formula, 2)
+{
+    dt_test_see("chapter 04, section 9.1");
+    ref_data();
+    static const char *const nets[] = {"eth10", "ib100", "alpha=10us,bw=500MB/s", "none"};
+    static const int Ks[] = {1, 2, 3, 5, 7};
+    static const double cs[] = {0, 50e-6, 1e-3};
+    for (size_t n = 0; n < sizeof nets / sizeof *nets; n++) {
+        dt_net link;
+        EXPECT_OK(dt_net_link(nets[n], &link));
+        for (size_t k = 0; k < sizeof Ks / sizeof *Ks; k++)
+            for (size_t c = 0; c < sizeof cs / sizeof *cs; c++) {
+                lab_ps_config cfg = lab_ps_defaults(&ref_train);
+                cfg.sync = 1, cfg.updates = 23, cfg.compute_s = cs[c];
+                double got = -1, want = sync_formula(Ks[k], cfg.updates, cs[c], &link);
+                EXPECT_OK(lab_ps_predict_sync(&cfg, Ks[k], &link, &got));
+                EXPECT(fabs(got - want) <= 1e-9 * want + 1e-12,
+                       "%d workers on %s, %d updates of %.0f us gradients: "
+                       "lab_ps_predict_sync says %.4f us, section 9.1's formula gives %.4f "
+                       "us", Ks[k], nets[n], cfg.updates, cs[c] * 1e6, got * 1e6, want * 1e6);
+            }
+    }
+    /* a straggler on a free network: every round waits for it */
+    dt_net none;
+    EXPECT_OK(dt_net_link("none", &none));
+    lab_ps_config slow = lab_ps_defaults(&ref_train);
+    slow.sync = 1, slow.updates = 20, slow.compute_s = 2e-3;
+    slow.slow_worker = 3, slow.slow_compute_s = 7e-3;
+    double got = -1;
+    EXPECT_OK(lab_ps_predict_sync(&slow, 4, &none, &got));
+    EXPECT(fabs(got - 5 * 7e-3) <= 1e-12, "4 workers, 20 updates, worker 3 taking 7 ms per "
+           "gradient and the others 2 ms, free network: lab_ps_predict_sync says %.4f ms, 5 "
+           "rounds of the straggler's 7 ms give 35 ms", got * 1e3);
 }

@@ -22,7 +22,8 @@ TEST(hogwild_read_apply_exact, 2)
     /* n = 0 touches nothing */
     EXPECT_OK(lab_hogwild_apply(p, g, 0, 100.0f));
     EXPECT_OK(lab_hogwild_read(out, p, 4));
-    EXPECT(out[0] == 0 && out[2] == 4, "apply of 0 words changed the parameters");
+    EXPECT(out[0] == 0 && out[2] == 4, "an apply of 0 words changed the parameters: p[0] = %g "
+           "and p[2] = %g, expected 0 and 4", out[0], out[2]);
     EXPECT_ERR(lab_hogwild_apply(NULL, g, 4, 0.5f), DT_ERR_INVALID_ARG);
     EXPECT_ERR(lab_hogwild_read(NULL, p, 4), DT_ERR_INVALID_ARG);
 }

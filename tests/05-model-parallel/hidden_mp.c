@@ -22,7 +22,8 @@ TEST_HIDDEN(partition_worked_example, 1)
     double worst = 0;
     for (int k = 0; k < 4; k++) {
         double s = 0;
-        EXPECT(first[k] < first[k + 1], "stage %d is empty", k);
+        EXPECT(first[k] < first[k + 1], "deep:64,512,8,10 on 4 stages: stage %d is [%d, %d), "
+               "empty", k, first[k], first[k + 1]);
         for (int l = first[k]; l < first[k + 1]; l++)
             s += cost[l];
         worst = fmax(worst, s);
@@ -96,6 +97,57 @@ TEST_HIDDEN_T(any_placement_equals_one_rank, 2, 40)
             }
             mp_run run = {specs[s], MP_SCATTERED, 6, 1, 1e-5, NULL, 0, 0, 0};
             EXPECT_OK(mp_launch(K, DT_BACKEND_THREAD, &run));
+        }
+        dt_model_free(&m);
+    }
+}
+
+/* ------------------------------------------------------------ predict: the formulas */
+
+/* Sections 3 and 4, written here apart from the lab: every layer's work,
+ * and two messages per cut (the activation forward, its gradient back),
+ * each alpha + n / beta. */
+static double formula_step(const dt_model *m, const int *owner, size_t B, const double *f,
+                           const double *b, const dt_net *link)
+{
+    double t = 0;
+    for (int l = 0; l < m->num_layers; l++) {
+        t += f[l] + b[l];
+        if (l + 1 < m->num_layers && owner[l] != owner[l + 1])
+            t += 2 * (link->alpha + dt_net_wire(link, 4.0 * (double)B * m->layers[l].out_width));
+    }
+    return t;
+}
+
+/* Cuts of different widths, layers of different costs, placements the
+ * chapter does not work out. */
+TEST_HIDDEN(hidden_predict_step_against_the_formulas, 2)
+{
+    dt_test_see("chapter 05, sections 3 and 4");
+    static const char *const specs[] = {"mlp:12,16,8,6,4", "deep:12,24,5,4", "mlp:64,40,30,20,10"};
+    static const char *const nets[] = {"eth10", "ib100", "alpha=3us,bw=400MB/s", "none"};
+    double f[LAB_MP_MAX_LAYERS], b[LAB_MP_MAX_LAYERS];
+    for (int l = 0; l < LAB_MP_MAX_LAYERS; l++)
+        f[l] = (1 + l % 3) * 1e-4, b[l] = (2 + l % 4) * 1e-4;
+    lab_mp_cost cost = {f, b};
+    for (size_t s = 0; s < sizeof specs / sizeof *specs; s++) {
+        dt_model m = {0};
+        EXPECT_OK(dt_model_create_spec(&m, specs[s], 1));
+        for (size_t n = 0; n < sizeof nets / sizeof *nets; n++) {
+            dt_net link;
+            EXPECT_OK(dt_net_link(nets[n], &link));
+            for (int p = MP_CONTIGUOUS; p <= MP_SCATTERED; p++)
+                for (int K = 1; K <= 4; K++) {
+                    int owner[LAB_MP_MAX_LAYERS];
+                    size_t B = 3 + (size_t)K * 5;
+                    mp_test_placement((mp_placement)p, m.num_layers, K, owner);
+                    double got = -1, want = formula_step(&m, owner, B, f, b, &link);
+                    EXPECT_OK(lab_mp_predict_step(&m, owner, B, &cost, &link, &got));
+                    EXPECT(fabs(got - want) <= 1e-9 * want, "%s, %s on %d ranks, batch %zu, on "
+                           "%s: lab_mp_predict_step says %.4f us, sections 3 and 4 give %.4f us",
+                           specs[s], mp_placement_name((mp_placement)p), K, B, nets[n],
+                           got * 1e6, want * 1e6);
+                }
         }
         dt_model_free(&m);
     }

@@ -201,8 +201,10 @@ static dt_result check_step_time(dt_comm *world, const mp_run *run, double step_
     DT_CHECK(dt_allreduce(&mine, &latest, 1, DT_F32, DT_MAX, world));
     double want = run->want_step_s * 1e3;
     if (!(fabs(latest - want) <= 1e-5 * want))
-        return dt_fail(DT_ERR_MISMATCH, "the step took %.6f ms of modeled time, the chain of "
-                       "layers and messages takes %.6f ms", (double)latest, want);
+        return dt_fail(DT_ERR_MISMATCH, "the step took %.6f ms of modeled time, %s %.6f ms",
+                       (double)latest,
+                       run->want_is ? run->want_is : "the chain of layers and messages takes",
+                       want);
     return DT_OK;
 }
 

@@ -30,7 +30,10 @@ typedef struct {
     double tol;              /* relative tolerance against one rank */
     const char *net;         /* the launch's network (NULL: none) */
     double t_f, t_b;         /* modeled seconds per layer (0: no modeled time) */
-    double want_step_s;      /* > 0: the first step's modeled time must be this (1e-9 relative) */
+    double want_step_s;      /* > 0: the first step's modeled time must be this (1e-5
+                                relative: it travels as a float) */
+    const char *want_is;     /* what want_step_s is, for a failure (NULL: the chain of layers
+                                and messages) */
 } mp_run;
 
 /* Integer-based inputs and labels of step t: B rows of `in` features. */

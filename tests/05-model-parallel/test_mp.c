@@ -8,6 +8,7 @@
 #include "mp_test.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 /* ------------------------------------------------------------ task 1 */
@@ -186,4 +187,40 @@ TEST(utilisation_is_one_over_K, 2)
         o.timeout_s = 5;
         EXPECT_OK(dt_launch(&o, utilisation_rank, NULL));
     }
+}
+
+/* ------------------------------------------------------------ task 5: predict, then measure */
+
+/* Your prediction against the modeled clock of your forward and backward:
+ * cuts of three widths (16, 8, 6), placed three ways on 3 ranks, on eth10.
+ * Hidden tests hold the prediction to the formulas on models and
+ * placements no run here makes. */
+TEST_T(predict_then_measure_step, 3, 30)
+{
+    dt_test_see("chapter 05, sections 3 and 4");
+    double f[LAB_MP_MAX_LAYERS], b[LAB_MP_MAX_LAYERS];
+    lab_mp_cost cost = {f, b};
+    dt_model m = {0};
+    dt_net eth10;
+    EXPECT_OK(dt_model_create_spec(&m, "mlp:12,16,8,6,4", MP_MODEL_SEED));
+    EXPECT_OK(dt_net_link("eth10", &eth10));
+    for (int l = 0; l < m.num_layers; l++)
+        f[l] = 1e-3, b[l] = 2e-3; /* mp_run's costs: the same for every layer */
+    for (int p = MP_CONTIGUOUS; p <= MP_SCATTERED; p++) {
+        int owner[LAB_MP_MAX_LAYERS];
+        double got = -1;
+        char what[160];
+        mp_test_placement((mp_placement)p, m.num_layers, 3, owner);
+        EXPECT_OK(lab_mp_predict_step(&m, owner, 40, &cost, &eth10, &got));
+        snprintf(what, sizeof what, "%s on 3 ranks, batch 40, on eth10: lab_mp_predict_step "
+                 "says", mp_placement_name((mp_placement)p));
+        mp_run run = {"mlp:12,16,8,6,4", (mp_placement)p, 40, 1, 1e-5, "eth10", 1e-3, 2e-3, got,
+                      what};
+        EXPECT_OK(mp_launch(3, DT_BACKEND_THREAD, &run));
+    }
+    double s = -1;
+    EXPECT_ERR(lab_mp_predict_step(&m, (int[4]){0, 0, 1, 1}, 0, &cost, &eth10, &s),
+               DT_ERR_INVALID_ARG);
+    EXPECT(s == -1, "a refused prediction wrote %g to *step_s", s);
+    dt_model_free(&m);
 }

@@ -7,6 +7,7 @@
 #include "grader.h"
 #include "pipe_test.h"
 
+#include <math.h>
 #include <stdio.h>
 
 static int peak_zbh1(int p, int v, int m, int r)
@@ -122,4 +123,36 @@ TEST_HIDDEN_T(data_parallel_around_interleaved, 1, 40)
     pipe_run run = {"deep:6,10,6,3", PIPE_INTERLEAVED, NULL, 2, 2, 2, 2, 2, 3, 1e-5, 0, 1,
                     DT_BACKEND_THREAD};
     EXPECT_OK(pipe_launch(&run));
+}
+
+/* ------------------------------------------------------------ predict: the formulas */
+
+/* The formulas of sections 2 to 6, written here apart from the lab: idle
+ * over busy time with equal stages, a free network. */
+static double formula_bubble(int k, int p, int v, int m)
+{
+    switch (k) {
+    case PIPE_INTERLEAVED: return (double)(p - 1) / ((double)v * m);
+    case PIPE_ZBH1: return (double)(p - 1) / (3.0 * m);
+    default: return (double)(p - 1) / m;
+    }
+}
+
+TEST_HIDDEN(hidden_predict_bubble_against_the_formulas, 2)
+{
+    dt_test_see("chapter 06, sections 2 to 6");
+    static const char *const name[] = {"gpipe", "1f1b", "interleaved", "zbh1"};
+    for (int k = PIPE_GPIPE; k <= PIPE_ZBH1; k++)
+        for (int p = 1; p <= 6; p++)
+            for (int m = 1; m <= 12; m++)
+                for (int v = 1; v <= (k == PIPE_INTERLEAVED ? 4 : 1); v++) {
+                    if ((k == PIPE_INTERLEAVED && (v < 2 || m % p)) || (k == PIPE_ZBH1 && m < p))
+                        continue;
+                    double got = -1, want = formula_bubble(k, p, v, m);
+                    EXPECT_OK(lab_pipe_predict_bubble(name[k], p, v, m, &got));
+                    EXPECT(fabs(got - want) <= 1e-12, "%s, p=%d v=%d m=%d: "
+                           "lab_pipe_predict_bubble says idle/busy %.6f, the formula of "
+                           "section %d gives %.6f", pipe_kind_name((pipe_sched_kind)k), p, v, m,
+                           got, k == PIPE_INTERLEAVED ? 5 : k == PIPE_ZBH1 ? 6 : 2 + 2 * k, want);
+                }
 }

@@ -36,6 +36,10 @@ typedef struct {
                                sum, walking its steps in order, of the pairs in flight
                                (from F to the last backward step), each its chunk's bytes */
     dt_backend backend;
+    int library;            /* 1: the library's schedule of this kind (dt_sched_named), run by
+                               the lab's runner */
+    double ratio_tol;       /* relative, for want_ratio (0: 2%) */
+    const char *want_is;    /* what want_ratio is, for a failure (NULL: "the formula") */
 } pipe_run;
 
 /* The name of a kind, for messages. */

@@ -127,3 +127,30 @@ TEST_T(data_parallel_replicas_agree, 3, 30)
         EXPECT_OK(pipe_launch(&run));
     }
 }
+
+/* ------------------------------------------------------------ task 6: predict, then measure */
+
+/* Your prediction against the modeled clock of your runner (T_F = T_B =
+ * T_W = 1 ms, a free network), on the library's schedules: interleaved
+ * 1F1B at p = 3, v = 2, m = 6, and 1F1B at p = 4, m = 6. Hidden tests hold
+ * the prediction to the formulas wherever they hold. */
+TEST_T(predict_then_measure_bubble, 3, 60)
+{
+    dt_test_see("chapter 06, sections 2 to 6");
+    static const char *const name[] = {"gpipe", "1f1b", "interleaved", "zbh1"};
+    static const int cases[2][4] = {{PIPE_INTERLEAVED, 3, 2, 6}, {PIPE_1F1B, 4, 1, 6}};
+    for (int c = 0; c < 2; c++) {
+        int k = cases[c][0], p = cases[c][1], v = cases[c][2], m = cases[c][3];
+        double got = -1;
+        EXPECT_OK(lab_pipe_predict_bubble(name[k], p, v, m, &got));
+        pipe_run run = {"deep:6,10,5,3", (pipe_sched_kind)k, NULL, p, v, 1, m, 2, 1, 1e-5, got,
+                        0, DT_BACKEND_THREAD, 1, 1e-4, "lab_pipe_predict_bubble says"};
+        EXPECT_OK(pipe_launch(&run));
+    }
+    double r = -1;
+    EXPECT_ERR(lab_pipe_predict_bubble("interleaved", 3, 2, 4, &r), DT_ERR_INVALID_ARG);
+    EXPECT_ERR(lab_pipe_predict_bubble("zbh1", 4, 1, 3, &r), DT_ERR_INVALID_ARG);
+    EXPECT_ERR(lab_pipe_predict_bubble("1f1b", 4, 2, 8, &r), DT_ERR_INVALID_ARG);
+    EXPECT_ERR(lab_pipe_predict_bubble("pipedream", 4, 1, 8, &r), DT_ERR_INVALID_ARG);
+    EXPECT(r == -1, "a refused prediction wrote %g to *ratio", r);
+}

@@ -153,3 +153,54 @@ TEST_HIDDEN(hidden_six_heads_on_four_ranks_rejected, 1)
     EXPECT(tpt_mentions(dt_last_error(), 6) && tpt_mentions(dt_last_error(), 4),
            "the message \"%s\" must name the 6 heads and the 4 ranks", dt_last_error());
 }
+
+/* ------------------------------------------------------------ predict: the formulas */
+
+/* The bytes a rank sends in one training step of cfg (one micro-batch of
+ * B x T, no clipping), counted here collective by collective from chapter
+ * 07, sections 2 to 7, apart from the lab. */
+static uint64_t formula_step_bytes(const dt_gpt_config *cfg, size_t B, size_t T, int t,
+                                   int sp)
+{
+    size_t N = B * T, C = cfg->channels, L = cfg->layers;
+    size_t rep = cfg->context * C + 2 * C + L * 6 * C; /* wpe, lnf, per block 6C */
+    uint64_t act_ar = tpt_ring_allreduce_bytes(N * C, t);
+    uint64_t act_half = tpt_ring_half_bytes(N * C, t);
+    /* the loss's reductions: row maxima (N), then the sums (2N) */
+    uint64_t loss = tpt_ring_allreduce_bytes(N, t) + tpt_ring_allreduce_bytes(2 * N, t);
+    if (!sp) /* forward: the embedding's and each row layer's output (2 per
+                block); backward: the head's and each block's column layers' dx */
+        return (1 + 2 * L) * act_ar + (1 + 2 * L) * act_ar + loss;
+    /* forward: the embedding's reduce-scatter, per block 2 allgathers and 2
+     * reduce-scatters, the head's allgather; backward: the head's allgather
+     * again and reduce-scatter, per block 2 reduce-scatters and 4
+     * allgathers, the embedding's allgather; the sync's allreduce of the
+     * replicated gradients */
+    return (2 + 4 * L) * act_half + (3 + 6 * L) * act_half + loss +
+           tpt_ring_allreduce_bytes(rep, t);
+}
+
+TEST_HIDDEN(hidden_predict_step_bytes_against_the_formulas, 2)
+{
+    dt_test_see("chapter 07, sections 2 to 7");
+    static const dt_gpt_config cfgs[] = {
+        {32, 8, 2, 4, 32}, {64, 16, 3, 8, 48}, {96, 12, 1, 4, 64}, {128, 32, 5, 8, 16}};
+    static const size_t BT[][2] = {{2, 8}, {4, 12}, {1, 16}, {3, 8}};
+    for (size_t c = 0; c < sizeof cfgs / sizeof *cfgs; c++)
+        for (size_t k = 0; k < sizeof BT / sizeof *BT; k++)
+            for (int t = 1; t <= 8; t *= 2)
+                for (int sp = 0; sp <= 1; sp++) {
+                    const dt_gpt_config *g = &cfgs[c];
+                    size_t B = BT[k][0], T = BT[k][1];
+                    if (g->vocab % (size_t)t || g->heads % (size_t)t || g->channels % (size_t)t ||
+                        (B * T) % (size_t)t || T > g->context)
+                        continue;
+                    uint64_t got = 0, want = formula_step_bytes(g, B, T, t, sp);
+                    EXPECT_OK(lab_tp_predict_step_bytes(g, B, T, t, sp, &got));
+                    EXPECT(got == want, "%s, gpt:%zu,%zu,%zu,%zu,%zu, batch %zu x %zu, t = %d: "
+                           "lab_tp_predict_step_bytes says %llu bytes per rank, the formulas "
+                           "of sections 2 to 7 give %llu", sp ? "TP + SP" : "TP", g->vocab,
+                           g->context, g->layers, g->heads, g->channels, B, T, t,
+                           (unsigned long long)got, (unsigned long long)want);
+                }
+}

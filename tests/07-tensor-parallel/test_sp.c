@@ -57,3 +57,12 @@ TEST(sp_activations_divided_by_t, 2)
     int sp = 1;
     sp_on(tpt_memory_rank, &sp);
 }
+
+/* Task 7 with sequence parallelism: the bytes of a training step, against
+ * what a step of your code sends (the formulas: test_model.c). */
+TEST(sp_predict_then_measure_step_bytes, 1)
+{
+    dt_test_see("chapter 07, section 7");
+    int how[2] = {3, 1};
+    sp_on(tpt_step_bytes_rank, how);
+}

@@ -114,4 +114,9 @@ dt_result tpt_vocab_rank(dt_comm *world, void *arg);
  * bytes against dt_sim_act_bytes_layer within 5%, and the block run. */
 dt_result tpt_memory_rank(dt_comm *world, void *arg);
 
+/* Predict, then measure (tp_test_model.c): arg points to int {layers,
+ * sp}; one step of lab_tp_train on the test GPT (no clipping), this
+ * rank's bytes (dt_comm_stats) against lab_tp_predict_step_bytes. */
+dt_result tpt_step_bytes_rank(dt_comm *world, void *arg);
+
 #endif /* TP_TEST_H */

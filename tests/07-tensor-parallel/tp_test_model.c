@@ -191,3 +191,43 @@ dt_result tpt_memory_rank(dt_comm *world, void *arg)
     free(bufs);
     return res;
 }
+
+/* ------------------------------------------------------------ predict, then measure */
+
+dt_result tpt_step_bytes_rank(dt_comm *world, void *arg)
+{
+    const int *how = arg; /* {layers, sp} */
+    rank_state s = {0};
+    lab_tp_acts a = {0};
+    lab_tp_train tr = {0};
+    dt_optim_config oc = dt_sgd_config(0.1f, 0.9f, 0);
+    int32_t tokens[TPT_B * TPT_T], labels[TPT_B * TPT_T];
+    uint64_t got = 0;
+    dt_stats st;
+    tpt_batch(tokens, labels, TPT_B * TPT_T, 32, TPT_DATA_SEED);
+    dt_result res = state_open(&s, world, (size_t)how[0], how[1]);
+    if (res == DT_OK)
+        res = lab_tp_acts_create(&a, &s.tp, s.m.layers);
+    if (res == DT_OK)
+        res = lab_tp_train_init(&tr, &s.tp, &s.m, &a, &oc, 0); /* no clipping */
+    if (res == DT_OK)
+        res = lab_tp_predict_step_bytes(&s.cfg, TPT_B, TPT_T, s.tp.t, how[1], &got);
+    if (res == DT_OK)
+        res = dt_comm_stats_reset(world);
+    dt_batch b = {NULL, tokens, labels, TPT_B, TPT_T, 1};
+    if (res == DT_OK)
+        res = dt_train_step(&tr.trainer, &b);
+    if (res == DT_OK)
+        res = dt_comm_stats(world, &st);
+    if (res == DT_OK && st.bytes_sent != got)
+        res = dt_fail(DT_ERR_MISMATCH, "%s, gpt:%zu,%zu,%zu,%zu,%zu, batch %d x %d, t = %d: "
+                      "lab_tp_predict_step_bytes says %llu bytes per rank, one training step "
+                      "of your code sent %llu from this rank", how[1] ? "TP + SP" : "TP",
+                      s.cfg.vocab, s.cfg.context, s.cfg.layers, s.cfg.heads, s.cfg.channels,
+                      TPT_B, TPT_T, s.tp.t, (unsigned long long)got,
+                      (unsigned long long)st.bytes_sent);
+    lab_tp_train_free(&tr);
+    lab_tp_acts_free(&a);
+    state_close(&s);
+    return res;
+}

@@ -28,6 +28,15 @@ static dt_result open_case(vocab_case *v, dt_comm *world, int sp)
     return dt_comm_stats_reset(world);
 }
 
+/* The first element where got and want differ, bit for bit (n: none). */
+static size_t first_diff(const float *got, const float *want, size_t n)
+{
+    size_t i = 0;
+    while (i < n && !memcmp(&got[i], &want[i], sizeof *got))
+        i++;
+    return i;
+}
+
 /* Every rank's copy of x (n floats) must be rank 0's, bit for bit. */
 static dt_result same_on_every_rank(dt_comm *comm, const float *x, size_t n, const char *what)
 {
@@ -35,9 +44,11 @@ static dt_result same_on_every_rank(dt_comm *comm, const float *x, size_t n, con
     if (!root)
         return dt_fail(DT_ERR_NOMEM, "same_on_every_rank");
     dt_result r = dt_broadcast(x, root, n, DT_F32, 0, comm);
-    if (r == DT_OK && memcmp(root, x, n * sizeof *x))
-        r = dt_fail(DT_ERR_MISMATCH, "%s differs from rank 0's (the gradient of the "
-                    "embedding's output is the same on every rank)", what);
+    size_t i = r == DT_OK ? first_diff(x, root, n) : n;
+    if (i < n)
+        r = dt_fail(DT_ERR_MISMATCH, "%s[%zu] = %.9g, rank 0's is %.9g (the gradient of the "
+                    "embedding's output is the same on every rank)", what, i, (double)x[i],
+                    (double)root[i]);
     free(root);
     return r;
 }
@@ -62,9 +73,12 @@ static dt_result embed_check(vocab_case *v)
     res = dt_embedding_forward(want, v->tokens, wte, wpe, TPT_B, T, C, V);
     if (res == DT_OK)
         res = lab_vocab_embed_forward(tp, out, wte + (size_t)tp->rank * Vl * C, wpe, v->tokens);
-    if (res == DT_OK && memcmp(out, want + r0 * C, Nl * C * sizeof(float)))
-        res = dt_fail(DT_ERR_MISMATCH, "the embedding's output differs from one rank's with the "
-                      "whole wte");
+    size_t at = res == DT_OK ? first_diff(out, want + r0 * C, Nl * C) : Nl * C;
+    if (at < Nl * C)
+        res = dt_fail(DT_ERR_MISMATCH, "the embedding's output at row %zu, channel %zu (token "
+                      "%d, position %zu) is %.9g, one rank with the whole wte gives %.9g",
+                      r0 + at / C, at % C, (int)v->tokens[r0 + at / C], (r0 + at / C) % T,
+                      (double)out[at], (double)want[r0 * C + at]);
     tpt_calls fwd = {1, 0, 0, tpt_ring_allreduce_bytes(N * C, t)};
     tpt_calls sp_fwd = {0, 1, 0, tpt_ring_half_bytes(N * C, t)};
     if (res == DT_OK)
@@ -82,12 +96,17 @@ static dt_result embed_check(vocab_case *v)
             dwpe[(i % T) * C + c] += dout[i * C + c];
     if (res == DT_OK)
         res = lab_vocab_embed_backward(tp, dwte_r, dwpe_r, dout + r0 * C, v->tokens);
-    if (res == DT_OK && memcmp(dwte_r, dwte + (size_t)tp->rank * Vl * C, Vl * C * sizeof(float)))
-        res = dt_fail(DT_ERR_MISMATCH, "this rank's rows of wte's gradient differ from one "
-                      "rank's (+=)");
-    if (res == DT_OK && memcmp(dwpe_r, dwpe, T * C * sizeof(float)))
-        res = dt_fail(DT_ERR_MISMATCH, "wpe's gradient differs from the sum of dout over this "
-                      "rank's rows (+=)");
+    at = res == DT_OK ? first_diff(dwte_r, dwte + (size_t)tp->rank * Vl * C, Vl * C) : Vl * C;
+    if (at < Vl * C)
+        res = dt_fail(DT_ERR_MISMATCH, "wte's gradient, this rank's row %zu (token %zu), "
+                      "channel %zu: %.9g, one rank gives %.9g (+= onto 1)", at / C,
+                      (size_t)tp->rank * Vl + at / C, at % C, (double)dwte_r[at],
+                      (double)dwte[(size_t)tp->rank * Vl * C + at]);
+    at = res == DT_OK ? first_diff(dwpe_r, dwpe, T * C) : T * C;
+    if (at < T * C)
+        res = dt_fail(DT_ERR_MISMATCH, "wpe's gradient at position %zu, channel %zu: %.9g, the "
+                      "sum of dout over this rank's rows gives %.9g (+= onto 1)", at / C, at % C,
+                      (double)dwpe_r[at], (double)dwpe[at]);
     tpt_calls sp_bwd = {0, 0, 1, tpt_ring_half_bytes(N * C, t)};
     if (res == DT_OK)
         res = tpt_expect_calls(tp->comm, "embedding backward", tp->sp ? sp_bwd : (tpt_calls){0});

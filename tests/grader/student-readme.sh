@@ -132,7 +132,7 @@ cat <<'EOF'
 
 ```
 Makefile        build, check, run-lab (make help lists the targets)
-chapters/       the workbook text, one file per chapter
+chapters/       the workbook text, one file per chapter; hints/: each one's hints
 labs/           what you edit: code between the student fences
 tests/          the visible tests of each lab; official/, the untouched labs
                 that make check splices your fences into; grader/, the harness
