@@ -466,7 +466,7 @@ static dt_result cost_rank(dt_comm *w, void *arg)
     zero_run run = {a->spec, a->stage, a->bucket_bytes, 4, 2, 0, 0};
     dt_model m;
     dt_dataset d;
-    lab_zero z;
+    lab_zero z = {0};
     float x[4 * 64];
     int32_t y[4];
     lab_zero_config cfg = {a->stage, zt_optim(&run), a->bucket_bytes, NULL, NULL};
