@@ -1,5 +1,5 @@
 /* zero.c - lab 08: ZeRO stages 1 to 3 (chapter 08). Your code goes
- * between the fences; the functions outside them are given. Tasks 1 to 5
+ * between the fences; the functions outside them are given. Tasks 1 to 6
  * are those of the chapter's section 9, which names the section that
  * derives each. */
 #include "zero.h"
@@ -292,6 +292,21 @@ dt_result lab_zero_release(lab_zero *z, int u)
     /* Postcondition: unit u holds no gathered parameters (params NULL), and
      * their memory is returned (chapter 08, section 5). */
     (void)z, (void)u;
+    return DT_ERR_NOT_IMPLEMENTED;
+    /* END STUDENT CODE */
+}
+
+/* ================================================================ task 6 */
+
+dt_result lab_zero_predict(const dt_model *m, const lab_zero_config *cfg, int ranks,
+                           const dt_net *link, lab_zero_cost *out)
+{
+    /* BEGIN STUDENT CODE */
+    /* Postcondition: *out holds the bytes a rank sends and the modeled
+     * seconds of the collectives of one step of cfg->stage on `ranks`
+     * ranks over link, from the formulas of chapter 08, section 7, with
+     * the units of section 9 and the padding of section 6 (zero.h). */
+    (void)m, (void)cfg, (void)ranks, (void)link, (void)out;
     return DT_ERR_NOT_IMPLEMENTED;
     /* END STUDENT CODE */
 }

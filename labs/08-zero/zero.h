@@ -23,11 +23,13 @@
  *   2. lab_zero_setup_unit          what each stage keeps, and where
  *   3. lab_zero1_reduce_scatter,    ZeRO-1: each rank the mean gradient of its
  *      lab_zero_update                shard; the optimizer on the shard; the
- *                                     parameters gathered again
+ *                                     parameters whole again on every rank
  *   4. lab_zero_reduce_unit         ZeRO-2: a unit's gradients reduced into the
- *                                     shard as soon as the backward made them, and freed
- *   5. lab_zero_gather,             ZeRO-3: a unit's parameters gathered just before
- *      lab_zero_release               it runs, freed right after
+ *                                     shard as soon as the backward made them
+ *   5. lab_zero_gather,             ZeRO-3: a unit's parameters whole only while
+ *      lab_zero_release               it runs
+ *   6. lab_zero_predict             predict, then measure: what a step of a stage
+ *                                     sends and how long it takes on a network
  *
  * The code outside the fences of zero.c (lab_zero_init, lab_zero_step,
  * lab_zero_params, lab_zero_free and the hooks they give the training
@@ -38,6 +40,7 @@
 
 #include "dt/comm.h"
 #include "dt/core.h"
+#include "dt/net.h"
 #include "dt/nn.h"
 #include "dt/optim.h"
 #include "dt/train.h"
@@ -49,22 +52,26 @@ typedef enum {
     LAB_ZERO_3        /* and the parameters */
 } lab_zero_stage;
 
-/* One unit and what this rank holds of it. NULL means "not held now". */
+/* One unit and what this rank holds of it. NULL means "not held now". Which
+ * of the four buffers a stage holds, how many floats and when, is for you
+ * to work out from the chapter (section 2: what a stage keeps between
+ * steps; sections 4 and 5: what it holds for a while during a step;
+ * section 6: the padding); the tests read each buffer of a stage and its
+ * bytes under its tag (PARAM for parameters, GRAD for gradients, OPTIM for
+ * the optimizer's state). */
 typedef struct {
     dt_unit unit;         /* layers [first, last), parameters [offset, +count) of
                              the model's flat layout (dt/train.h) */
-    size_t shard;         /* elements per rank; K * shard >= count (task 1); stage 0
-                             does not partition: shard = count */
-    float *params;        /* K * shard floats (stage 0: count), PARAM: the unit's
-                             parameters, then zeros; stage 3: only while gathered */
-    float *grads;         /* as many floats, GRAD: the unit's gradients; stages 2
-                             and 3: only from the unit's backward to its reduction */
-    float *param_shard;   /* stage 3: this rank's shard floats of the parameters,
-                             PARAM (element i is padded element r * shard + i) */
-    float *grad_shard;    /* stages 2 and 3: this rank's shard floats of the mean
-                             gradient, GRAD */
-    dt_optimizer opt;     /* the optimizer of what this rank updates (its state is
-                             OPTIM): stage 0 the count parameters, else the shard */
+    size_t shard;         /* the elements each rank owns of the padded unit (task 1);
+                             stage 0 does not partition: shard = count, nothing
+                             padded */
+    float *params;        /* the unit's whole parameters, in the padded layout the
+                             collectives see (section 6) */
+    float *grads;         /* this rank's gradients of the whole unit, in that layout */
+    float *param_shard;   /* this rank's shard of the parameters: element i is element
+                             r * shard + i of the padded unit */
+    float *grad_shard;    /* this rank's shard of the mean gradient, indexed the same */
+    dt_optimizer opt;     /* the optimizer of what this rank updates */
 } lab_zero_unit;
 
 /* Called by the given hooks after each event of a step, for run.c's
@@ -125,12 +132,12 @@ dt_result lab_zero_shard_size(size_t count, int ranks, size_t *shard);
 
 /* Fills the shard, buffers and optimizer of z->units[u] (its unit field
  * is set) for stage z->cfg.stage, from init (the model's parameters in
- * its flat layout): allocates, with its tag, exactly what the stage keeps
- * between steps (the table of the chapter's section 2 and the fields'
- * comments above), holding the initial parameters, padding zeroed, and
- * the optimizer of z->cfg.optim over what this rank updates. Leaves NULL
- * what the stage does not keep. On failure what it allocated may stay in
- * the unit (lab_zero_free frees it). */
+ * its flat layout): allocates (dt_mem_alloc, under the buffer's tag)
+ * exactly what the stage keeps between steps (section 2's table, with
+ * section 6's padding), holding the initial parameters, the padding 0,
+ * and sets up an optimizer of z->cfg.optim over what this rank updates.
+ * Leaves NULL what the stage does not keep. On failure what it allocated
+ * may stay in the unit (lab_zero_free frees it). */
 dt_result lab_zero_setup_unit(lab_zero *z, int u, const float *init);
 
 /* ------------------------------------------------------------ task 3 */
@@ -153,19 +160,38 @@ dt_result lab_zero_update(lab_zero *z);
 /* Stages 2 and 3, called by the given hook right after unit u's backward
  * (grads holds this rank's gradients of the unit): afterwards grad_shard
  * holds the mean over the ranks of this rank's shard of them, and the
- * unit's full gradients are freed (grads NULL). Collective. */
+ * rank holds no other gradients of the unit (grads NULL): section 4.
+ * Collective. */
 dt_result lab_zero_reduce_unit(lab_zero *z, int u);
 
 /* ------------------------------------------------------------ task 5 */
 
-/* Stage 3: afterwards unit u's params hold its whole parameters (every
- * rank's shard in place, K * shard floats, tag PARAM), gathered from the
- * ranks' param_shard. Called before the unit's forward and before its
- * backward. Collective. */
+/* Stage 3: afterwards unit u's params hold its whole parameters (the
+ * padded unit, every rank's shard in its place) and are charged to PARAM
+ * while held. Called before the unit's forward and before its backward.
+ * A unit gathered already is the caller's bug: DT_ERR_STATE. Collective. */
 dt_result lab_zero_gather(lab_zero *z, int u);
 
-/* Stage 3: frees unit u's gathered parameters (params NULL). Called after
- * the unit's forward and after its backward. */
+/* Stage 3: afterwards the rank holds no whole parameters of unit u
+ * (params NULL). Called after the unit's forward and after its backward. */
 dt_result lab_zero_release(lab_zero *z, int u);
+
+/* ------------------------------------------------------------ task 6 */
+
+/* What one step costs a rank in communication. */
+typedef struct {
+    double bytes_sent; /* bytes the rank sends in the step (every rank the same) */
+    double comm_s;     /* seconds of the step's collectives on the modeled clock */
+} lab_zero_cost;
+
+/* Predict, then measure (sections 6, 7 and 9): *out := the bytes each rank
+ * sends and the modeled time of the collectives in one step of stage
+ * cfg->stage (1, 2 or 3; bucket_bytes as cfg says) of lab_zero_step for
+ * model m on `ranks` ranks, ring algorithm, over link: worked out from
+ * the chapter's formulas, with this lab's units and padding, without
+ * running a step. The tests then run that step and compare, exactly.
+ * Stage 0, ranks < 1 or a NULL argument: DT_ERR_INVALID_ARG. */
+dt_result lab_zero_predict(const dt_model *m, const lab_zero_config *cfg, int ranks,
+                           const dt_net *link, lab_zero_cost *out);
 
 #endif /* LAB_ZERO_H */

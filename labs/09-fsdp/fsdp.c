@@ -1,5 +1,5 @@
 /* fsdp.c - lab 09: FSDP (chapter 09). Your code goes between the fences;
- * the functions outside them are given. Tasks 1 to 4 are those of the
+ * the functions outside them are given. Tasks 1 to 5 are those of the
  * chapter's section 8, which names the section that derives each. */
 #include "fsdp.h"
 
@@ -298,6 +298,22 @@ dt_result lab_fsdp_post_backward(lab_fsdp *f, int u)
     /* BEGIN STUDENT CODE */
     /* Postcondition: see fsdp.h, task 4 (chapter 09, sections 2, 3). */
     (void)f, (void)u;
+    return DT_ERR_NOT_IMPLEMENTED;
+    /* END STUDENT CODE */
+}
+
+/* ================================================================ task 5 */
+
+dt_result lab_fsdp_predict_peak(const dt_model *m, const lab_fsdp_config *cfg, int ranks,
+                                size_t *param, size_t *grad)
+{
+    /* BEGIN STUDENT CODE */
+    /* Postcondition: *param and *grad are the peak bytes of PARAM and of
+     * GRAD a rank holds over one step of task 4's schedule, shards
+     * included, for cfg's units, prefetch and resharding on `ranks` ranks:
+     * worked out, not measured (fsdp.h, task 5; chapter 09, sections 1, 3
+     * and 5). */
+    (void)m, (void)cfg, (void)ranks, (void)param, (void)grad;
     return DT_ERR_NOT_IMPLEMENTED;
     /* END STUDENT CODE */
 }

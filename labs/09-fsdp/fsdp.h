@@ -28,6 +28,8 @@
  *      lab_fsdp_reduce_wait                 into the shard (asynchronously), freed
  *   4. lab_fsdp_pre_forward, _post_forward,   the schedule: when each unit is
  *      lab_fsdp_pre_backward, _post_backward  gathered, prefetched, freed, reduced
+ *   5. lab_fsdp_predict_peak              predict, then measure: the memory
+ *                                           a step of the schedule holds
  *
  * The code outside the fences of fsdp.c (lab_fsdp_init, lab_fsdp_step,
  * lab_fsdp_params, lab_fsdp_free, the loop's hooks and the update) is
@@ -158,5 +160,17 @@ dt_result lab_fsdp_pre_forward(lab_fsdp *f, int u);
 dt_result lab_fsdp_post_forward(lab_fsdp *f, int u);
 dt_result lab_fsdp_pre_backward(lab_fsdp *f, int u);
 dt_result lab_fsdp_post_backward(lab_fsdp *f, int u);
+
+/* ------------------------------------------------------------ task 5 */
+
+/* Predict, then measure (sections 1, 3 and 5): *param and *grad := the
+ * peak bytes of PARAM and of GRAD one rank holds over a step of
+ * lab_fsdp_step (the shards included) for model m on `ranks` ranks with
+ * cfg's wrap policy, prefetch and reshard_after_forward, under task 4's
+ * schedule: worked out from the units and their padding, without running
+ * a step. The tests then run that step and compare, byte for byte. ranks
+ * < 1 or a NULL argument: DT_ERR_INVALID_ARG. */
+dt_result lab_fsdp_predict_peak(const dt_model *m, const lab_fsdp_config *cfg, int ranks,
+                                size_t *param, size_t *grad);
 
 #endif /* LAB_FSDP_H */

@@ -19,6 +19,7 @@
  *   5. sync.c    lab_sync_sign                         the 1-bit compressed allreduce
  *   6. state.c   lab_cdp_save, lab_cdp_load            the residual is training state
  *   7. powersgd.c  lab_orthonormalize, lab_sync_powersgd  (going further, graded)
+ *   8. sync.c    lab_topk_crossover                    predict, then measure
  *
  * Notation, as in the chapter: K ranks, n the gradient's length (the
  * model's num_params), g this rank's gradient, e its residual, v = g + e
@@ -223,36 +224,31 @@ dt_result lab_cdp_train(lab_cdp *c, const dt_dataset *d, size_t B, uint64_t seed
  *   - model->grads holds, on every rank the same bits, the mean over the
  *     ranks of what they sent, decoded, as each method's contract says. */
 
-/* Task 3 (section 6): C = top-k of v with c->k pairs. ONE dt_allgather of
- * every rank's pairs (k x 8 bytes each, as DT_U8), then model->grads =
- * (the sum over ranks, in rank order, of each rank's pairs scattered into
- * a zero vector) / K. */
+/* Task 3 (sections 3, 5 and 6): C = top-k of v with c->k pairs.
+ * Afterwards model->grads = (the sum over the ranks, in rank order, of
+ * their C(v)) / K. Collectives: exactly one dt_allgather, of this rank's
+ * k pairs (8 k bytes, DT_U8). */
 dt_result lab_sync_topk(lab_cdp *c);
 
-/* Task 4 (section 6): C = int8 with ONE scale shared by every rank,
- * s = M / L, M the largest |v_i| over all ranks (one dt_allreduce, DT_MAX,
- * of one float), L = c->levels. ONE dt_allreduce (DT_SUM, DT_I8) of the n
- * values q, in place; the sum never leaves int8 because |q_i| <= L =
- * floor(127 / K). Then model->grads = the sum decoded with scale s / K:
- * (s / K) * sum_k q_k,i. */
+/* Task 4 (sections 4 and 6): C = int8 with one scale s = M / L shared by
+ * every rank, M the largest |v_i| over all the ranks, L = c->levels.
+ * Afterwards model->grads = (s / K) * sum over the ranks of their q, the
+ * sum taken in int8 (it never wraps: |q_i| <= L = floor(127 / K)).
+ * Collectives: exactly two dt_allreduce, one float to agree on M and the
+ * n values q (DT_I8). */
 dt_result lab_sync_int8(lab_cdp *c);
 
-/* Task 5 (section 6): the 1-bit compressed allreduce, a reduce-scatter and
- * an allgather that both move signs:
- *   1. each rank encodes each block b of v (c->block_offset[b],
- *      c->block_len[b]) with its own scale into send block b
- *      (lab_sign_bytes(len) bytes at send_blocks + b * block_bytes);
- *      C(v) is those blocks decoded;
- *   2. ONE dt_alltoall of block_bytes per rank (DT_U8): rank b receives
- *      every rank's encoding of block b;
- *   3. rank b decodes them and takes their mean u (the sum in rank order,
- *      divided by K): this rank's block of the mean gradient;
- *   4. it compresses u again, with its own error feedback: w = u +
- *      server_error, encodes w, server_error := w - C(w);
- *   5. ONE dt_allgather of block_bytes per rank (DT_U8) of those
- *      encodings; model->grads = every block decoded.
- * Each rank sends 2 (K - 1) block_bytes bytes: 1/32 of a ring allreduce
- * of the floats, plus the scales. */
+/* Task 5 (sections 2, 5 and 6): the 1-bit compressed allreduce. C codes
+ * each block b of v (c->block_offset[b], c->block_len[b]) with its own
+ * scale (lab_sign_encode). Rank b then owns block b: its u is the mean
+ * (the sum in rank order, divided by K) of every rank's C(v) on block b,
+ * and it codes w = u + server_error (old; 0 without feedback) once more:
+ * with feedback server_error := w - C(w). Afterwards model->grads = every
+ * rank's C(w) of its block, decoded, in place: the same bits on every
+ * rank. Collectives: exactly one dt_alltoall and one dt_allgather, each of
+ * block_bytes per rank (DT_U8; a shorter block's payload padded to it),
+ * so that each rank sends 2 (K - 1) block_bytes bytes: 1/32 of a ring
+ * allreduce of the floats, plus the scales. */
 dt_result lab_sync_sign(lab_cdp *c);
 
 /* ================================================================ task 6: checkpoints
@@ -309,5 +305,19 @@ dt_result lab_orthonormalize(float *p, size_t rows, int r);
  * residual 0, model->grads = its mean from c->lr_p. Q stays for the next
  * step (warm start). */
 dt_result lab_sync_powersgd(lab_cdp *c);
+
+/* ================================================================ task 8: predict, then measure
+ * (sections 1, 3 and 6). */
+
+/* *density := the density d = k / n at which one lab_sync_topk exchange
+ * of a gradient of n floats on `ranks` ranks takes exactly as long on
+ * link's modeled clock as the dense exchange (LAB_DENSE, the ring
+ * allreduce of the floats): below d top-k is faster, above it slower. It
+ * may exceed 1 (then top-k is faster at every density). Worked out from
+ * the chapter's formulas, k taken as the real number d n, without running
+ * an exchange; the tests then run both exchanges on either side of it.
+ * link: finite beta, gamma 0 (every preset); n >= 1, ranks >= 2; else
+ * DT_ERR_INVALID_ARG. */
+dt_result lab_topk_crossover(const dt_net *link, size_t n, int ranks, double *density);
 
 #endif /* LAB_COMPRESS_H */

@@ -195,6 +195,15 @@ dt_result lab_plan_cost_of(const lab_chain *c, const lab_plan *p, lab_plan_cost 
  * fits is DT_ERR_INVALID_ARG naming it. p must have c's length. */
 dt_result lab_plan_select(const lab_chain *c, size_t budget, lab_plan *p);
 
+/* Task 5 (section 6): predict, then measure. For a chain of L layers
+ * whose outputs all have the same size, run by the executor with the plan
+ * of lab_plan_segments(k): *peak := the layer outputs it holds at its
+ * peak, beyond the fixed working set, and *recomputed := the layers it
+ * runs a second time; worked out from section 6's formulas, without
+ * building a plan or running a step. The tests then run that plan and
+ * compare, exactly. 1 <= k <= L, else DT_ERR_INVALID_ARG naming both. */
+dt_result lab_predict_segments(int L, int k, int *peak, int *recomputed);
+
 /* ================================================================ part B: the executor */
 
 typedef struct {

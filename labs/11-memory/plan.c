@@ -1,7 +1,8 @@
-/* plan.c - lab 11, tasks 3 and 4: which layer outputs the forward keeps
+/* plan.c - lab 11, tasks 3 to 5: which layer outputs the forward keeps
  * (chapter 11, sections 6 and 7): checkpoint_sequential's segments, what
- * a plan costs the executor, the cheapest plan under a byte budget; and,
- * given for comparison, the rule that counts kept bytes only. */
+ * a plan costs the executor, the cheapest plan under a byte budget, what
+ * a segment plan costs predicted from the formulas; and, given for
+ * comparison, the rule that counts kept bytes only. */
 #include "memory.h"
 
 #include <stdlib.h>
@@ -122,4 +123,18 @@ dt_result lab_plan_greedy(const lab_chain *c, size_t budget, lab_plan *p)
         kept -= c->out_bytes[best];
     }
     return DT_OK;
+}
+
+/* ---------------------------------------------------------------- predict, then measure */
+
+dt_result lab_predict_segments(int L, int k, int *peak, int *recomputed)
+{
+    /* BEGIN STUDENT CODE */
+    /* Postcondition: *peak and *recomputed are what the executor holds
+     * at its peak (in layer outputs beyond the fixed working set) and runs
+     * twice with lab_plan_segments(k) on L equal layers, from section 6's
+     * formulas (memory.h, task 5). */
+    (void)L, (void)k, (void)peak, (void)recomputed;
+    return DT_ERR_NOT_IMPLEMENTED;
+    /* END STUDENT CODE */
 }

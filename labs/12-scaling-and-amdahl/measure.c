@@ -10,8 +10,8 @@ dt_result lab_measure_step(dt_comm *comm, const lab_workload *w, int step, lab_s
     /* BEGIN STUDENT CODE */
     /* Postcondition (scaling.h): the step ran its three parts once each, in
      * order, and *out holds the time of each part and of the step, as the
-     * clock read between them (section 2, rule 3). Stuck? Section 14,
-     * hints (b1). */
+     * clock read between them (section 2, rule 3). Stuck?
+     * chapters/hints/12.md, (b1). */
     (void)comm, (void)w, (void)step, (void)out;
     return DT_ERR_NOT_IMPLEMENTED;
     /* END STUDENT CODE */
@@ -22,7 +22,7 @@ dt_result lab_measure_job(dt_comm *comm, const lab_workload *w, int steps, lab_j
     /* BEGIN STUDENT CODE */
     /* Postcondition (scaling.h): every rank holds the same figures of the
      * job, measured by section 2's rules (the slowest rank, the warm-up
-     * left out, the parts apart). Stuck? Section 14, hints (b2). */
+     * left out, the parts apart). Stuck? chapters/hints/12.md, (b2). */
     (void)comm, (void)w, (void)steps, (void)out;
     return DT_ERR_NOT_IMPLEMENTED;
     /* END STUDENT CODE */

@@ -18,7 +18,7 @@ dt_result lab_write_plots(const lab_scaling_data *data, const lab_amdahl *fit,
     /* BEGIN STUDENT CODE */
     /* Postcondition (scaling.h): the two files hold exactly the series the
      * header names, each point where its value goes on its axis (section
-     * 10, task (d)). Stuck? Section 14, hints (d). */
+     * 10, task (d)). Stuck? chapters/hints/12.md, (d). */
     (void)data, (void)fit, (void)speedup_svg, (void)efficiency_svg;
     return DT_ERR_NOT_IMPLEMENTED;
     /* END STUDENT CODE */

@@ -107,11 +107,10 @@ typedef struct {
 
 /* Collective (every rank of comm calls it): runs step 0 as a warm-up, not
  * counted, then steps 1 .. steps, each with lab_measure_step; "mean" is over
- * those `steps` steps. Then combines the ranks' figures so that every rank
- * gets the same *out: e.g. dt_allgather each rank's mean lab_step_time as
- * sizeof(lab_step_time) bytes of DT_U8 (libdt has no double dtype; bytes
- * travel exactly) and compute the maximum and the means on every rank.
- * The load imbalance is that of task (a), lab_load_imbalance. steps >= 1. */
+ * those `steps` steps. Afterwards every rank holds the same *out, computed
+ * from every rank's means (libdt has no double dtype; bytes travel
+ * exactly). The load imbalance is that of task (a), lab_load_imbalance.
+ * steps >= 1. */
 dt_result lab_measure_job(dt_comm *comm, const lab_workload *w, int steps, lab_job_time *out);
 
 /* Given: runs lab_measure_job on ns[i] ranks for each i < count (the
@@ -168,5 +167,16 @@ typedef struct {
  * titles and axis labels are yours. n[0] must be 1 and n increasing. */
 dt_result lab_write_plots(const lab_scaling_data *data, const lab_amdahl *fit,
                           const char *speedup_svg, const char *efficiency_svg);
+
+/* ---------------------------------------------------------------- task (e): predict, then measure */
+
+/* *t_n := the T_N that lab_measure_job reports (its `step`: the slowest
+ * rank's mean step time, the warm-up left out) for workload w on n ranks
+ * over link, in modeled mode, with the ring allreduce (the algorithm libdt
+ * picks for w->grad_count floats above 32 KiB, dt/comm.h): worked out from
+ * sections 1, 7 and 9 without running a step. The tests then measure it
+ * with lab_sweep, to 1e-9 s. w in modeled mode (wall 0), n >= 1, else
+ * DT_ERR_INVALID_ARG. */
+dt_result lab_predict_step_time(const lab_workload *w, const dt_net *link, int n, double *t_n);
 
 #endif /* LAB_SCALING_H */

@@ -1,5 +1,5 @@
 /* zero.c - lab 08: ZeRO stages 1 to 3 (chapter 08). Your code goes
- * between the fences; the functions outside them are given. Tasks 1 to 5
+ * between the fences; the functions outside them are given. Tasks 1 to 6
  * are those of the chapter's section 9, which names the section that
  * derives each. */
 #include "zero.h"
@@ -341,6 +341,42 @@ dt_result lab_zero_release(lab_zero *z, int u)
     lab_zero_unit *un = &z->units[u];
     dt_mem_free(un->params);
     un->params = NULL;
+    return DT_OK;
+    /* END STUDENT CODE */
+}
+
+/* ================================================================ task 6 */
+
+dt_result lab_zero_predict(const dt_model *m, const lab_zero_config *cfg, int ranks,
+                           const dt_net *link, lab_zero_cost *out)
+{
+    /* BEGIN STUDENT CODE */
+    if (!m || !cfg || !link || !out || ranks < 1)
+        return dt_fail(DT_ERR_INVALID_ARG, "lab_zero_predict: NULL argument or %d ranks", ranks);
+    if (cfg->stage < LAB_ZERO_1 || cfg->stage > LAB_ZERO_3)
+        return dt_fail(DT_ERR_INVALID_ARG, "lab_zero_predict: stage %d (1 to 3)",
+                       (int)cfg->stage);
+    dt_unit *units = malloc((size_t)m->num_layers * sizeof *units);
+    if (!units)
+        return dt_fail(DT_ERR_NOMEM, "lab_zero_predict: units");
+    int n = make_units(m, cfg, units); /* the stage's units, as the step runs them */
+    double K = ranks, bytes = 0, t = 0;
+    for (int u = 0; u < n; u++) {
+        size_t c;
+        (void)lab_zero_shard_size(units[u].count, ranks, &c);
+        double padded = 4.0 * K * (double)c; /* every collective moves the padded unit */
+        /* per unit and step: a reduce-scatter of the gradients, and an
+         * allgather of the parameters (stage 3: two, forward and backward);
+         * each ring sends K - 1 blocks of one shard */
+        int gathers = cfg->stage == LAB_ZERO_3 ? 2 : 1;
+        bytes += (1 + gathers) * (K - 1) * 4.0 * (double)c;
+        t += dt_net_ring_reduce_scatter(link, padded, ranks) +
+             gathers * dt_net_ring_allgather(link, padded, ranks);
+    }
+    free(units);
+    if (n < 1)
+        return dt_fail(DT_ERR_INVALID_ARG, "lab_zero_predict: a model without layers");
+    *out = (lab_zero_cost){bytes, t};
     return DT_OK;
     /* END STUDENT CODE */
 }

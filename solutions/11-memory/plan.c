@@ -1,7 +1,8 @@
-/* plan.c - lab 11, tasks 3 and 4: which layer outputs the forward keeps
+/* plan.c - lab 11, tasks 3 to 5: which layer outputs the forward keeps
  * (chapter 11, sections 6 and 7): checkpoint_sequential's segments, what
- * a plan costs the executor, the cheapest plan under a byte budget; and,
- * given for comparison, the rule that counts kept bytes only. */
+ * a plan costs the executor, the cheapest plan under a byte budget, what
+ * a segment plan costs predicted from the formulas; and, given for
+ * comparison, the rule that counts kept bytes only. */
 #include "memory.h"
 
 #include <stdlib.h>
@@ -237,4 +238,26 @@ dt_result lab_plan_greedy(const lab_chain *c, size_t budget, lab_plan *p)
         kept -= c->out_bytes[best];
     }
     return DT_OK;
+}
+
+/* ---------------------------------------------------------------- predict, then measure */
+
+dt_result lab_predict_segments(int L, int k, int *peak, int *recomputed)
+{
+    /* BEGIN STUDENT CODE */
+    if (!peak || !recomputed)
+        return dt_fail(DT_ERR_INVALID_ARG, "lab_predict_segments: NULL result");
+    if (L < 1 || k < 1 || k > L)
+        return dt_fail(DT_ERR_INVALID_ARG, "lab_predict_segments: %d segments of %d layers "
+                       "(need 1 <= segments <= layers)", k, L);
+    /* k - 1 segments of s = floor(L / k) layers keep their last output; the
+     * last segment, L - (k - 1) s >= s layers, keeps all of its own. The
+     * peak is at the start of the backward: k - 1 + L - (k - 1) s outputs
+     * (a recomputed run holds at most k - 2 + s). Each of the first k - 1
+     * segments recomputes its s - 1 dropped layers. */
+    int s = L / k;
+    *peak = k - 1 + L - (k - 1) * s;
+    *recomputed = (k - 1) * (s - 1);
+    return DT_OK;
+    /* END STUDENT CODE */
 }

@@ -1,7 +1,8 @@
 /* fit.c - lab 12, task (c): fit Amdahl's law to measured step times, and
  * predict the speedup on more ranks (chapter 12, sections 3 and 4).
  * dt/metrics.h has a fit of its own (dt_amdahl_fit_joint); you may call it,
- * or write the least squares yourself. */
+ * or write the least squares yourself. Task (e): predict a step's time on
+ * a network, then let the tests measure it (sections 1, 7 and 9). */
 #include "scaling.h"
 
 #include <math.h>
@@ -51,6 +52,28 @@ dt_result lab_predict_speedup(const lab_amdahl *fit, int n, double *speedup)
     if (n < 1) return dt_fail(DT_ERR_INVALID_ARG, "predict_speedup: n = %d < 1", n);
     if (!isfinite(fit->p)) return dt_fail(DT_ERR_INVALID_ARG, "predict_speedup: p = %g", fit->p);
     *speedup = 1.0 / ((1.0 - fit->p) + fit->p / n); /* S(N) = 1 / ((1 - p) + p / N) */
+    return DT_OK;
+    /* END STUDENT CODE */
+}
+
+dt_result lab_predict_step_time(const lab_workload *w, const dt_net *link, int n, double *t_n)
+{
+    /* BEGIN STUDENT CODE */
+    if (!w || !link || !t_n)
+        return dt_fail(DT_ERR_INVALID_ARG, "predict_step_time: NULL %s",
+                       !w ? "w" : !link ? "link" : "t_n");
+    if (n < 1) return dt_fail(DT_ERR_INVALID_ARG, "predict_step_time: n = %d < 1", n);
+    if (w->wall) return dt_fail(DT_ERR_INVALID_ARG, "predict_step_time: a wall-mode workload");
+    /* Every rank does the serial part, then its share; the allreduce ends
+     * for all when the slowest share is done and the ring has run
+     * (sections 1 and 7): T_N = serial + the largest share + T_ring. */
+    double slowest = 0;
+    for (int r = 0; r < n; r++) {
+        double s = lab_rank_samples(w, r, n) * w->sample_s;
+        if (r == w->slow_rank) s *= w->slow_factor;
+        slowest = fmax(slowest, s);
+    }
+    *t_n = w->serial_s + slowest + dt_net_ring_allreduce(link, 4.0 * (double)w->grad_count, n);
     return DT_OK;
     /* END STUDENT CODE */
 }

@@ -65,3 +65,24 @@ TEST_HIDDEN_T(zero_with_sgd_momentum, 2, 30)
             EXPECT_OK(zt_launch(K, DT_BACKEND_THREAD, &run));
         }
 }
+
+/* Predict, then measure, in every stage: ZeRO-1 on 3 ranks over eth10,
+ * ZeRO-2 in two buckets on 4 over ib100, ZeRO-3 of the deep MLP on 6 over
+ * nvlink. */
+TEST_HIDDEN_T(predict_every_stage_then_measure, 2, 30)
+{
+    dt_test_see("chapter 08, sections 6, 7 and 9");
+    zt_expect_prediction(ZT_SPEC, LAB_ZERO_1, 0, 3, "eth10");
+    zt_expect_prediction(ZT_SPEC, LAB_ZERO_2, 2000, 4, "ib100");
+    zt_expect_prediction("deep:9,14,3,4", LAB_ZERO_3, 0, 6, "nvlink");
+    dt_model m;
+    dt_net link;
+    lab_zero_cost c;
+    lab_zero_config cfg = {LAB_ZERO_DDP, dt_adamw_config(0.01f), 0, NULL, NULL};
+    EXPECT_OK(dt_model_create_spec(&m, ZT_SPEC, ZT_SEED));
+    EXPECT_OK(dt_net_link("ib100", &link));
+    EXPECT_ERR(lab_zero_predict(&m, &cfg, 2, &link, &c), DT_ERR_INVALID_ARG);
+    cfg.stage = LAB_ZERO_2;
+    EXPECT_ERR(lab_zero_predict(&m, &cfg, 0, &link, &c), DT_ERR_INVALID_ARG);
+    dt_model_free(&m);
+}

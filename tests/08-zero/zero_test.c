@@ -100,7 +100,8 @@ const char *zt_stage_name(lab_zero_stage s)
 /* The collectives one step makes: stage 0 one allreduce; stages 1 and 2
  * one reduce-scatter and one allgather per unit; stage 3 an allgather per
  * unit for the forward and one for the backward, a reduce-scatter per unit. */
-static dt_result check_calls(const lab_zero *z, const dt_stats *s0, const dt_stats *s1)
+static dt_result check_calls(const lab_zero *z, int step, const dt_stats *s0,
+                             const dt_stats *s1)
 {
     uint64_t U = (uint64_t)z->num_units, want[3] = {0, 0, 0}; /* allreduce, RS, AG */
     if (z->cfg.stage == LAB_ZERO_DDP)
@@ -111,9 +112,10 @@ static dt_result check_calls(const lab_zero *z, const dt_stats *s0, const dt_sta
                        s1->calls[DT_COLL_REDUCE_SCATTER] - s0->calls[DT_COLL_REDUCE_SCATTER],
                        s1->calls[DT_COLL_ALLGATHER] - s0->calls[DT_COLL_ALLGATHER]};
     if (memcmp(got, want, sizeof got))
-        return dt_fail(DT_ERR_MISMATCH, "%s, %d units: a step made %llu allreduces, %llu "
-                       "reduce-scatters and %llu allgathers; expected %llu, %llu and %llu",
-                       zt_stage_name(z->cfg.stage), z->num_units, (unsigned long long)got[0],
+        return dt_fail(DT_ERR_MISMATCH, "%s on %d ranks, %d units: rank %d's step %d made "
+                       "%llu allreduces, %llu reduce-scatters and %llu allgathers; expected "
+                       "%llu, %llu and %llu", zt_stage_name(z->cfg.stage), z->ranks,
+                       z->num_units, z->rank, step + 1, (unsigned long long)got[0],
                        (unsigned long long)got[1], (unsigned long long)got[2],
                        (unsigned long long)want[0], (unsigned long long)want[1],
                        (unsigned long long)want[2]);
@@ -121,13 +123,14 @@ static dt_result check_calls(const lab_zero *z, const dt_stats *s0, const dt_sta
 }
 
 /* Section 7: 2 psi (K-1)/K floats for stages 0 to 2, 3 psi (K-1)/K for 3. */
-static dt_result check_bytes(const lab_zero *z, size_t psi, uint64_t sent)
+static dt_result check_bytes(const lab_zero *z, int step, size_t psi, uint64_t sent)
 {
     int K = z->ranks;
     double want = 4.0 * (z->cfg.stage == LAB_ZERO_3 ? 3 : 2) * (double)psi * (K - 1) / K;
     if (K == 1 ? sent != 0 : fabs((double)sent - want) > 0.05 * want)
-        return dt_fail(DT_ERR_MISMATCH, "%s on %d ranks: a step sent %llu bytes, section 7 "
-                       "says %d psi (K-1)/K = %.0f (within 5%%)", zt_stage_name(z->cfg.stage), K,
+        return dt_fail(DT_ERR_MISMATCH, "%s on %d ranks: rank %d's step %d sent %llu bytes, "
+                       "section 7 says %d psi (K-1)/K = %.0f (within 5%%)",
+                       zt_stage_name(z->cfg.stage), K, z->rank, step + 1,
                        (unsigned long long)sent, z->cfg.stage == LAB_ZERO_3 ? 3 : 2, want);
     return DT_OK;
 }
@@ -142,15 +145,15 @@ static dt_result check_memory(const lab_zero *z, size_t psi, const dt_mem_stats 
     for (int i = 0; i < 3; i++) {
         double got = (double)ms->peak[tags[i]];
         if (fabs(got - want[i]) > 0.05 * want[i])
-            return dt_fail(DT_ERR_MISMATCH, "%s on %d ranks, %d units: peak %s memory %.0f "
-                           "bytes per rank over the steps, the formula %.0f (within 5%%)",
-                           zt_stage_name(z->cfg.stage), z->ranks, z->num_units,
+            return dt_fail(DT_ERR_MISMATCH, "%s on %d ranks, %d units: rank %d's peak %s "
+                           "memory %.0f bytes over the steps, the formula %.0f (within 5%%)",
+                           zt_stage_name(z->cfg.stage), z->ranks, z->num_units, z->rank,
                            dt_mem_tag_name(tags[i]), got, want[i]);
         counted += got, formula += want[i];
     }
     char what[96];
-    snprintf(what, sizeof what, "%s on %d ranks, %d units", zt_stage_name(z->cfg.stage), z->ranks,
-             z->num_units);
+    snprintf(what, sizeof what, "%s on %d ranks, %d units, rank %d", zt_stage_name(z->cfg.stage),
+             z->ranks, z->num_units, z->rank);
     return dt_test_whole_peak(counted, (double)ms->peak[DT_MEM_UNTAGGED], formula, 0.05,
                               what);
 }
@@ -337,13 +340,15 @@ static dt_result train_lab(dt_comm *w, const zero_run *run, const dt_dataset *d,
         if (r == DT_OK)
             r = dt_comm_stats(w, &s1);
         if (r == DT_OK && (run->checks & ZT_CALLS))
-            r = check_calls(&z, &s0, &s1);
+            r = check_calls(&z, s, &s0, &s1);
         if (r == DT_OK && (run->checks & ZT_BYTES))
-            r = check_bytes(&z, psi, s1.bytes_sent - s0.bytes_sent);
+            r = check_bytes(&z, s, psi, s1.bytes_sent - s0.bytes_sent);
         if (r == DT_OK && probe.why[0])
             r = dt_fail(DT_ERR_MISMATCH, "%s", probe.why);
         if (r == DT_OK && (run->checks & ZT_MEAN) && probe.syncs == 0)
-            r = dt_fail(DT_ERR_STATE, "the step never reached its sync");
+            r = dt_fail(DT_ERR_STATE, "%s on %d ranks: rank %d's step 1 never reached its "
+                        "sync (the given hook that calls the probe)", zt_stage_name(z.cfg.stage),
+                        z.ranks, z.rank);
     }
     dt_mem_stats ms;
     dt_mem_stats_get(&ms);
@@ -380,9 +385,10 @@ dt_result zt_check_rank(dt_comm *w, void *arg)
         size_t worst;
         double e = rel_diff(params, ref, psi, &worst);
         if (!(e <= 1e-5))
-            r = dt_fail(DT_ERR_MISMATCH, "%s on %d ranks: after %d steps of %s params[%zu] "
-                        "= %.9g, data parallelism gives %.9g (relative difference %.3g > 1e-5)",
-                        zt_stage_name(run->stage), dt_comm_size(w), run->steps,
+            r = dt_fail(DT_ERR_MISMATCH, "%s on %d ranks: rank %d after %d steps of %s: "
+                        "params[%zu] = %.9g, data parallelism gives %.9g (relative difference "
+                        "%.3g > 1e-5)", zt_stage_name(run->stage), dt_comm_size(w),
+                        dt_comm_rank(w), run->steps,
                         run->sgd ? "SGD" : "AdamW", worst,
                         (double)params[worst], (double)ref[worst], e);
     }
@@ -412,4 +418,127 @@ dt_result zt_launch(int K, dt_backend b, const zero_run *run)
     o.net = "none";
     o.timeout_s = 10;
     return dt_launch(&o, zt_check_rank, (void *)run);
+}
+
+/* ---------------------------------------------------------------- predict, then measure */
+
+dt_result zt_cost_formula(const char *spec, lab_zero_stage stage, size_t bucket_bytes, int K,
+                          const char *net, zt_cost *out, int *units)
+{
+    dt_model m;
+    dt_net link;
+    DT_CHECK(dt_net_link(net, &link));
+    DT_CHECK(dt_model_create_spec(&m, spec, ZT_SEED));
+    /* the units of the stage: stage 1 the whole model; stage 2 buckets
+     * closed, from the last layer, once they hold bucket_bytes of
+     * gradients (0: every layer); stage 3 every layer */
+    size_t counts[64];
+    int n = 0;
+    size_t held = 0;
+    for (int i = m.num_layers - 1; i >= 0 && n < 64; i--) {
+        held += m.layers[i].param_count;
+        if (i == 0 || (stage == LAB_ZERO_3) ||
+            (stage == LAB_ZERO_2 && held * sizeof(float) >= bucket_bytes))
+            counts[n++] = held, held = 0;
+    }
+    dt_model_free(&m);
+    double bytes = 0, t = 0, passes = stage == LAB_ZERO_3 ? 3 : 2;
+    for (int u = 0; u < n; u++) {
+        double block = 4.0 * (double)zt_shard(counts[u], K); /* one shard, in bytes */
+        bytes += passes * (K - 1) * block;
+        t += passes * (K - 1) * (link.alpha + block / link.beta);
+    }
+    *out = (zt_cost){bytes, t};
+    *units = n;
+    return DT_OK;
+}
+
+typedef struct {
+    const char *spec;
+    lab_zero_stage stage;
+    size_t bucket_bytes;
+} cost_args;
+
+static dt_result cost_rank(dt_comm *w, void *arg)
+{
+    const cost_args *a = arg;
+    zt_cost *out = dt_rank_out(w);
+    zero_run run = {a->spec, a->stage, a->bucket_bytes, 4, 2, 0, 0};
+    dt_model m;
+    dt_dataset d;
+    lab_zero z = {0};
+    float x[4 * 64];
+    int32_t y[4];
+    lab_zero_config cfg = {a->stage, zt_optim(&run), a->bucket_bytes, NULL, NULL};
+    DT_CHECK(dt_model_create_spec(&m, a->spec, ZT_SEED));
+    dt_result r = m.in_width <= 64 ? zt_data(&d, &m)
+                                   : dt_fail(DT_ERR_INVALID_ARG, "zero tests: input too wide");
+    if (r == DT_OK) {
+        r = lab_zero_init(&z, w, &m, &cfg);
+        for (int s = 0; r == DT_OK && s < run.steps; s++) {
+            dt_stats s0, s1;
+            r = batch(&d, z.ranks, z.rank, s, run.B, x, y);
+            if (r == DT_OK)
+                r = dt_comm_stats(w, &s0);
+            if (r == DT_OK)
+                r = lab_zero_step(&z, x, y, run.B, NULL);
+            if (r == DT_OK)
+                r = dt_comm_stats(w, &s1);
+            if (r == DT_OK)
+                *out = (zt_cost){(double)(s1.bytes_sent - s0.bytes_sent),
+                                 s1.time_comm_modeled - s0.time_comm_modeled};
+        }
+        if (z.units)
+            lab_zero_free(&z);
+        dt_dataset_free(&d);
+    }
+    dt_model_free(&m);
+    return r;
+}
+
+dt_result zt_cost_measured(const char *spec, lab_zero_stage stage, size_t bucket_bytes, int K,
+                           const char *net, zt_cost *out)
+{
+    cost_args a = {spec, stage, bucket_bytes};
+    dt_launch_opts o;
+    dt_launch_opts_init(&o);
+    o.nranks = K;
+    o.backend = DT_BACKEND_THREAD;
+    o.algo = DT_ALGO_RING; /* the formulas are the ring's */
+    o.net = net;
+    o.timeout_s = 10;
+    o.out = out, o.out_bytes = sizeof out[0];
+    return dt_launch(&o, cost_rank, &a);
+}
+
+void zt_expect_prediction(const char *spec, lab_zero_stage stage, size_t bucket_bytes, int K,
+                          const char *net)
+{
+    dt_model m;
+    dt_net link;
+    lab_zero_cost pred = {-1, -1};
+    zt_cost want, got[16];
+    int units = 0;
+    char what[160];
+    lab_zero_config cfg = {stage, dt_adamw_config(0.01f), bucket_bytes, NULL, NULL};
+    EXPECT(K <= 16, "zero tests: %d ranks", K);
+    EXPECT_OK(dt_net_link(net, &link));
+    EXPECT_OK(zt_cost_formula(spec, stage, bucket_bytes, K, net, &want, &units));
+    snprintf(what, sizeof what, "%s, %s (%d units), K = %d, over %s", zt_stage_name(stage),
+             spec, units, K, net);
+    EXPECT_OK(dt_model_create_spec(&m, spec, ZT_SEED));
+    dt_result r = lab_zero_predict(&m, &cfg, K, &link, &pred);
+    dt_model_free(&m);
+    EXPECT(r == DT_OK, "%s: lab_zero_predict: %s", what, dt_last_error());
+    EXPECT(pred.bytes_sent == want.bytes && fabs(pred.comm_s - want.comm_s) <= 1e-9 * want.comm_s,
+           "%s: predicted %.0f bytes sent per rank and %.3f us of collectives a step; section "
+           "7's formulas with this lab's units and padding give %.0f bytes and %.3f us",
+           what, pred.bytes_sent, pred.comm_s * 1e6, want.bytes, want.comm_s * 1e6);
+    EXPECT_OK(zt_cost_measured(spec, stage, bucket_bytes, K, net, got));
+    for (int q = 0; q < K; q++)
+        EXPECT(got[q].bytes == pred.bytes_sent &&
+                   fabs(got[q].comm_s - pred.comm_s) <= 1e-9 * pred.comm_s,
+               "%s: predicted %.0f bytes and %.3f us a step, as section 7's formulas do; rank "
+               "%d measured %.0f bytes and %.3f us in the second step of lab_zero_step",
+               what, pred.bytes_sent, pred.comm_s * 1e6, q, got[q].bytes, got[q].comm_s * 1e6);
 }

@@ -64,4 +64,36 @@ dt_result zt_check_rank(dt_comm *world, void *arg);
  * that bytes follow the formulas). */
 dt_result zt_launch(int K, dt_backend b, const zero_run *run);
 
+/* ---------------------------------------------------------------- predict, then measure */
+
+/* One step's communication of one rank, as the tests work it out or
+ * measure it. */
+typedef struct {
+    double bytes;   /* bytes sent */
+    double comm_s;  /* modeled seconds in collectives */
+} zt_cost;
+
+/* Section 7's formulas for one step of `stage` (1 to 3) of model spec on K
+ * ranks over the link net (a preset with gamma 0), ring algorithm, with
+ * the units the lab runs (one; buckets closed at bucket_bytes walking from
+ * the last layer; one per layer) each padded to K shards: per unit of
+ * shard c, a reduce-scatter and one allgather (stage 3: two) of 4 K c
+ * bytes, each (K - 1) (alpha + 4 c / beta) and (K - 1) 4 c bytes sent.
+ * Worked out here, not by the lab. *units gets how many units. */
+dt_result zt_cost_formula(const char *spec, lab_zero_stage stage, size_t bucket_bytes, int K,
+                          const char *net, zt_cost *out, int *units);
+
+/* Runs two steps of the lab's stage (AdamW) on K thread ranks over net,
+ * ring algorithm, and gives each rank's bytes sent and modeled seconds in
+ * collectives during the second: out has K entries. */
+dt_result zt_cost_measured(const char *spec, lab_zero_stage stage, size_t bucket_bytes, int K,
+                           const char *net, zt_cost *out);
+
+/* The whole check of lab_zero_predict for one configuration: the
+ * prediction against zt_cost_formula, then against the measured step of
+ * every rank; bytes exactly, seconds within 1e-9 relative. Fails the test
+ * naming the configuration and all three figures. */
+void zt_expect_prediction(const char *spec, lab_zero_stage stage, size_t bucket_bytes, int K,
+                          const char *net);
+
 #endif /* ZERO_TEST_H */

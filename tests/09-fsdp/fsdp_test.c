@@ -85,8 +85,8 @@ static const char *mode(const fsdp_run *run)
 
 /* Per step: every unit gathered for the forward and, with resharding,
  * again for the backward; reduce-scattered once; no allreduce. */
-static dt_result check_calls(const fsdp_run *run, const lab_fsdp *f, const dt_stats *s0,
-                             const dt_stats *s1)
+static dt_result check_calls(const fsdp_run *run, const lab_fsdp *f, int step,
+                             const dt_stats *s0, const dt_stats *s1)
 {
     uint64_t U = (uint64_t)f->num_units;
     uint64_t ag = s1->calls[DT_COLL_ALLGATHER] - s0->calls[DT_COLL_ALLGATHER];
@@ -94,22 +94,24 @@ static dt_result check_calls(const fsdp_run *run, const lab_fsdp *f, const dt_st
     uint64_t ar = s1->calls[DT_COLL_ALLREDUCE] - s0->calls[DT_COLL_ALLREDUCE];
     uint64_t want_ag = run->reshard ? 2 * U : U;
     if (ag != want_ag || rs != U || ar != 0)
-        return dt_fail(DT_ERR_MISMATCH, "%s, %d units: a step made %llu all-gathers, %llu "
-                       "reduce-scatters and %llu allreduces; expected %llu, %llu and 0",
-                       mode(run), f->num_units, (unsigned long long)ag, (unsigned long long)rs,
+        return dt_fail(DT_ERR_MISMATCH, "%s on %d ranks, %d units: rank %d's step %d made "
+                       "%llu all-gathers, %llu reduce-scatters and %llu allreduces; expected "
+                       "%llu, %llu and 0", mode(run), f->ranks, f->num_units, f->rank, step + 1,
+                       (unsigned long long)ag, (unsigned long long)rs,
                        (unsigned long long)ar, (unsigned long long)want_ag,
                        (unsigned long long)U);
     return DT_OK;
 }
 
-static dt_result check_bytes(const fsdp_run *run, const lab_fsdp *f, size_t psi, uint64_t sent)
+static dt_result check_bytes(const fsdp_run *run, const lab_fsdp *f, int step, size_t psi,
+                             uint64_t sent)
 {
     int K = f->ranks, passes = run->reshard ? 3 : 2;
     double want = 4.0 * passes * (double)psi * (K - 1) / K;
     if (K == 1 ? sent != 0 : fabs((double)sent - want) > 0.05 * want)
-        return dt_fail(DT_ERR_MISMATCH, "%s on %d ranks: a step sent %llu bytes, expected %d "
-                       "psi (K-1)/K = %.0f (within 5%%)", mode(run), K,
-                       (unsigned long long)sent, passes, want);
+        return dt_fail(DT_ERR_MISMATCH, "%s on %d ranks: rank %d's step %d sent %llu bytes, "
+                       "expected %d psi (K-1)/K = %.0f (within 5%%)", mode(run), K, f->rank,
+                       step + 1, (unsigned long long)sent, passes, want);
     return DT_OK;
 }
 
@@ -129,16 +131,17 @@ static dt_result check_memory(const fsdp_run *run, const lab_fsdp *f, const dt_m
     double two = shards + big[0] + big[1], param = (double)ms->peak[DT_MEM_PARAM];
     double grad = (double)ms->peak[DT_MEM_GRAD];
     if ((run->checks & FT_PEAK2) && (param > 1.05 * two || grad > 1.05 * two))
-        return dt_fail(DT_ERR_MISMATCH, "%s on %d ranks: peak PARAM %.0f and GRAD %.0f bytes; "
-                       "the shards and the two largest units are %.0f (+5%%)", mode(run),
-                       f->ranks, param, grad, two);
+        return dt_fail(DT_ERR_MISMATCH, "%s on %d ranks: rank %d's peak PARAM %.0f and GRAD "
+                       "%.0f bytes; the shards and the two largest units are %.0f (+5%%)",
+                       mode(run), f->ranks, f->rank, param, grad, two);
     if ((run->checks & FT_FULL) && fabs(param - (shards + all)) > 0.05 * (shards + all))
-        return dt_fail(DT_ERR_MISMATCH, "%s on %d ranks: peak PARAM %.0f bytes; keeping every "
-                       "unit from its forward to its backward holds the shards and the whole "
-                       "model, %.0f (within 5%%)", mode(run), f->ranks, param, shards + all);
+        return dt_fail(DT_ERR_MISMATCH, "%s on %d ranks: rank %d's peak PARAM %.0f bytes; "
+                       "keeping every unit from its forward to its backward holds the shards and "
+                       "the whole model, %.0f (within 5%%)", mode(run), f->ranks, f->rank, param,
+                       shards + all);
     /* the rank's whole peak: what the lab allocated outside dt_mem_alloc counts too */
     char what[96];
-    snprintf(what, sizeof what, "%s on %d ranks", mode(run), f->ranks);
+    snprintf(what, sizeof what, "%s on %d ranks, rank %d", mode(run), f->ranks, f->rank);
     double untagged = (double)ms->peak[DT_MEM_UNTAGGED];
     if (run->checks & FT_PEAK2)
         return dt_test_whole_peak(param + grad, untagged, 2 * two, 0.05, what);
@@ -227,8 +230,8 @@ static dt_result check_mean(const fsdp_run *run, const lab_fsdp *f, const float 
 }
 
 /* One step of the lab with its checks; *clock gets its modeled time. */
-static dt_result lab_step(dt_comm *w, const fsdp_run *run, lab_fsdp *f, const dt_batch *b,
-                          size_t psi, double *clock)
+static dt_result lab_step(dt_comm *w, const fsdp_run *run, lab_fsdp *f, int step,
+                          const dt_batch *b, size_t psi, double *clock)
 {
     dt_stats s0, s1;
     DT_CHECK(dt_comm_stats(w, &s0));
@@ -237,9 +240,9 @@ static dt_result lab_step(dt_comm *w, const fsdp_run *run, lab_fsdp *f, const dt
     *clock = dt_clock(w) - c0;
     DT_CHECK(dt_comm_stats(w, &s1));
     if (run->checks & FT_CALLS)
-        DT_CHECK(check_calls(run, f, &s0, &s1));
+        DT_CHECK(check_calls(run, f, step, &s0, &s1));
     if (run->checks & FT_BYTES)
-        DT_CHECK(check_bytes(run, f, psi, s1.bytes_sent - s0.bytes_sent));
+        DT_CHECK(check_bytes(run, f, step, psi, s1.bytes_sent - s0.bytes_sent));
     return DT_OK;
 }
 
@@ -264,14 +267,16 @@ static dt_result train_lab(dt_comm *w, fsdp_run *run, const dt_dataset *d, dt_mo
         return r;
     }
     if (strcmp(f.trainer.sync.name, "lab_fsdp") || strcmp(f.trainer.update.name, "lab_fsdp"))
-        r = dt_fail(DT_ERR_STATE, "the loop's hooks are not the lab's");
+        r = dt_fail(DT_ERR_STATE, "the loop's hooks are not the lab's (sync %s, update %s): "
+                    "the library's own FSDP does not count", f.trainer.sync.name,
+                    f.trainer.update.name);
     dt_mem_reset_peak();
     for (int s = 0; r == DT_OK && s < run->steps; s++) {
         dt_batch b;
         double t;
         r = ft_batch(d, m, f.ranks, f.rank, s, run->B, bb->x, bb->tok, bb->y, &b);
         if (r == DT_OK)
-            r = lab_step(w, run, &f, &b, psi, &t);
+            r = lab_step(w, run, &f, s, &b, psi, &t);
         if (r == DT_OK && s == 0 && mean)
             r = check_mean(run, &f, mean);
         if (r == DT_OK && f.rank == 0)
@@ -308,9 +313,10 @@ static dt_result compare(dt_comm *w, const fsdp_run *run, const float *params, c
     size_t worst;
     double e = rel_diff(params, ref, psi, &worst);
     if (!(e <= 1e-5))
-        return dt_fail(DT_ERR_MISMATCH, "%s, %s on %d ranks: after %d steps of AdamW params[%zu] "
-                       "= %.9g, data parallelism gives %.9g (relative difference %.3g > 1e-5)",
-                       mode(run), run->spec, dt_comm_size(w), run->steps, worst,
+        return dt_fail(DT_ERR_MISMATCH, "%s, %s on %d ranks: rank %d after %d steps of AdamW: "
+                       "params[%zu] = %.9g, data parallelism gives %.9g (relative difference "
+                       "%.3g > 1e-5)", mode(run), run->spec, dt_comm_size(w), dt_comm_rank(w),
+                       run->steps, worst,
                        (double)params[worst], (double)ref[worst], e);
     float *root = malloc(psi * sizeof *root);
     dt_result r = root ? dt_broadcast(params, root, psi, DT_F32, 0, w)
@@ -382,4 +388,109 @@ int ft_trace_spans(const char *path, const char *name, int lane, ft_span *out, i
             out[j] = out[j - 1], out[j - 1] = t;
         }
     return k;
+}
+
+/* ---------------------------------------------------------------- predict, then measure */
+
+dt_result ft_peak_formula(const char *spec, size_t min_unit_params, int prefetch, int reshard,
+                          int K, size_t *param, size_t *grad, int *units)
+{
+    dt_model m;
+    DT_CHECK(dt_model_create_spec(&m, spec, FT_SEED));
+    double full[64];
+    int n = 0;
+    size_t held = 0;
+    for (int i = 0; i < m.num_layers && n < 64; i++) { /* section 1's wrap */
+        held += m.layers[i].param_count;
+        if (held >= min_unit_params || i == m.num_layers - 1)
+            full[n++] = 4.0 * K * (double)ft_shard(held, K), held = 0;
+    }
+    dt_model_free(&m);
+    double shards = 0, all = 0, big = 0, pair = 0;
+    for (int u = 0; u < n; u++) {
+        shards += full[u] / K, all += full[u], big = fmax(big, full[u]);
+        pair = fmax(pair, u > 0 ? full[u - 1] + full[u] : full[u]);
+    }
+    *param = (size_t)(shards + (!reshard ? all : prefetch ? pair : big));
+    *grad = (size_t)(shards + pair);
+    *units = n;
+    return DT_OK;
+}
+
+typedef struct {
+    const char *spec;
+    lab_fsdp_config cfg;
+} peak_args;
+
+typedef struct {
+    size_t param, grad;
+} peak_out;
+
+/* Two steps of the lab's FSDP; the peaks of the second. */
+static dt_result peak_rank(dt_comm *w, void *arg)
+{
+    const peak_args *a = arg;
+    peak_out *out = dt_rank_out(w);
+    dt_model m = {0};
+    dt_dataset d = {0};
+    lab_fsdp f = {0};
+    float x[4 * 64];
+    int32_t tok[4 * 16], y[4 * 16];
+    DT_CHECK(dt_model_create_spec(&m, a->spec, FT_SEED));
+    dt_result r = m.in_width <= 64 && m.max_seq <= 16
+                      ? ft_data(&d, &m) : dt_fail(DT_ERR_INVALID_ARG, "fsdp tests: model too wide");
+    if (r == DT_OK)
+        r = lab_fsdp_init(&f, w, &m, &a->cfg);
+    for (int s = 0; r == DT_OK && s < 2; s++) {
+        dt_batch b;
+        r = ft_batch(&d, &m, f.ranks, f.rank, s, 4, x, tok, y, &b);
+        if (r == DT_OK && s == 1)
+            dt_mem_reset_peak();
+        if (r == DT_OK)
+            r = lab_fsdp_step(&f, &b, NULL);
+        if (r == DT_OK && s == 1) {
+            dt_mem_stats ms;
+            dt_mem_stats_get(&ms);
+            *out = (peak_out){ms.peak[DT_MEM_PARAM], ms.peak[DT_MEM_GRAD]};
+        }
+    }
+    if (f.units)
+        lab_fsdp_free(&f);
+    dt_dataset_free(&d);
+    dt_model_free(&m);
+    return r;
+}
+
+void ft_expect_peak_prediction(const char *spec, size_t min_unit_params, int prefetch,
+                               int reshard, int K)
+{
+    size_t want_p, want_g, pred_p = 0, pred_g = 0;
+    int units;
+    char what[200];
+    peak_args a = {spec, {ft_optim(), min_unit_params, prefetch, reshard, NULL, NULL}};
+    fsdp_run mode_of = {.prefetch = prefetch, .reshard = reshard};
+    peak_out got[8];
+    dt_model m;
+    EXPECT(K <= 8, "fsdp tests: %d ranks", K);
+    EXPECT_OK(ft_peak_formula(spec, min_unit_params, prefetch, reshard, K, &want_p, &want_g,
+                              &units));
+    snprintf(what, sizeof what, "%s, %s wrapped at %zu parameters (%d units), K = %d",
+             mode(&mode_of), spec, min_unit_params, units, K);
+    EXPECT_OK(dt_model_create_spec(&m, spec, FT_SEED));
+    dt_result r = lab_fsdp_predict_peak(&m, &a.cfg, K, &pred_p, &pred_g);
+    dt_model_free(&m);
+    EXPECT(r == DT_OK, "%s: lab_fsdp_predict_peak: %s", what, dt_last_error());
+    EXPECT(pred_p == want_p && pred_g == want_g, "%s: predicted peaks of %zu bytes of PARAM and "
+           "%zu of GRAD; the shards and the units section 3 holds at once come to %zu and %zu",
+           what, pred_p, pred_g, want_p, want_g);
+    dt_launch_opts o;
+    dt_launch_opts_init(&o);
+    o.nranks = K, o.backend = DT_BACKEND_THREAD, o.algo = DT_ALGO_RING, o.net = "none";
+    o.timeout_s = 10, o.out = got, o.out_bytes = sizeof got[0];
+    EXPECT_OK(dt_launch(&o, peak_rank, &a));
+    for (int q = 0; q < K; q++)
+        EXPECT(got[q].param == pred_p && got[q].grad == pred_g, "%s: predicted peaks of %zu "
+               "bytes of PARAM and %zu of GRAD, as section 3 says; rank %d held %zu and %zu at "
+               "its peaks over the second step of lab_fsdp_step", what, pred_p, pred_g, q,
+               got[q].param, got[q].grad);
 }

@@ -64,4 +64,25 @@ int ft_trace_spans(const char *path, const char *name, int lane, ft_span *out, i
  * algorithm; run->trace, if set, gets the job's trace). */
 dt_result ft_launch(int K, dt_backend b, const char *net, fsdp_run *run);
 
+/* ---------------------------------------------------------------- predict, then measure */
+
+/* A model whose two largest units (1230 and 180 parameters, one layer
+ * each) are not neighbours: layers of 1230, 155, 180, 155. */
+#define FT_UNEVEN "mlp:40,30,5,30,5"
+
+/* The peak bytes of PARAM and GRAD of one rank over a step, worked out
+ * here from the wrap policy and section 3: the shards, and beside them
+ * the padded units held whole at once (the largest pair of neighbours with
+ * prefetch, the largest unit without, every unit without resharding; for
+ * the gradients the largest pair of neighbours). *units gets how many. */
+dt_result ft_peak_formula(const char *spec, size_t min_unit_params, int prefetch, int reshard,
+                          int K, size_t *param, size_t *grad, int *units);
+
+/* lab_fsdp_predict_peak for one configuration against ft_peak_formula,
+ * then against every rank's peaks measured over the second step of the
+ * lab's FSDP (thread ranks): byte for byte. Fails the test naming the
+ * configuration and the three figures. */
+void ft_expect_peak_prediction(const char *spec, size_t min_unit_params, int prefetch,
+                               int reshard, int K);
+
 #endif /* FSDP_TEST_H */

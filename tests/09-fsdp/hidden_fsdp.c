@@ -26,7 +26,8 @@ TEST_HIDDEN_T(fsdp_gpt_grouped_units, 1, 30)
     fsdp_run off = on;
     off.reshard = 0, off.checks = FT_PARAMS | FT_MEAN | FT_FULL | FT_BYTES | FT_CALLS;
     EXPECT_OK(ft_launch(4, DT_BACKEND_THREAD, "none", &on));
-    EXPECT(on.units == 3, "%d units, expected 3", on.units);
+    EXPECT(on.units == 3, "%s wrapped at 500 parameters: %d units, expected 3 (embedding and "
+           "block 1, block 2, head)", FT_GPT, on.units);
     EXPECT_OK(ft_launch(4, DT_BACKEND_THREAD, "none", &off));
 }
 
@@ -100,4 +101,23 @@ TEST_HIDDEN_T(fsdp_five_ranks, 1, 30)
     fsdp_run run = {FT_MLP, 0, 1, 1, 0, 0, 3, 2,
                     FT_PARAMS | FT_MEAN | FT_PEAK2 | FT_BYTES | FT_CALLS, NULL, 0, 0};
     EXPECT_OK(ft_launch(5, DT_BACKEND_THREAD, "none", &run));
+}
+
+/* Predict, then measure, under every switch: the deep MLP in units of
+ * about 700 parameters, the GPT by blocks, a single unit. */
+TEST_HIDDEN_T(predict_peaks_under_every_switch, 2, 30)
+{
+    dt_test_see("chapter 09, sections 1, 3 and 5");
+    for (int prefetch = 0; prefetch <= 1; prefetch++)
+        for (int reshard = 0; reshard <= 1; reshard++)
+            ft_expect_peak_prediction(FT_MLP, 700, prefetch, reshard, 3);
+    ft_expect_peak_prediction(FT_GPT, 500, 1, 1, 4);
+    ft_expect_peak_prediction(FT_UNEVEN, 0, 0, 1, 2);
+    ft_expect_peak_prediction(FT_UNEVEN, (size_t)1 << 40, 1, 1, 3);
+    dt_model m;
+    size_t p, g;
+    lab_fsdp_config cfg = {dt_adamw_config(0.01f), 0, 1, 1, NULL, NULL};
+    EXPECT_OK(dt_model_create_spec(&m, FT_MLP, FT_SEED));
+    EXPECT_ERR(lab_fsdp_predict_peak(&m, &cfg, 0, &p, &g), DT_ERR_INVALID_ARG);
+    dt_model_free(&m);
 }

@@ -68,8 +68,9 @@ static dt_result gather_rank(dt_comm *w, void *arg)
         dt_mem_stats_get(&a);
         r = lab_fsdp_unshard_start(&f, u);
         if (r == DT_OK && (!un->params || !un->gather))
-            r = dt_fail(DT_ERR_STATE, "unit %d: after unshard_start params %p, gather %p: an "
-                        "all-gather must be in flight", u, (void *)un->params, (void *)un->gather);
+            r = dt_fail(DT_ERR_STATE, "%d ranks, rank %d, unit %d: after unshard_start params "
+                        "%p, gather %p: an all-gather must be in flight", K, dt_comm_rank(w), u,
+                        (void *)un->params, (void *)un->gather);
         if (r == DT_OK)
             r = lab_fsdp_unshard_start(&f, u); /* in flight already: nothing */
         if (r == DT_OK)
@@ -77,14 +78,17 @@ static dt_result gather_rank(dt_comm *w, void *arg)
         dt_mem_stats_get(&b);
         if (r == DT_OK && (un->gather || b.current[DT_MEM_PARAM] - a.current[DT_MEM_PARAM] !=
                                              4 * full))
-            r = dt_fail(DT_ERR_MISMATCH, "unit %d gathered: gather %p, %zu more bytes of PARAM, "
-                        "expected NULL and %zu", u, (void *)un->gather,
+            r = dt_fail(DT_ERR_MISMATCH, "%d ranks, rank %d, unit %d gathered: gather %p, %zu "
+                        "more bytes of PARAM, expected NULL and %zu", K, dt_comm_rank(w), u,
+                        (void *)un->gather,
                         b.current[DT_MEM_PARAM] - a.current[DT_MEM_PARAM], 4 * full);
         for (size_t i = 0; r == DT_OK && i < full; i++) {
             float want = i < un->unit.count ? init.params[un->unit.offset + i] : 0;
             if (un->params[i] != want)
-                r = dt_fail(DT_ERR_MISMATCH, "unit %d gathered: params[%zu] = %g, expected %g",
-                            u, i, (double)un->params[i], (double)want);
+                r = dt_fail(DT_ERR_MISMATCH, "%d ranks, rank %d, unit %d gathered: params[%zu] = "
+                            "%g, expected %g (%s)", K, dt_comm_rank(w), u, i,
+                            (double)un->params[i], (double)want,
+                            i < un->unit.count ? "the initial parameter" : "padding");
         }
         if (r == DT_OK)
             r = lab_fsdp_unshard_wait(&f, u); /* gathered already: no second all-gather */
@@ -92,14 +96,17 @@ static dt_result gather_rank(dt_comm *w, void *arg)
             r = lab_fsdp_reshard(&f, u);
         dt_mem_stats_get(&b);
         if (r == DT_OK && (un->params || b.current[DT_MEM_PARAM] != a.current[DT_MEM_PARAM]))
-            r = dt_fail(DT_ERR_MISMATCH, "unit %d resharded: params %p, PARAM %zu bytes, "
-                        "before the gather %zu", u, (void *)un->params,
+            r = dt_fail(DT_ERR_MISMATCH, "%d ranks, rank %d, unit %d resharded: params %p, "
+                        "PARAM %zu bytes, before the gather %zu", K, dt_comm_rank(w), u,
+                        (void *)un->params,
                         b.current[DT_MEM_PARAM], a.current[DT_MEM_PARAM]);
     }
     if (r == DT_OK)
         r = dt_comm_stats(w, &s);
     if (r == DT_OK && s.calls[DT_COLL_ALLGATHER] != (uint64_t)f.num_units)
-        r = dt_fail(DT_ERR_MISMATCH, "%llu all-gathers for %d units gathered once each",
+        r = dt_fail(DT_ERR_MISMATCH, "%d ranks, rank %d: %llu all-gathers for %d units "
+                    "gathered once each (a second unshard_start or unshard_wait of a unit "
+                    "gathered or in flight starts none)", K, dt_comm_rank(w),
                     (unsigned long long)s.calls[DT_COLL_ALLGATHER], f.num_units);
     if (r == DT_OK || f.units)
         lab_fsdp_free(&f);
@@ -146,8 +153,9 @@ static dt_result reduce_rank(dt_comm *w, void *arg)
         if (r == DT_OK)
             r = lab_fsdp_reduce_wait(&f, u);
         if (r == DT_OK && (un->grads || un->reduce))
-            r = dt_fail(DT_ERR_STATE, "unit %d reduced: grads %p, reduce %p, expected both NULL",
-                        u, (void *)un->grads, (void *)un->reduce);
+            r = dt_fail(DT_ERR_STATE, "%d ranks, rank %d, unit %d reduced: grads %p, reduce %p, "
+                        "expected both NULL", K, rank, u, (void *)un->grads,
+                        (void *)un->reduce);
         for (size_t i = 0; r == DT_OK && i < c; i++) {
             float want = (float)(((size_t)rank * c + i) % 7) + (float)(K * (K - 1)) / 2;
             if (un->grad_shard[i] != want)
@@ -268,4 +276,14 @@ TEST_T(reshard_off_keeps_parameters_and_sends_2_psi, 2, 30)
         EXPECT_OK(ft_launch(K, DT_BACKEND_THREAD, "none", &off));
         EXPECT_OK(ft_launch(K, DT_BACKEND_THREAD, "none", &on));
     }
+}
+
+/* ------------------------------------------------------------ task 5 */
+
+/* Predict, then measure: the peaks of a model whose two largest units are
+ * not neighbours, on three ranks, with prefetch and resharding. */
+TEST_T(predict_peak_memory_then_measure, 2, 30)
+{
+    dt_test_see("chapter 09, sections 1, 3 and 5");
+    ft_expect_peak_prediction(FT_UNEVEN, 0, 1, 1, 3);
 }

@@ -19,4 +19,13 @@ void exchange_expect_on(const lab_compress_config *cc, int K, int steps, double 
 /* The same on threads, with CMP_SPEC. */
 void exchange_expect(const lab_compress_config *cc, int K, int steps, double tol);
 
+/* Predict, then measure (task 8): lab_topk_crossover for the model spec's
+ * gradient (n floats, n divisible by K, d* n not an integer) on K thread
+ * ranks over net (gamma 0), against section 6's d* = 1/K + alpha beta /
+ * (8 n) worked out here, then against the modeled time of the exchanges
+ * (after a barrier, from the latest start to the latest end): top-k with
+ * floor(d* n) pairs no slower than the dense allreduce, and with one pair
+ * more slower. Fails the test naming the configuration and every figure. */
+void crossover_expect(const char *spec, int K, const char *net);
+
 #endif /* EXCHANGE_TEST_H */

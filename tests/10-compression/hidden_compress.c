@@ -151,3 +151,20 @@ TEST_HIDDEN_T(compressors_train_on_two_ranks, 3, 90)
                lab_method_name(cc[i].method), 100.0 * run.accuracy, 100.0 * base.accuracy);
     }
 }
+
+/* Predict, then measure, on other networks and rank counts, and the
+ * arguments the contract refuses. */
+TEST_HIDDEN_T(predict_topk_crossover_elsewhere, 2, 30)
+{
+    dt_test_see("chapter 10, sections 1, 3 and 6");
+    crossover_expect("mlp:64,256,10", 2, "eth10");
+    crossover_expect("mlp:64,1024,10", 5, "ib100"); /* n = 76810: d* = 0.2305 */
+    crossover_expect("mlp:64,256,10", 2, "alpha=2.5us,bw=9GB/s");
+    dt_net link;
+    double d;
+    EXPECT_OK(dt_net_link("ib100", &link));
+    EXPECT_ERR(lab_topk_crossover(&link, 100, 1, &d), DT_ERR_INVALID_ARG);
+    EXPECT_ERR(lab_topk_crossover(&link, 0, 4, &d), DT_ERR_INVALID_ARG);
+    EXPECT_OK(dt_net_link("none", &link));
+    EXPECT_ERR(lab_topk_crossover(&link, 100, 4, &d), DT_ERR_INVALID_ARG);
+}

@@ -129,3 +129,13 @@ TEST_T(exchanges_follow_compression_ratio, 3, 20)
         expect_ratio(d[i] == 0.01 ? "top-k 1%" : "top-k 5%", dense, topk, 1 / (K * d[i]));
     }
 }
+
+/* ------------------------------------------------------------ task 8 */
+
+/* Predict, then measure: where top-k stops beating the dense allreduce,
+ * on 5 ranks over ib100, which section 11 does not work out. */
+TEST_T(predict_topk_crossover_on_ib100_then_measure, 2, 20)
+{
+    dt_test_see("chapter 10, sections 1, 3 and 6");
+    crossover_expect(RATIO_SPEC, 5, "ib100");
+}

@@ -104,15 +104,15 @@ static dt_result lowrank_rank(dt_comm *w, void *arg)
         r = dt_comm_stats(w, &st);
     if (r == DT_OK && (st.calls[DT_COLL_ALLREDUCE] != 2 || st.calls[DT_COLL_ALLGATHER] ||
                        st.calls[DT_COLL_ALLTOALL]))
-        r = dt_fail(DT_ERR_MISMATCH, "%llu allreduces (and %llu allgathers, %llu alltoalls): "
-                    "PowerSGD makes two, one of the P's and one of the Q's",
+        r = dt_fail(DT_ERR_MISMATCH, "K=%d, one sync: %llu allreduces (and %llu allgathers, "
+                    "%llu alltoalls): PowerSGD makes two, one of the P's and one of the Q's", K,
                     (unsigned long long)st.calls[DT_COLL_ALLREDUCE],
                     (unsigned long long)st.calls[DT_COLL_ALLGATHER],
                     (unsigned long long)st.calls[DT_COLL_ALLTOALL]);
     uint64_t want = 4 * (uint64_t)(c.lr_p_count + c.lr_q_count); /* K = 2: the ring sends n */
     if (r == DT_OK && K == 2 && st.bytes_sent != want)
-        r = dt_fail(DT_ERR_MISMATCH, "%llu bytes sent, expected %llu: the P's and plain "
-                    "values (%zu floats) and the Q's (%zu floats), once each",
+        r = dt_fail(DT_ERR_MISMATCH, "K=2, one sync: %llu bytes sent, expected %llu: the P's "
+                    "and plain values (%zu floats) and the Q's (%zu floats), once each",
                     (unsigned long long)st.bytes_sent, (unsigned long long)want, c.lr_p_count,
                     c.lr_q_count);
     for (size_t i = 0; r == DT_OK && i < n; i++) {
@@ -123,13 +123,13 @@ static dt_result lowrank_rank(dt_comm *w, void *arg)
                         i < 48 ? "a rank-2 matrix: PowerSGD with r = 2 recovers it"
                                : "sent uncompressed");
         if (r == DT_OK && i >= 48 && (c.sent[i] != mine[i] || c.error[i] != 0))
-            r = dt_fail(DT_ERR_MISMATCH, "value %zu, sent uncompressed: C(v) = %.9g and "
-                        "residual %.9g, expected v = %.9g and 0", i, (double)c.sent[i],
+            r = dt_fail(DT_ERR_MISMATCH, "K=%d: value %zu, sent uncompressed: C(v) = %.9g and "
+                        "residual %.9g, expected v = %.9g and 0", K, i, (double)c.sent[i],
                         (double)c.error[i], (double)mine[i]);
         float e = mine[i] - c.sent[i];
         if (r == DT_OK && memcmp(&e, &c.error[i], sizeof e) != 0)
-            r = dt_fail(DT_ERR_MISMATCH, "residual[%zu] = %.9g, expected v - C(v) = %.9g", i,
-                        (double)c.error[i], (double)e);
+            r = dt_fail(DT_ERR_MISMATCH, "K=%d: residual[%zu] = %.9g, expected v - C(v) = %.9g",
+                        K, i, (double)c.error[i], (double)e);
     }
     if (r == DT_OK)
         r = dt_broadcast(m.grads, root, n, DT_F32, 0, w);

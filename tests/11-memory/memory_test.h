@@ -77,4 +77,10 @@ void mt_walk(const lab_chain *c, const unsigned char *keep, size_t *peak, int *r
 dt_result mt_ckpt_measure(lab_ckpt *c, const lab_plan *p, const float *x,
                           const int32_t *labels, size_t *peak, long *recomputed);
 
+/* Predict, then measure (task 5): lab_predict_segments(L, k) against
+ * section 6's formulas, then against the executor running
+ * lab_plan_segments(k) on the deep MLP of L equal layers, exactly. Fails
+ * the test naming L, k and every figure. */
+void mt_expect_segments_prediction(int L, int k);
+
 #endif /* MEMORY_TEST_H */

@@ -228,3 +228,43 @@ TEST(executor_peak_is_the_plans_cost, 2)
     lab_plan_free(&p);
     deep_close(&k);
 }
+
+/* ---------------------------------------------------------------- task 5 */
+
+/* See memory_test.h: the peak of ACT must be F + peak A (every output A
+ * bytes) and the layers run twice `recomputed`, exactly. */
+void mt_expect_segments_prediction(int L, int k)
+{
+    int peak = -1, rec = -1, s = L / k;
+    int want_peak = k - 1 + L - (k - 1) * s, want_rec = (k - 1) * (s - 1);
+    dt_result r = lab_predict_segments(L, k, &peak, &rec);
+    EXPECT(r == DT_OK, "L = %d, %d segments: lab_predict_segments: %s", L, k, dt_last_error());
+    EXPECT(peak == want_peak && rec == want_rec, "L = %d, %d segments: predicted a peak of %d "
+           "layer outputs and %d layers recomputed; section 6 gives k - 1 + L - (k - 1) "
+           "floor(L/k) = %d and (k - 1)(floor(L/k) - 1) = %d", L, k, peak, rec, want_peak,
+           want_rec);
+    deep_case dc;
+    deep_open(&dc, L);
+    lab_plan p;
+    EXPECT_OK(lab_plan_init(&p, L));
+    EXPECT_OK(lab_plan_segments(&p, k));
+    size_t got;
+    long got_rec;
+    double A = ROWS * W * sizeof(float), F = (double)dc.c.chain.fixed_bytes;
+    EXPECT_OK(mt_ckpt_measure(&dc.c, &p, dc.x, dc.y, &got, &got_rec));
+    EXPECT((double)got == F + peak * A && got_rec == rec, "L = %d, %d segments: predicted a "
+           "peak of %d outputs (F + %d A = %.0f bytes of ACT) and %d layers recomputed, as "
+           "section 6 does; the executor ran lab_plan_segments(%d) holding %zu bytes (F + %.2f "
+           "A) at its peak and recomputed %ld layers", L, k, peak, peak, F + peak * A, rec, k,
+           got, ((double)got - F) / A, got_rec);
+    lab_plan_free(&p);
+    deep_close(&dc);
+}
+
+/* L = 25 in 4 segments: k does not divide L, and the last segment is
+ * longer than the others. */
+TEST(predict_segments_peak_then_measure, 2)
+{
+    dt_test_see("chapter 11, section 6");
+    mt_expect_segments_prediction(25, 4);
+}

@@ -134,9 +134,15 @@ TEST_T(mixed_precision_resumes_in_a_new_process, 2, 60)
     size_t i = sizeof sa;
     while (i < na && i < nb && a[i] == b[i])
         i++;
+    size_t at = (i - sizeof sa) / sizeof(float);
+    float wa = 0, wb = 0;
+    if (at * sizeof(float) + sizeof sa + sizeof(float) <= (na < nb ? na : nb))
+        memcpy(&wa, a + sizeof sa + at * sizeof(float), sizeof wa),
+            memcpy(&wb, b + sizeof sa + at * sizeof(float), sizeof wb);
     EXPECT(na == nb && i == na, "resumed in a new process after %d of %d steps: the master "
-           "weights differ from the run that never stopped (first at parameter %zu)", SAVED_AT,
-           STEPS, (i - sizeof sa) / sizeof(float));
+           "weights differ from the run that never stopped, first at parameter %zu: %.9g "
+           "resumed, %.9g without stopping (%zu and %zu bytes of state)", SAVED_AT, STEPS, at,
+           (double)wb, (double)wa, nb, na);
     EXPECT(nc != na || memcmp(a, c, na) != 0, "a resume with a fresh scaler ends where the run "
            "that never stopped does: the scaler made no difference, the test cannot see it");
     free(a), free(b), free(c);

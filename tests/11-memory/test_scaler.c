@@ -53,8 +53,9 @@ TEST(gradscaler_rule_on_scripted_overflows, 3)
     long expect_skipped = 1 + 30;
     for (long i = 2001; i < 22001; i++)
         expect_skipped += sparse(i);
-    EXPECT(s.steps == at && s.skipped == expect_skipped, "steps %ld, skipped %ld; expected %ld "
-           "and %ld", s.steps, s.skipped, at, expect_skipped);
+    EXPECT(s.steps == at && s.skipped == expect_skipped, "GradScaler after %ld updates: its "
+           "counters say %ld steps, %ld skipped; %ld updates were made, %ld of them on "
+           "overflows", at, s.steps, s.skipped, at, expect_skipped);
 }
 
 TEST(megatron_hysteresis_floor_and_constant, 2)

@@ -1,7 +1,7 @@
 /* hidden_scaling.c - lab 12: hidden tests (staff only; graded, but not in
  * the student tree). Same functions, other cases. */
 #include "grader.h"
-#include "scaling.h"
+#include "scaling_test.h"
 
 #include <math.h>
 
@@ -56,7 +56,8 @@ TEST_HIDDEN_T(weak_sweep_efficiency, 2, 20)
     for (int i = 1; i < 3; i++) {
         double e = -1;
         EXPECT_OK(lab_weak_efficiency(job[0].step, job[i].step, &e));
-        EXPECT(e < 1 && e <= prev, "weak efficiency on %d ranks %g (after %g)", n[i], e, prev);
+        EXPECT(e < 1 && e <= prev, "weak efficiency on %d ranks over a 1 ms network "
+               "%g, after %g on fewer: it must fall below 1 and not rise", n[i], e, prev);
         prev = e;
     }
 }
@@ -91,4 +92,27 @@ TEST_HIDDEN(measure_job_uneven_batch, 1)
     EXPECT(CLOSE(a.job[0].comm, 0.01 / 3), "comm %.9g s, expected 0.01/3", a.job[0].comm);
     EXPECT(CLOSE(a.job[2].parallel, 0.08 / 3), "parallel %.9g s on rank 2, expected 0.08/3",
            a.job[2].parallel);
+}
+
+/* Predict, then measure: weak scaling with a straggler over eth10, an
+ * even strong split over another link, one rank, and the arguments the
+ * contract refuses. */
+TEST_HIDDEN_T(predict_step_time_elsewhere, 2, 30)
+{
+    dt_test_see("chapter 12, sections 1, 7 and 9");
+    lab_workload w;
+    lab_workload_init(&w);
+    w.weak = 1, w.samples = 16, w.sample_s = 2e-3, w.serial_s = 0.02, w.warmup_s = 0.05;
+    w.grad_count = 655360, w.slow_rank = 2, w.slow_factor = 1.5; /* 5 x 2^17 */
+    st_expect_step_prediction(&w, "eth10", 5);
+    lab_workload_init(&w);
+    w.samples = 96, w.sample_s = 1e-3, w.serial_s = 0.005, w.grad_count = 1 << 16;
+    st_expect_step_prediction(&w, "alpha=10us,bw=5GB/s", 4);
+    st_expect_step_prediction(&w, "ib100", 1);
+    dt_net link;
+    double t;
+    EXPECT_OK(dt_net_link("ib100", &link));
+    EXPECT_ERR(lab_predict_step_time(&w, &link, 0, &t), DT_ERR_INVALID_ARG);
+    w.wall = 1;
+    EXPECT_ERR(lab_predict_step_time(&w, &link, 2, &t), DT_ERR_INVALID_ARG);
 }

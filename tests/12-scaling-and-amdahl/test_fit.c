@@ -103,7 +103,8 @@ TEST(fit_rejects_bad_arguments, 1)
     EXPECT_ERR(lab_fit_amdahl(NULL, t, 2, &fit), DT_ERR_INVALID_ARG);
     EXPECT_ERR(lab_fit_amdahl(n, NULL, 2, &fit), DT_ERR_INVALID_ARG);
     EXPECT_ERR(lab_fit_amdahl(n, t, 2, NULL), DT_ERR_INVALID_ARG);
-    EXPECT(fit.p == 42 && fit.t1 == 42 && fit.residual == 42, "a failed fit changed *out");
+    EXPECT(fit.p == 42 && fit.t1 == 42 && fit.residual == 42, "a failed fit changed *out "
+           "to p %g, t1 %g, residual %g", fit.p, fit.t1, fit.residual);
     double s = 42;
     EXPECT_ERR(lab_predict_speedup(&ok, 0, &s), DT_ERR_INVALID_ARG);
     EXPECT_ERR(lab_predict_speedup(NULL, 4, &s), DT_ERR_INVALID_ARG);

@@ -6,9 +6,10 @@
  * BACKEND=proc|mpi`); each rank checks that it runs there, and the ranks'
  * figures come back through dt_rank_out. */
 #include "grader.h"
-#include "scaling.h"
+#include "scaling_test.h"
 
 #include <math.h>
+#include <stdio.h>
 
 /* 1e-6 s: exact up to rounding, even if the ranks' times travel as float */
 #define CLOSE(a, b) (fabs((a) - (b)) < 1e-6)
@@ -46,7 +47,8 @@ static dt_result step_parts_rank(dt_comm *comm, void *arg)
         EXPECT(CLOSE(st.comm, 0.03 - par), "step %d: comm %.9g s, expected %g (waiting for rank 0)",
                s, st.comm, 0.03 - par);
         EXPECT(CLOSE(st.total, 0.08), "step %d: total %.9g s, expected 0.08", s, st.total);
-        EXPECT(CLOSE(dt_clock(comm) - before, st.total), "the step's total is not the clock's advance");
+        EXPECT(CLOSE(dt_clock(comm) - before, st.total), "step %d: total %.9g s, but the clock "
+               "advanced %.9g s over lab_measure_step", s, st.total, dt_clock(comm) - before);
     }
     EXPECT_OK(dt_comm_stats(comm, &stats));
     EXPECT(stats.calls[DT_COLL_ALLREDUCE] == 2, "2 steps made %llu allreduce calls, expected 2",
@@ -78,8 +80,8 @@ static dt_result step_network_rank(dt_comm *comm, void *arg)
     EXPECT(st.comm > 0, "comm %g s on a network with 1 ms latency", st.comm);
     EXPECT(CLOSE(st.comm, stats.time_comm_modeled), "comm %.9g s, the network charged %.9g s",
            st.comm, stats.time_comm_modeled);
-    EXPECT(CLOSE(st.total, st.serial + st.parallel + st.comm), "total %.9g != the sum of the parts",
-           st.total);
+    EXPECT(CLOSE(st.total, st.serial + st.parallel + st.comm), "total %.9g s is not the sum of "
+           "the parts, %.9g + %.9g + %.9g s", st.total, st.serial, st.parallel, st.comm);
     EXPECT(CLOSE(st.parallel, 0.004), "parallel %.9g s, expected 0.004", st.parallel);
     return DT_OK;
 }
@@ -136,7 +138,7 @@ TEST(measure_job_balanced, 2)
     EXPECT_OK(dt_launch(&o, job_rank, &a));
     expect_same_on_every_rank(&a, 4);
     const lab_job_time *j = &a.job[0];
-    EXPECT(j->nranks == 4, "nranks %d", j->nranks);
+    EXPECT(j->nranks == 4, "4 ranks: the job's nranks is %d", j->nranks);
     EXPECT(CLOSE(j->step, 0.04), "T_4 = %.9g s, expected 0.04 (step 0 is a warm-up)", j->step);
     EXPECT(CLOSE(j->serial, 0.02), "serial %.9g s, expected 0.02", j->serial);
     EXPECT(CLOSE(j->parallel, 0.02), "parallel %.9g s, expected 0.02", j->parallel);
@@ -188,4 +190,48 @@ TEST_T(measured_p_matches_injected_serial_fraction, 3, 20)
     lab_amdahl fit;
     EXPECT_OK(lab_fit_amdahl(n, t, 8, &fit));
     EXPECT(fabs(fit.p - 0.9) < 0.02, "measured p = %.4f, the workload's is 0.9", fit.p);
+}
+
+/* ---------------------------------------------------------------- task (e) */
+
+void st_expect_step_prediction(const lab_workload *w, const char *net, int n)
+{
+    dt_net link;
+    EXPECT_OK(dt_net_link(net, &link));
+    double par = 0; /* the slowest rank's share: the first ranks get one sample more */
+    for (int r = 0; r < n; r++) {
+        int share = w->weak ? w->samples : w->samples / n + (r < w->samples % n);
+        par = fmax(par, share * w->sample_s * (r == w->slow_rank ? w->slow_factor : 1));
+    }
+    double bytes = 4.0 * (double)w->grad_count;
+    double ring = n == 1 ? 0 : 2.0 * (n - 1) * (link.alpha + bytes / (n * link.beta));
+    double want = w->serial_s + par + ring, pred = -1;
+    char what[200];
+    snprintf(what, sizeof what, "%s scaling, %d samples of %g ms, %g ms serial, %zu gradients, "
+             "straggler %d x %g, on %d ranks over %s", w->weak ? "weak" : "strong", w->samples,
+             w->sample_s * 1e3, w->serial_s * 1e3, w->grad_count, w->slow_rank, w->slow_factor,
+             n, net);
+    dt_result r = lab_predict_step_time(w, &link, n, &pred);
+    EXPECT(r == DT_OK, "%s: lab_predict_step_time: %s", what, dt_last_error());
+    EXPECT(fabs(pred - want) <= 1e-9, "%s: predicted T_N = %.9f ms; the serial part, the "
+           "slowest rank's share and the ring allreduce (sections 1, 7 and 9) give %.9f ms",
+           what, pred * 1e3, want * 1e3);
+    lab_job_time job;
+    EXPECT_OK(lab_sweep(w, net, &n, 1, 2, &job));
+    EXPECT(fabs(job.step - pred) <= 1e-9, "%s: predicted T_N = %.9f ms, as sections 1, 7 and "
+           "9 do; lab_measure_job measured %.9f ms over 2 steps after the warm-up", what,
+           pred * 1e3, job.step * 1e3);
+}
+
+/* Predict, then measure: 500 samples of 2 ms on 6 ranks (shares of 84 and
+ * 83), 20 ms serial, 3 MiB of gradients over InfiniBand, which the
+ * chapter does not work out. */
+TEST_T(predict_step_time_then_measure, 2, 20)
+{
+    dt_test_see("chapter 12, sections 1, 7 and 9");
+    lab_workload w;
+    lab_workload_init(&w);
+    w.samples = 500, w.sample_s = 2e-3, w.serial_s = 0.02, w.warmup_s = 0.1;
+    w.grad_count = 786432; /* 3 x 2^18: 3 MiB, divisible by 6 */
+    st_expect_step_prediction(&w, "ib100", 6);
 }
