@@ -38,7 +38,7 @@ TEST_HIDDEN_T(training_equals_one_rank_proc, 2, 40)
 {
     dt_test_see("chapter 05, section 2");
     for (int p = MP_CONTIGUOUS; p <= MP_ROUND_ROBIN; p++) {
-        mp_run run = {"deep:12,16,5,4", (mp_placement)p, 5, 3, 1e-5, NULL, 0, 0, 0};
+        mp_run run = {"deep:12,16,5,4", (mp_placement)p, 5, 3, 1e-5, NULL, 0, 0, 0, NULL};
         EXPECT_OK(mp_launch(3, DT_BACKEND_PROC, &run));
     }
 }
@@ -56,7 +56,7 @@ TEST_HIDDEN_T(modeled_step_time_on_eth10, 2, 30)
     for (int p = MP_CONTIGUOUS; p <= MP_ROUND_ROBIN; p++) {
         int cuts = p == MP_CONTIGUOUS ? K - 1 : L - 1;
         mp_run run = {"deep:12,16,5,4", (mp_placement)p, B, 1, 1e-5, "eth10", t_f, t_b,
-                      L * (t_f + t_b) + 2 * cuts * msg};
+                      L * (t_f + t_b) + 2 * cuts * msg, NULL};
         EXPECT_OK(mp_launch(K, DT_BACKEND_THREAD, &run));
     }
 }
@@ -68,7 +68,7 @@ TEST_HIDDEN_T(layer_counts_not_divisible, 2, 40)
     static const char *const specs[3] = {"deep:12,16,3,4", "deep:12,16,4,4", "mlp:12,16,8,6,4"};
     for (int s = 0; s < 3; s++)
         for (int K = 2; K <= 4; K++) {
-            mp_run run = {specs[s], (mp_placement)(K % 2), 4, 2, 1e-5, NULL, 0, 0, 0};
+            mp_run run = {specs[s], (mp_placement)(K % 2), 4, 2, 1e-5, NULL, 0, 0, 0, NULL};
             EXPECT_OK(mp_launch(K, DT_BACKEND_THREAD, &run));
         }
 }
@@ -95,7 +95,7 @@ TEST_HIDDEN_T(any_placement_equals_one_rank, 2, 40)
                        "bytes per step, your formula says %llu", specs[s], K, rank,
                        (unsigned long long)want, (unsigned long long)got);
             }
-            mp_run run = {specs[s], MP_SCATTERED, 6, 1, 1e-5, NULL, 0, 0, 0};
+            mp_run run = {specs[s], MP_SCATTERED, 6, 1, 1e-5, NULL, 0, 0, 0, NULL};
             EXPECT_OK(mp_launch(K, DT_BACKEND_THREAD, &run));
         }
         dt_model_free(&m);

@@ -128,7 +128,7 @@ TEST_T(forward_backward_equal_one_rank, 4, 30)
     for (int s = 0; s < 2; s++)
         for (int p = MP_CONTIGUOUS; p <= MP_ROUND_ROBIN; p++)
             for (int K = 1; K <= 4; K++) {
-                mp_run run = {specs[s], (mp_placement)p, 6, 1, 1e-5, NULL, 0, 0, 0};
+                mp_run run = {specs[s], (mp_placement)p, 6, 1, 1e-5, NULL, 0, 0, 0, NULL};
                 EXPECT_OK(mp_launch(K, DT_BACKEND_THREAD, &run));
             }
 }

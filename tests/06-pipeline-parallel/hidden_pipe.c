@@ -71,7 +71,7 @@ TEST_HIDDEN_T(interleaved_runner_gradients_bubble_and_memory, 2, 60)
     for (int p = 2; p <= 4; p += 2)
         for (int m = p; m <= 2 * p; m += p) {
             pipe_run run = {"deep:6,10,6,3", PIPE_INTERLEAVED, NULL, p, 2, 1, m, 2, 1, 1e-5,
-                            (double)(p - 1) / (2 * m), 1, DT_BACKEND_THREAD};
+                            (double)(p - 1) / (2 * m), 1, DT_BACKEND_THREAD, 0, 0, NULL};
             EXPECT_OK(pipe_launch(&run));
         }
 }
@@ -82,7 +82,7 @@ TEST_HIDDEN_T(zbh1_runner_gradients_bubble_and_memory, 2, 60)
     for (int p = 2; p <= 4; p++)
         for (int m = p; m <= 6; m++) {
             pipe_run run = {"deep:6,10,5,3", PIPE_ZBH1, NULL, p, 1, 1, m, 2, 1, 1e-5,
-                            (double)(p - 1) / (3 * m), 1, DT_BACKEND_THREAD};
+                            (double)(p - 1) / (3 * m), 1, DT_BACKEND_THREAD, 0, 0, NULL};
             EXPECT_OK(pipe_launch(&run));
         }
 }
@@ -91,7 +91,7 @@ TEST_HIDDEN_T(onef1b_with_processes_as_ranks, 1, 40)
 {
     dt_test_see("chapter 06, section 3");
     pipe_run run = {"deep:6,10,5,3", PIPE_1F1B, NULL, 3, 1, 1, 4, 3, 2, 1e-5, 0, 0,
-                    DT_BACKEND_PROC};
+                    DT_BACKEND_PROC, 0, 0, NULL};
     EXPECT_OK(pipe_launch(&run));
 }
 
@@ -102,7 +102,7 @@ TEST_HIDDEN_T(messages_above_the_eager_limit, 2, 40)
     dt_test_see("chapter 06, section 3");
     for (int k = PIPE_GPIPE; k <= PIPE_1F1B; k++) {
         pipe_run run = {"deep:6,1200,3,3", (pipe_sched_kind)k, NULL, 2, 1, 1, 3, 4, 1, 1e-5, 0, 0,
-                        DT_BACKEND_THREAD};
+                        DT_BACKEND_THREAD, 0, 0, NULL};
         EXPECT_OK(pipe_launch(&run));
     }
 }
@@ -111,7 +111,7 @@ TEST_HIDDEN_T(data_parallel_around_zbh1, 1, 40)
 {
     dt_test_see("chapter 06, section 8");
     pipe_run run = {"deep:6,10,5,3", PIPE_ZBH1, NULL, 2, 1, 2, 2, 2, 3, 1e-5, 0, 0,
-                    DT_BACKEND_THREAD};
+                    DT_BACKEND_THREAD, 0, 0, NULL};
     EXPECT_OK(pipe_launch(&run));
 }
 
@@ -121,7 +121,7 @@ TEST_HIDDEN_T(data_parallel_around_interleaved, 1, 40)
 {
     dt_test_see("chapter 06, sections 5 and 8");
     pipe_run run = {"deep:6,10,6,3", PIPE_INTERLEAVED, NULL, 2, 2, 2, 2, 2, 3, 1e-5, 0, 1,
-                    DT_BACKEND_THREAD};
+                    DT_BACKEND_THREAD, 0, 0, NULL};
     EXPECT_OK(pipe_launch(&run));
 }
 

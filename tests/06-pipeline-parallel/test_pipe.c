@@ -78,7 +78,7 @@ TEST_T(runner_on_schedules_written_by_hand, 4, 30)
     static const int p[3] = {2, 2, 3}, m[3] = {2, 3, 2};
     for (int i = 0; i < 3; i++) {
         pipe_run run = {"deep:6,10,5,3", PIPE_TEXT, by_hand[i], p[i], 1, 1, m[i], 4, 1, 1e-5,
-                        0, 1, DT_BACKEND_THREAD};
+                        0, 1, DT_BACKEND_THREAD, 0, 0, NULL};
         EXPECT_OK(pipe_launch(&run));
     }
 }
@@ -92,7 +92,7 @@ TEST_T(gradients_equal_one_rank_every_schedule, 4, 90)
         for (int p = 2; p <= 4; p++)
             for (int m = 1; m <= 8; m++) {
                 pipe_run run = {"deep:6,10,5,3", (pipe_sched_kind)k, NULL, p, 1, 1, m, 3, 1,
-                                1e-5, 0, 0, DT_BACKEND_THREAD};
+                                1e-5, 0, 0, DT_BACKEND_THREAD, 0, 0, NULL};
                 EXPECT_OK(pipe_launch(&run));
             }
 }
@@ -109,7 +109,7 @@ TEST_T(measured_bubble_and_activation_memory, 4, 90)
         for (int p = 2; p <= 4; p++)
             for (int m = 1; m <= 8; m++) {
                 pipe_run run = {"deep:6,10,5,3", (pipe_sched_kind)k, NULL, p, 1, 1, m, 2, 1,
-                                1e-5, (double)(p - 1) / m, 1, DT_BACKEND_THREAD};
+                                1e-5, (double)(p - 1) / m, 1, DT_BACKEND_THREAD, 0, 0, NULL};
                 EXPECT_OK(pipe_launch(&run));
             }
 }
@@ -123,7 +123,7 @@ TEST_T(data_parallel_replicas_agree, 3, 30)
     dt_test_see("chapter 06, section 8");
     for (int k = PIPE_GPIPE; k <= PIPE_1F1B; k++) {
         pipe_run run = {"deep:6,10,5,3", (pipe_sched_kind)k, NULL, 2, 1, 2, 3, 2, 3, 1e-5, 0, 0,
-                        DT_BACKEND_THREAD};
+                        DT_BACKEND_THREAD, 0, 0, NULL};
         EXPECT_OK(pipe_launch(&run));
     }
 }
