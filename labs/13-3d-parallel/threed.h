@@ -89,10 +89,10 @@ typedef struct {
 } lab_memory;
 
 /* Bytes on a device of the FIRST pipeline stage (pipeline rank 0) at its
- * peak (section 3): its parameters (its layers' shard, the embedding
- * V h / t and positions s h, and, when pp = 1, the last layernorm 2h and
- * the output layer V h / t... as lib/sim's stage_params counts them), the
- * model states of dt_sim_mixed_precision_adam (16-bit types) or
+ * peak (section 3): its parameters (its l / pp layers' shard, the
+ * embedding V h / t and the positions s h; when pp = 1 also the last
+ * layernorm 2h, the output layer being the embedding itself), the model
+ * states of dt_sim_mixed_precision_adam (16-bit types) or
  * dt_sim_fp32_adam (fp32) under l->zero, and the activations of the
  * layer-micro-batches it holds (dt_sim_act_bytes_layer_ffn per layer,
  * less the scores with selective recomputation, e sbh with full plus one
@@ -112,7 +112,8 @@ typedef struct {
  * forward and a gradient back, n / t each; in its data-parallel group,
  * the stage's gradients (the first stage's parameters, g bytes each)
  * allreduced once per step (ZeRO 0; ZeRO 1: a reduce-scatter of them and
- * an allgather of the p-byte parameters). A group of one rank sends 0. */
+ * an allgather of the p-byte parameters; other stages are refused). A
+ * group of one rank sends 0. */
 dt_result lab_group_bytes_per_step(const dt_sim_model *m, const dt_sim_layout *l,
                                    lab_group_bytes *out);
 
