@@ -19,7 +19,9 @@
 #   bench/table.sh            the benchmark table (make bench)
 #   bench/<name>.sh           one detailed benchmark (make bench-<name>)
 #   bench/<name>.c            -> build/bench/<name>, a benchmark's program
-#   lib/gpu/*.cu, gpu/*.cu    CUDA/NCCL code (make gpu)
+#   lib/<layer>/nccl/*.c      the nccl backend, in make gpu's libdt only
+#   gpu/*.cu, gpu/*.c         CUDA kernels and GPU programs (make gpu: build/gpu/)
+#   tests/gpu/*.c             -> build/gpu/tests/gpu/grade (skipped without a GPU)
 #
 # Output is one line per step (V=1 prints the full commands); the build runs
 # as many jobs as there are cores unless the command line says -j.
@@ -112,6 +114,19 @@ ifneq ($(MPI),0)
   endif
 endif
 
+# The GPU build: `make gpu` runs this Makefile again with GPU=1 into
+# build/gpu/ (GPU_BUILD): libdt with the nccl backend (lib/comm/nccl/), the
+# CUDA kernels and programs of gpu/ (nvcc), their tests (tests/gpu/) and the
+# GPU benchmarks (bench/gpu_*.c). The CPU build never needs CUDA.
+GPU ?= 0
+CUDA_HOME ?= $(patsubst %/bin/nvcc,%,$(NVCC))
+GPU_BUILD ?= build/gpu
+NVCC_ARCH ?= -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=[sm_90,compute_90]
+ifeq ($(GPU),1)
+  CFLAGS += -DDT_HAVE_NCCL -I$(CUDA_HOME)/include -Igpu
+  LDLIBS += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublas -lnccl -lcudart -lstdc++
+endif
+
 # The build's identity: the compiler and every flag, which also carry what
 # was detected (OpenBLAS, MPI, SAN). $(BUILD)/identity holds them and is
 # rewritten only when they change; every object and program depends on it,
@@ -122,7 +137,7 @@ IDENTITY      := $(BUILD)/identity
 CC_VERSION    := $(shell $(CC) --version 2>/dev/null | head -n 1)
 IDENTITY_TEXT := cc=$(CC) ($(CC_VERSION)); cflags=$(filter-out $(WERROR),$(CFLAGS)); \
                  ldflags=$(LDFLAGS); ldlibs=$(LDLIBS)
-NO_BUILD_GOALS := help clean deps
+NO_BUILD_GOALS := help clean deps gpu doctor
 ifneq ($(filter-out $(NO_BUILD_GOALS),$(or $(MAKECMDGOALS),all)),)
   ifneq ($(IDENTITY_TEXT),$(shell cat $(IDENTITY) 2>/dev/null))
     $(shell mkdir -p $(BUILD))
@@ -145,9 +160,12 @@ LINK = $(Q)$(CC) $(LDFLAGS) $(filter-out $(IDENTITY),$^) $(LDLIBS) -o $@
 
 # A layer's files, and its backends' folders (lib/comm/emul/, lib/comm/mpi/):
 # an mpi/ folder is compiled only where MPI is (DT_HAVE_MPI).
+# A nccl/ folder only in `make gpu`'s build (GPU=1, DT_HAVE_NCCL).
 LIB_MPI_SRCS := $(wildcard lib/*/mpi/*.c)
-LIB_SRCS   := $(sort $(wildcard lib/*/*.c) $(filter-out $(LIB_MPI_SRCS),$(wildcard lib/*/*/*.c)) \
-                $(if $(MPICC_OK),$(LIB_MPI_SRCS)))
+LIB_NCCL_SRCS := $(wildcard lib/*/nccl/*.c)
+LIB_SRCS   := $(sort $(wildcard lib/*/*.c) \
+                $(filter-out $(LIB_MPI_SRCS) $(LIB_NCCL_SRCS),$(wildcard lib/*/*/*.c)) \
+                $(if $(MPICC_OK),$(LIB_MPI_SRCS)) $(if $(filter 1,$(GPU)),$(LIB_NCCL_SRCS)))
 LIB_OBJS   := $(LIB_SRCS:%.c=$(BUILD)/obj/%.o)
 LIBDT      := $(BUILD)/libdt.a
 
@@ -159,7 +177,7 @@ TOOLS      := $(TOOL_SRCS:tools/%.c=$(BIN)/%) $(TOOL_DIRS:%=$(BIN)/%)
 DTGRADE    := $(BIN)/dtgrade
 DTGRADE_SRCS := $(or $(wildcard tools/dtgrade/*.c),tools/dtgrade.c)
 
-BENCH_SRCS  := $(filter-out bench/mpi_%.c,$(wildcard bench/*.c))
+BENCH_SRCS  := $(filter-out bench/mpi_%.c bench/gpu_%.c,$(wildcard bench/*.c))
 BENCH_PROGS := $(BENCH_SRCS:bench/%.c=$(BUILD)/bench/%)
 
 GRADER_OBJ := $(BUILD)/obj/tests/grader/test_main.o
@@ -476,13 +494,44 @@ gradescope:
 
 # ------------------------------------------------------------ GPU, deps
 
-GPU_SRCS := $(sort $(wildcard lib/gpu/*.cu gpu/*.cu gpu/*/*.cu))
+# `make gpu`: the GPU build (GPU=1 above), where nvcc and NCCL are found;
+# else it says which is missing and skips (exit 0). It compiles and links
+# everything; running needs a GPU (make doctor, bench/gpu-check.sh).
+GPU_CU     := $(sort $(wildcard gpu/*.cu))
+GPU_CSRCS  := $(sort $(wildcard gpu/*.c))
+GPU_OBJS   := $(GPU_CU:%.cu=$(BUILD)/obj/%.o) $(filter-out $(BUILD)/obj/gpu/dtdoctor.o,$(GPU_CSRCS:%.c=$(BUILD)/obj/%.o))
+GPU_TESTS  := $(sort $(wildcard tests/gpu/*.c))
+GPU_GRADE  := $(BUILD)/tests/gpu/grade
+GPU_BENCH  := $(patsubst bench/%.c,$(BUILD)/bench/%,$(wildcard bench/gpu_*.c))
+$(BUILD)/obj/%.o: %.cu $(IDENTITY)
+	@mkdir -p $(dir $@)
+	$(call step,NVCC,$<)
+	$(Q)$(NVCC) -std=c++17 -O2 $(NVCC_ARCH) -Ilib/include -Igpu -Xcompiler -Wall,-Wextra \
+	  $(if $(WERROR),-Werror all-warnings) -c $< -o $@
+$(GPU_GRADE): $(GPU_TESTS:%.c=$(BUILD)/obj/%.o) $(GPU_OBJS) $(GRADER_OBJ) $(LIBDT) $(IDENTITY)
+	@mkdir -p $(dir $@)
+	$(call step,LINK,$@)
+	$(LINK)
+$(BIN)/dtdoctor: $(BUILD)/obj/gpu/dtdoctor.o $(GPU_OBJS) $(LIBDT) $(IDENTITY)
+	@mkdir -p $(dir $@)
+	$(call step,LINK,$@)
+	$(LINK)
+$(BUILD)/bench/gpu_%: $(BUILD)/obj/bench/gpu_%.o $(GPU_OBJS) $(LIBDT) $(IDENTITY)
+	@mkdir -p $(dir $@)
+	$(call step,LINK,$@)
+	$(LINK)
+gpu-all: $(LIBDT) $(TOOLS) $(GPU_GRADE) $(BIN)/dtdoctor $(GPU_BENCH)
 gpu:
-	@if ! command -v $(NVCC) >/dev/null 2>&1; then echo "gpu: nvcc not found: skipped"; \
-	elif [ -z "$(GPU_SRCS)" ]; then echo "gpu: no CUDA sources (lib/gpu/*.cu, gpu/*.cu) yet: skipped"; \
-	else set -e; mkdir -p $(BUILD)/gpu; for f in $(GPU_SRCS); do \
-	  echo "$(NVCC) -c $$f"; $(NVCC) -std=c++17 -O2 -Ilib/include -c $$f \
-	  -o $(BUILD)/gpu/$$(echo $$f | tr / _).o; done; echo "gpu: compiled $(words $(GPU_SRCS)) file(s)"; fi
+	@if ! command -v $(NVCC) >/dev/null 2>&1; then echo "gpu: skipped: nvcc not found (CUDA toolkit; NVCC=path)"; \
+	elif [ ! -f $(CUDA_HOME)/include/nccl.h ] || ! ls $(CUDA_HOME)/lib64/libnccl.so* >/dev/null 2>&1; then \
+	  echo "gpu: skipped: NCCL not found in $(CUDA_HOME) (include/nccl.h, lib64/libnccl.so)"; \
+	else $(MAKE) --no-print-directory GPU=1 BUILD=$(GPU_BUILD) NVCC=$(NVCC) gpu-all && \
+	  echo "gpu: built $(GPU_BUILD)/ (libdt with nccl, tests/gpu/grade, bin/dtdoctor): run them on a GPU"; fi
+
+# `make doctor`: the GPU machine's preflight (tools/doctor.sh): exit 0 ready,
+# 1 a failure to fix (it says the next step), 77 no GPU here (a skip).
+doctor:
+	@NVCC=$(NVCC) CUDA_HOME=$(CUDA_HOME) GPU_BUILD=$(GPU_BUILD) MAKE="$(MAKE)" tools/doctor.sh
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 deps:
@@ -506,7 +555,8 @@ help:
 	@echo "                       without the ThreadSanitizer runs of race-sensitive tests)"
 	@echo "  make bench           the benchmark table: libdt beside OpenMPI and PyTorch (ROUNDS=N)"
 	@echo "  make bench-NAME      one detailed benchmark, bench/NAME.sh: $(BENCH_NAMES)"
-	@echo "  make gpu             compile-only check of the CUDA/NCCL code (needs nvcc)"
+	@echo "  make gpu             the GPU build into build/gpu/ (nvcc, NCCL; skips without them)"
+	@echo "  make doctor          a GPU machine's preflight (versions, GPUs, NCCL allreduce)"
 	@echo "  make deps-graph      lib/'s include graph between layers and its call circles"
 	@echo "  make deps            install the Debian/Ubuntu packages (apt-get)"
 	@echo "  make clean           remove $(BUILD)/"
@@ -538,7 +588,7 @@ endif
 clean:
 	rm -rf $(BUILD)
 
-.PHONY: all lab-bins headers run run-lab check stress unit test test-kernels test-mpi test-mpi-netns deps-graph bench bench-progs dist-student gradescope gpu deps clean help
+.PHONY: all lab-bins headers run run-lab check stress unit test test-kernels test-mpi test-mpi-netns deps-graph bench bench-progs dist-student gradescope gpu gpu-all doctor deps clean help
 .DELETE_ON_ERROR:
 # Objects between a source and a program are kept (make would delete them
 # as intermediate files, and rebuild them next time).

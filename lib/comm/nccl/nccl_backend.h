@@ -1,0 +1,73 @@
+/* nccl_backend.h - the nccl backend's parts (backend.h): one rank per GPU,
+ * its buffers in device memory, each call mapped onto NCCL on the rank's
+ * CUDA stream. Built by `make gpu` only (DT_HAVE_NCCL), where nvcc, the CUDA
+ * runtime and NCCL are found. Not a public header.
+ *
+ * The host side of a job is a host backend's table (backend.c passes
+ * proc's, nccl_ops.c): the ranks are processes forked over one shared-
+ * memory arena, and the barrier-exchange, the rank board and its timeout
+ * report are the arena's. Through the arena passes
+ * what NCCL needs from the host: the unique id that rank 0 makes and every
+ * rank's verdict on ncclCommInitRank. The data never touches the host.
+ *
+ * Per rank and communicator (private to the rank's process, found by its
+ * handle): one NCCL communicator and one stream for each lane, so that the
+ * blocking calls (lane 0) and the progress thread's (lane 1) never
+ * interleave their NCCL calls differently on different ranks. */
+#ifndef DT_COMM_NCCL_BACKEND_H
+#define DT_COMM_NCCL_BACKEND_H
+
+#include "../backend.h"
+
+#include <cuda_runtime_api.h>
+#include <nccl.h>
+
+typedef struct dt_nccl_comm {
+    const dt_comm *comm;          /* whose (the handle) */
+    ncclComm_t nc[DT_LANES];      /* one per lane */
+    cudaStream_t stream[DT_LANES];
+    int device;
+    void *scratch;                /* 4 bytes of device memory: the barrier */
+    struct dt_nccl_comm *next;
+} dt_nccl_comm;
+
+/* ---- nccl_ops.c */
+/* The nccl table over the host table h (backend.c passes proc's), and h. */
+const dt_backend_ops *dt_nccl_ops_over(const dt_backend_ops *h);
+const dt_backend_ops *dt_nccl_host(void);
+
+/* ---- nccl_group.c */
+/* The rank's NCCL state on call->comm, made on first use: the first
+ * collective on a communicator makes it on every rank (rank 0's unique id
+ * through the arena, ncclCommInitRank, every rank's verdict); a point-to-
+ * point call before it is refused, naming the fix. */
+dt_result dt_nccl_comm_of(dt_call *call, int may_init, dt_nccl_comm **out);
+dt_result dt_nccl_split(dt_call *call, const int *ranks, int n, int me, const dt_rec *all,
+                        dt_comm **out);
+/* The GPU of world rank r: r modulo the visible devices, or device 0 for
+ * every rank on the NCCL_HOSTID route (DT_NCCL_HOSTID=1). */
+dt_result dt_nccl_device(int world_rank, int *device);
+
+/* ---- nccl_wait.c */
+/* DT_OK for ncclSuccess, else r with "what: NCCL's message" (and the
+ * asynchronous error of nc, when it has one). */
+dt_result dt_nccl_check(ncclResult_t e, ncclComm_t nc, const char *what);
+dt_result dt_cuda_check(cudaError_t e, const char *what);
+/* Waits for ev within the job's deadline, polling ncclCommGetAsyncError
+ * and the job's failed ranks; on a timeout or an NCCL error the
+ * communicator is aborted (its calls cannot complete any more). */
+dt_result dt_nccl_wait_event(dt_call *call, ncclComm_t nc, cudaEvent_t ev, const char *what);
+
+/* ---- nccl_coll.c */
+dt_result dt_nccl_collective(dt_call *call, const dt_coll_args *a);
+
+/* ---- nccl_p2p.c */
+dt_result dt_nccl_isend(dt_call *call, int peer, const void *buf, size_t bytes, uint64_t tag,
+                        dt_xfer *out);
+dt_result dt_nccl_irecv(dt_call *call, int peer, void *buf, size_t bytes, uint64_t tag,
+                        dt_xfer *out);
+dt_result dt_nccl_wait(dt_call *call, dt_xfer *x, int *src);
+int dt_nccl_done(const dt_xfer *x);
+void dt_nccl_cancel(dt_call *call, dt_xfer *x);
+
+#endif /* DT_COMM_NCCL_BACKEND_H */

@@ -1,0 +1,190 @@
+/* nccl_group.c - the nccl backend's communicators: a rank's NCCL state on
+ * each of its handles, made on the first collective (the unique id through
+ * the proc arena), and dt_comm_split through ncclCommSplit.
+ *
+ * NCCL's setup (chapter 15, "one rank per GPU"): rank 0 calls
+ * ncclGetUniqueId, which opens the bootstrap's listening socket in its
+ * process; every rank then calls ncclCommInitRank(size, id, rank) on its
+ * own GPU. The id travels as llm.c passes it, through memory every rank
+ * can read: here the job's arena (across machines it would be MPI_Bcast). */
+#include "nccl_backend.h"
+
+#include "../shm.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The rank's states, one per handle (a rank is a process: nothing here is
+ * shared with another rank). The lock: the progress thread makes one too. */
+static pthread_mutex_t states_lock = PTHREAD_MUTEX_INITIALIZER;
+static dt_nccl_comm *states;
+
+static dt_nccl_comm *find(const dt_comm *comm)
+{
+    for (dt_nccl_comm *s = states; s; s = s->next)
+        if (s->comm == comm)
+            return s;
+    return NULL;
+}
+
+/* The NCCL_HOSTID route: one GPU, each rank a process that NCCL takes for
+ * a host of its own, over sockets on loopback (P2P and SHM off). Correct
+ * results at a speed that means nothing: for functional tests only. */
+static int hostid_route(void)
+{
+    const char *v = getenv("DT_NCCL_HOSTID");
+    return v && strcmp(v, "1") == 0;
+}
+
+dt_result dt_nccl_device(int world_rank, int *device)
+{
+    int n = 0;
+    DT_TRY(dt_cuda_check(cudaGetDeviceCount(&n), "nccl: cudaGetDeviceCount"));
+    if (n < 1)
+        return dt_fail(DT_ERR_UNSUPPORTED, "nccl: no GPU is visible (make doctor says why)");
+    *device = hostid_route() ? 0 : world_rank % n;
+    return DT_OK;
+}
+
+/* The state's lane parts: a stream each, and lane 1's communicator split
+ * off lane 0's (a communicator of its own: the two lanes' calls are
+ * ordered differently on different ranks). */
+static dt_result finish_state(dt_nccl_comm *s, int rank)
+{
+    for (int l = 0; l < DT_LANES; l++)
+        DT_TRY(dt_cuda_check(cudaStreamCreateWithFlags(&s->stream[l], cudaStreamNonBlocking),
+                             "nccl: cudaStreamCreate"));
+    DT_TRY(dt_cuda_check(cudaMalloc(&s->scratch, 4), "nccl: cudaMalloc (barrier word)"));
+    for (int l = 1; l < DT_LANES; l++)
+        DT_TRY(dt_nccl_check(ncclCommSplit(s->nc[0], 0, rank, &s->nc[l], NULL), s->nc[0],
+                             "nccl: ncclCommSplit (lane)"));
+    return DT_OK;
+}
+
+static void add_state(dt_nccl_comm *s)
+{
+    s->next = states;
+    states = s;
+}
+
+/* The setup of comm's first NCCL communicator, on every rank: rank 0's id
+ * through the arena, ncclCommInitRank, then every rank's verdict, so that
+ * all fail together and name who failed. */
+static dt_result init_state(dt_call *call, dt_nccl_comm **out)
+{
+    dt_comm *comm = call->comm;
+    dt_job *job = comm->rc->job;
+    dt_nccl_comm *s = calloc(1, sizeof *s);
+    ncclUniqueId *id = NULL;
+    dt_result r = s ? DT_OK : DT_ERR_NOMEM;
+    if (r == DT_OK && hostid_route()) { /* before NCCL reads its environment */
+        char host[64];
+        snprintf(host, sizeof host, "dtlab-rank-%d", comm->rc->world_rank);
+        setenv("NCCL_HOSTID", host, 1);
+        setenv("NCCL_P2P_DISABLE", "1", 1);
+        setenv("NCCL_SHM_DISABLE", "1", 1);
+        setenv("NCCL_SOCKET_IFNAME", "lo", 1);
+    }
+    if (r == DT_OK)
+        r = dt_nccl_device(comm->rc->world_rank, &s->device);
+    if (r == DT_OK)
+        r = dt_cuda_check(cudaSetDevice(s->device), "nccl: cudaSetDevice");
+    if (r == DT_OK && comm->rank == 0) {
+        id = dt_shm_alloc(job, sizeof *id);
+        r = id ? dt_nccl_check(ncclGetUniqueId(id), NULL, "nccl: ncclGetUniqueId") : DT_ERR_NOMEM;
+    }
+    dt_rec made = {.u.made = {(uint64_t)(uintptr_t)id, (uint64_t)(r != DT_OK)}};
+    const dt_rec *got;
+    dt_result x = dt_sync_exchange(call, &made, &got);
+    if (x == DT_OK && got[0].u.made.failed && r == DT_OK)
+        r = dt_fail(DT_ERR_PEER_DIED, "nccl: rank 0 could not make NCCL's unique id");
+    if (x == DT_OK && r == DT_OK) {
+        const ncclUniqueId *shared = (const ncclUniqueId *)(uintptr_t)got[0].u.made.group;
+        r = dt_nccl_check(ncclCommInitRank(&s->nc[0], comm->size, *shared, comm->rank), NULL,
+                          "nccl: ncclCommInitRank");
+    }
+    if (x == DT_OK) { /* every rank's verdict; then rank 0 may free the id */
+        char why[256];
+        snprintf(why, sizeof why, "%s", r != DT_OK ? dt_last_error() : "");
+        dt_rec verdict = {.sig = r != DT_OK};
+        x = dt_sync_exchange(call, &verdict, &got);
+        for (int i = 0; x == DT_OK && r == DT_OK && i < comm->size; i++)
+            if (got[i].sig)
+                r = dt_fail(DT_ERR_PEER_DIED, "nccl: rank %d could not join the NCCL "
+                            "communicator (its own error says why)", i);
+        if (r != DT_OK && why[0])
+            dt_fail(r, "%s", why);
+    }
+    dt_shm_free(job, id);
+    if (x != DT_OK)
+        r = x;
+    if (r == DT_OK)
+        r = finish_state(s, comm->rank);
+    if (r != DT_OK) {
+        if (s && s->nc[0])
+            ncclCommAbort(s->nc[0]);
+        free(s);
+        return r;
+    }
+    s->comm = comm;
+    add_state(s);
+    *out = s;
+    return DT_OK;
+}
+
+dt_result dt_nccl_comm_of(dt_call *call, int may_init, dt_nccl_comm **out)
+{
+    pthread_mutex_lock(&states_lock);
+    dt_nccl_comm *s = find(call->comm);
+    dt_result r = DT_OK;
+    if (!s && !may_init)
+        r = dt_fail(DT_ERR_STATE, "nccl: this communicator has no NCCL communicator yet: its "
+                    "first call must be a collective on every rank (dt_barrier), which "
+                    "makes it");
+    else if (!s)
+        r = init_state(call, &s);
+    pthread_mutex_unlock(&states_lock);
+    if (r == DT_OK && cudaSetDevice(s->device) != cudaSuccess)
+        r = dt_fail(DT_ERR_INTERNAL, "nccl: cudaSetDevice(%d) failed", s->device);
+    *out = s;
+    return r;
+}
+
+/* dt_comm_split: the host side as the emulation makes it (the new group in
+ * the arena), then the parent's NCCL communicator split by the same colors
+ * and keys: the new group's first parent rank names it, and a rank's place
+ * in it is its key. ncclCommSplit is a collective of the whole parent, as
+ * dt_comm_split is. */
+dt_result dt_nccl_split(dt_call *call, const int *ranks, int n, int me, const dt_rec *all,
+                        dt_comm **out)
+{
+    dt_nccl_comm *parent;
+    DT_TRY(dt_nccl_comm_of(call, 1, &parent));
+    DT_TRY(dt_nccl_host()->split(call, ranks, n, me, all, out));
+    dt_nccl_comm *s = me >= 0 ? calloc(1, sizeof *s) : NULL;
+    if (me >= 0 && !s)
+        return DT_ERR_NOMEM;
+    ncclComm_t nc = NULL;
+    dt_result r = dt_nccl_check(ncclCommSplit(parent->nc[0], me >= 0 ? ranks[0] : NCCL_SPLIT_NOCOLOR,
+                                              me >= 0 ? me : 0, &nc, NULL),
+                                parent->nc[0], "dt_comm_split: ncclCommSplit");
+    if (r != DT_OK || me < 0) {
+        free(s);
+        return r;
+    }
+    s->nc[0] = nc;
+    s->device = parent->device;
+    r = finish_state(s, me);
+    if (r != DT_OK) {
+        ncclCommAbort(nc);
+        free(s);
+        return r;
+    }
+    s->comm = *out;
+    pthread_mutex_lock(&states_lock);
+    add_state(s);
+    pthread_mutex_unlock(&states_lock);
+    return DT_OK;
+}
