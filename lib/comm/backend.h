@@ -56,6 +56,12 @@ typedef struct dt_backend_ops {
      * when it returns. */
     dt_result (*kill)(dt_rank_ctx *rc, dt_result r);
 
+    /* A rank's start, on its world handle, before the rank's function
+     * (every rank calls it: it may be collective), and its end, before its
+     * handles are freed; NULL: nothing to do. */
+    dt_result (*rank_start)(dt_comm *world);
+    void (*rank_end)(dt_rank_ctx *rc);
+
     /* ---- groups */
     /* The backend's part of a new group (sh->be), and its end; init NULL:
      * the backend attaches its part itself. free must take sh->be NULL. */

@@ -77,7 +77,7 @@ static dt_result every_collective(dt_comm *w, void *arg)
     float *s = dev(h, all), *d = dev(NULL, all);
     dt_result x = s && d ? DT_OK : dt_fail(DT_ERR_NOMEM, "cudaMalloc");
     if (x == DT_OK)
-        x = dt_barrier(w); /* makes the NCCL communicators */
+        x = dt_barrier(w);
     if (x == DT_OK)
         x = dt_allreduce(s, d, COUNT, DT_F32, DT_SUM, w);
     if (x == DT_OK)

@@ -28,6 +28,7 @@ typedef struct dt_nccl_comm {
     cudaStream_t stream[DT_LANES];
     int device;
     void *scratch;                /* 4 bytes of device memory: the barrier */
+    _Atomic int aborted;          /* 1 once ncclCommAbort freed a communicator */
     struct dt_nccl_comm *next;
 } dt_nccl_comm;
 
@@ -37,11 +38,14 @@ const dt_backend_ops *dt_nccl_ops_over(const dt_backend_ops *h);
 const dt_backend_ops *dt_nccl_host(void);
 
 /* ---- nccl_group.c */
-/* The rank's NCCL state on call->comm, made on first use: the first
- * collective on a communicator makes it on every rank (rank 0's unique id
- * through the arena, ncclCommInitRank, every rank's verdict); a point-to-
- * point call before it is refused, naming the fix. */
+/* The rank's NCCL state on call->comm: the world's is made at the rank's
+ * start (dt_nccl_rank_start: rank 0's unique id through the arena,
+ * ncclCommInitRank, every rank's verdict), a split's by dt_nccl_split;
+ * may_init makes a missing one (a collective: every rank is there), else
+ * a missing or aborted one is refused, naming why. */
 dt_result dt_nccl_comm_of(dt_call *call, int may_init, dt_nccl_comm **out);
+dt_result dt_nccl_rank_start(dt_comm *world);
+void dt_nccl_rank_end(dt_rank_ctx *rc);
 dt_result dt_nccl_split(dt_call *call, const int *ranks, int n, int me, const dt_rec *all,
                         dt_comm **out);
 /* The GPU of world rank r: r modulo the visible devices, or device 0 for
@@ -56,7 +60,11 @@ dt_result dt_cuda_check(cudaError_t e, const char *what);
 /* Waits for ev within the job's deadline, polling ncclCommGetAsyncError
  * and the job's failed ranks; on a timeout or an NCCL error the
  * communicator is aborted (its calls cannot complete any more). */
-dt_result dt_nccl_wait_event(dt_call *call, ncclComm_t nc, cudaEvent_t ev, const char *what);
+dt_result dt_nccl_wait_event(dt_call *call, dt_nccl_comm *s, int lane, cudaEvent_t ev,
+                             const char *what);
+/* ncclCommAbort of both lanes' communicators, once (their work cannot
+ * complete any more). */
+void dt_nccl_abort(dt_nccl_comm *s);
 
 /* ---- nccl_coll.c */
 dt_result dt_nccl_collective(dt_call *call, const dt_coll_args *a);

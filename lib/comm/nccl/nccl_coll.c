@@ -142,7 +142,7 @@ dt_result dt_nccl_collective(dt_call *call, const dt_coll_args *a)
     DT_TRY(dt_cuda_check(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming), what));
     dt_result r = dt_cuda_check(cudaEventRecord(ev, st), what);
     if (r == DT_OK)
-        r = dt_nccl_wait_event(call, nc, ev, what);
+        r = dt_nccl_wait_event(call, s, l, ev, what);
     cudaEventDestroy(ev);
     if (r == DT_OK)
         count_traffic(call, a->kind, n, size);

@@ -146,10 +146,51 @@ dt_result dt_nccl_comm_of(dt_call *call, int may_init, dt_nccl_comm **out)
     else if (!s)
         r = init_state(call, &s);
     pthread_mutex_unlock(&states_lock);
+    if (r == DT_OK && atomic_load(&s->aborted))
+        r = dt_fail(DT_ERR_STATE, "nccl: this communicator's NCCL communicator was aborted "
+                    "after an earlier failure (a timeout, a failed rank, an NCCL error)");
     if (r == DT_OK && cudaSetDevice(s->device) != cudaSuccess)
         r = dt_fail(DT_ERR_INTERNAL, "nccl: cudaSetDevice(%d) failed", s->device);
     *out = s;
     return r;
+}
+
+/* A rank's start: its GPU made current (before the rank's function
+ * allocates a buffer), then the world's NCCL communicators, made by every
+ * rank together, as internal work on lane 0. */
+dt_result dt_nccl_rank_start(dt_comm *world)
+{
+    int device;
+    DT_TRY(dt_nccl_device(world->rc->world_rank, &device));
+    DT_TRY(dt_cuda_check(cudaSetDevice(device), "nccl: cudaSetDevice"));
+    dt_call call;
+    dt_call_init(&call, world, 0, DT_NUM_COLLS, 0, 0);
+    dt_nccl_comm *s;
+    return dt_nccl_comm_of(&call, 1, &s);
+}
+
+/* A rank's end: its NCCL communicators (ncclCommDestroy waits for their
+ * work; a failed one was aborted, its handle spent), streams and words. */
+void dt_nccl_rank_end(dt_rank_ctx *rc)
+{
+    pthread_mutex_lock(&states_lock);
+    for (dt_nccl_comm **p = &states; *p;) {
+        dt_nccl_comm *s = *p;
+        if (s->comm->rc != rc) {
+            p = &s->next;
+            continue;
+        }
+        *p = s->next;
+        for (int l = 0; l < DT_LANES; l++) {
+            if (s->nc[l] && !s->aborted)
+                ncclCommDestroy(s->nc[l]);
+            if (s->stream[l])
+                cudaStreamDestroy(s->stream[l]);
+        }
+        cudaFree(s->scratch);
+        free(s);
+    }
+    pthread_mutex_unlock(&states_lock);
 }
 
 /* dt_comm_split: the host side as the emulation makes it (the new group in

@@ -51,6 +51,8 @@ static void make_table(void)
     table.started = NULL;    /* a program joins nccl's jobs only through dt_launch */
     table.attach = NULL;
     table.detach = NULL;
+    table.rank_start = dt_nccl_rank_start;
+    table.rank_end = dt_nccl_rank_end;
     table.split = dt_nccl_split;
     table.win_allocate = no_win;
     table.win_free = no_win_free;

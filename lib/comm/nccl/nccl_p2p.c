@@ -107,7 +107,7 @@ dt_result dt_nccl_wait(dt_call *call, dt_xfer *xf, int *src)
     if (r == DT_OK && !x->ev)
         r = dt_fail(DT_ERR_INTERNAL, "nccl: a transfer without its event");
     if (r == DT_OK)
-        r = dt_nccl_wait_event(call, x->s->nc[x->lane], x->ev,
+        r = dt_nccl_wait_event(call, x->s, x->lane, x->ev,
                                x->m.dir == DT_MSG_SEND ? "dt_send (nccl)" : "dt_recv (nccl)");
     if (r == DT_OK) {
         dt_call_traffic(call, x->m.dir == DT_MSG_SEND, x->m.bytes, 1);
@@ -146,7 +146,7 @@ void dt_nccl_cancel(dt_call *call, dt_xfer *xf)
                 break;
             }
     } else if (x->ev && cudaEventQuery(x->ev) == cudaErrorNotReady) {
-        ncclCommAbort(x->s->nc[x->lane]);
+        dt_nccl_abort(x->s);
     }
     if (x->ev)
         cudaEventDestroy(x->ev);

@@ -36,8 +36,19 @@ dt_result dt_cuda_check(cudaError_t e, const char *what)
                    cudaGetErrorString(e));
 }
 
-dt_result dt_nccl_wait_event(dt_call *call, ncclComm_t nc, cudaEvent_t ev, const char *what)
+void dt_nccl_abort(dt_nccl_comm *s)
 {
+    if (atomic_exchange(&s->aborted, 1))
+        return;
+    for (int l = 0; l < DT_LANES; l++)
+        if (s->nc[l])
+            ncclCommAbort(s->nc[l]);
+}
+
+dt_result dt_nccl_wait_event(dt_call *call, dt_nccl_comm *s, int lane, cudaEvent_t ev,
+                             const char *what)
+{
+    ncclComm_t nc = s->nc[lane];
     dt_job *job = dt_call_job(call);
     double deadline = dt_now() + job->timeout_s;
     for (long spins = 0;; spins++) {
@@ -50,16 +61,16 @@ dt_result dt_nccl_wait_event(dt_call *call, ncclComm_t nc, cudaEvent_t ev, const
         ncclResult_t e = ncclCommGetAsyncError(nc, &async);
         if (e != ncclSuccess || (async != ncclSuccess && async != ncclInProgress)) {
             dt_result r = dt_nccl_check(e != ncclSuccess ? e : async, nc, what);
-            ncclCommAbort(nc);
+            dt_nccl_abort(s);
             return r;
         }
         if (atomic_load_explicit(&job->failed, memory_order_acquire)) {
-            ncclCommAbort(nc); /* its peer's kernels will never come */
+            dt_nccl_abort(s); /* its peer's kernels will never come */
             return dt_fail(DT_ERR_PEER_DIED, "%s (nccl): a rank of the job failed; the NCCL "
                            "communicator is aborted", what);
         }
         if (dt_now() >= deadline) {
-            ncclCommAbort(nc);
+            dt_nccl_abort(s);
             return dt_fail(DT_ERR_TIMEOUT, "timeout after %g s in %s #%ld (nccl): the GPU's "
                            "kernel did not complete; the NCCL communicator is aborted",
                            job->timeout_s, what, call->seq);
