@@ -64,6 +64,12 @@ extern "C" dt_result dt_gpu_to_device(void *dst, const void *src, size_t bytes)
     return DT_OK;
 }
 
+extern "C" dt_result dt_gpu_zero(void *p, size_t bytes)
+{
+    CUDA_TRY(cudaMemset(p, 0, bytes), "cudaMemset");
+    return DT_OK;
+}
+
 extern "C" dt_result dt_gpu_to_host(void *dst, const void *src, size_t bytes)
 {
     CUDA_TRY(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost), "cudaMemcpy (to host)");
@@ -123,4 +129,16 @@ extern "C" dt_result dt_gpu_linear_forward(float *out, const float *inp, const f
         CUDA_TRY(cudaDeviceSynchronize(), "dt_gpu_linear_forward");
     }
     return DT_OK;
+}
+
+// dinp = dout @ W; dW += dout^T @ inp; db += colsum(dout)
+extern "C" dt_result dt_gpu_linear_backward(float *dinp, float *dweight, float *dbias,
+                                            const float *dout, const float *inp,
+                                            const float *weight, size_t N, size_t C, size_t OC)
+{
+    if (dinp)
+        GPU_TRY(dt_gpu_sgemm(DT_NO_TRANS, DT_NO_TRANS, N, C, OC, 1.0f, dout, OC, weight, C, 0.0f,
+                             dinp, C));
+    GPU_TRY(dt_gpu_sgemm(DT_TRANS, DT_NO_TRANS, OC, C, N, 1.0f, dout, OC, inp, C, 1.0f, dweight, C));
+    return dbias ? dt_gpu_bias_backward(dbias, dout, N, OC) : DT_OK;
 }

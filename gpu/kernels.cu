@@ -71,6 +71,26 @@ extern "C" dt_result dt_gpu_gelu_forward(float *out, const float *inp, size_t n)
     return launched("dt_gpu_gelu_forward");
 }
 
+// dbias (OC) += sum over the N rows of dout (N, OC): one thread per column
+__global__ static void bias_bwd(float *dbias, const float *dout, size_t N, size_t OC)
+{
+    size_t j = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (j >= OC)
+        return;
+    float s = 0.0f;
+    for (size_t i = 0; i < N; i++)
+        s += dout[i * OC + j];
+    dbias[j] += s;
+}
+
+extern "C" dt_result dt_gpu_bias_backward(float *dbias, const float *dout, size_t N, size_t OC)
+{
+    if (N == 0 || OC == 0)
+        return DT_OK;
+    bias_bwd<<<blocks(OC, 128), 128>>>(dbias, dout, N, OC);
+    return launched("dt_gpu_bias_backward");
+}
+
 // ---------------------------------------------------------------- softmax cross-entropy
 
 // One block per row: the row's max, then the sum of exp(x - max), each by
