@@ -13,7 +13,8 @@
 static dt_result cuda_fail(cudaError_t e, const char *what)
 {
     return dt_fail(e == cudaErrorMemoryAllocation ? DT_ERR_NOMEM
-                   : e == cudaErrorNoDevice || e == cudaErrorInsufficientDriver ? DT_ERR_UNSUPPORTED
+                   : e == cudaErrorNoDevice || e == cudaErrorInsufficientDriver || e == cudaErrorStubLibrary
+                     ? DT_ERR_UNSUPPORTED
                    : DT_ERR_INTERNAL,
                    "%s: CUDA error %d (%s): %s", what, (int)e, cudaGetErrorName(e),
                    cudaGetErrorString(e));

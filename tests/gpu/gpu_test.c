@@ -10,7 +10,7 @@
 
 #include <cuda_runtime_api.h>
 
-int gpu_require(void)
+int gpu_count(char *why, size_t len)
 {
     int fd[2];
     if (pipe(fd) != 0)
@@ -34,9 +34,17 @@ int gpu_require(void)
     if (pid > 0)
         waitpid(pid, NULL, 0);
     int n = got > 0 ? atoi(buf) : 0;
+    snprintf(why, len, "%s", got > 0 && strchr(buf, ' ') ? strchr(buf, ' ') + 1
+                                                         : n > 0 ? "" : "no GPU: the probe did not answer");
+    return n;
+}
+
+int gpu_require(void)
+{
+    char why[300];
+    int n = gpu_count(why, sizeof why);
     if (n < 1)
-        dt_test_skip("%s", got > 0 && strchr(buf, ' ') ? strchr(buf, ' ') + 1
-                                                       : "no GPU: the probe did not answer");
+        dt_test_skip("%s", why);
     return n;
 }
 

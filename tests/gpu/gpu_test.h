@@ -13,6 +13,8 @@
  * nccl backend forks its ranks (a forked child cannot use the CUDA
  * context of its parent). */
 int gpu_require(void);
+/* The probe alone: the GPUs visible (0: none, why says why). */
+int gpu_count(char *why, size_t len);
 
 /* |got - want| <= atol + rtol |want| for each of n floats; else the test
  * fails naming what, the index and both values. */

@@ -30,7 +30,8 @@ dt_result dt_cuda_check(cudaError_t e, const char *what)
     if (e == cudaSuccess)
         return DT_OK;
     return dt_fail(e == cudaErrorMemoryAllocation ? DT_ERR_NOMEM
-                   : e == cudaErrorNoDevice || e == cudaErrorInsufficientDriver ? DT_ERR_UNSUPPORTED
+                   : e == cudaErrorNoDevice || e == cudaErrorInsufficientDriver || e == cudaErrorStubLibrary
+                     ? DT_ERR_UNSUPPORTED
                    : DT_ERR_INTERNAL,
                    "%s: CUDA error %d (%s): %s", what, (int)e, cudaGetErrorName(e),
                    cudaGetErrorString(e));
