@@ -29,6 +29,8 @@ typedef struct dt_nccl_comm {
     int device;
     void *scratch;                /* 4 bytes of device memory: the barrier */
     _Atomic int aborted;          /* 1 once ncclCommAbort freed a communicator */
+    char *stage[DT_LANES];        /* device memory for host buffers (nccl_stage.c) */
+    size_t stage_bytes[DT_LANES];
     struct dt_nccl_comm *next;
 } dt_nccl_comm;
 
@@ -65,6 +67,22 @@ dt_result dt_nccl_wait_event(dt_call *call, dt_nccl_comm *s, int lane, cudaEvent
 /* ncclCommAbort of both lanes' communicators, once (their work cannot
  * complete any more). */
 void dt_nccl_abort(dt_nccl_comm *s);
+
+/* ---- nccl_stage.c */
+/* A call's buffers as NCCL gets them: device memory as given; host memory
+ * staged through the state's device buffer of the lane. */
+typedef struct {
+    void *send, *recv;  /* what NCCL gets */
+    void *host_recv;    /* the host buffer to copy recv back into; NULL: none */
+    size_t rbytes;
+} dt_nccl_staged;
+int dt_nccl_on_device(const void *p);
+/* Before the NCCL call: the staged pointers, the host send range copied
+ * up on lane l's stream. After its event completed: the receive copied
+ * back, then the stream synchronized by the caller. */
+dt_result dt_nccl_stage_in(dt_nccl_comm *s, int l, dt_nccl_staged *st, const void *send,
+                           size_t sbytes, void *recv, size_t rbytes);
+dt_result dt_nccl_stage_out(dt_nccl_comm *s, int l, const dt_nccl_staged *st);
 
 /* ---- nccl_coll.c */
 dt_result dt_nccl_collective(dt_call *call, const dt_coll_args *a);

@@ -3,7 +3,8 @@
  * for within the job's deadline (nccl_wait.c). The API has checked the
  * arguments, numbered the call and, with debug on, checked over the arena
  * that every rank called the same (the signature check runs before NCCL
- * sees the call: a mismatch is named, not hung on).
+ * sees the call: a mismatch is named, not hung on). Host buffers are
+ * staged through device memory (nccl_stage.c).
  *
  * Which algorithm runs is NCCL's choice (rings, trees, NVLS; chapter 15):
  * dt_algo is not passed on. The stats count what the ring would move per
@@ -105,6 +106,25 @@ dt_result dt_nccl_collective(dt_call *call, const dt_coll_args *a)
     cudaStream_t st = s->stream[l];
     size_t esize = dt_dtype_size(a->dtype), n = a->count * esize;
     const char *what = dt_coll_name((dt_coll_kind)a->kind);
+    size_t N = (size_t)size, sb = n, rb = n; /* the bytes of each buffer */
+    if (a->kind == DT_COLL_BROADCAST)
+        sb = rank == a->root ? n : 0;
+    else if (a->kind == DT_COLL_REDUCE)
+        rb = rank == a->root ? n : 0;
+    else if (a->kind == DT_COLL_ALLGATHER && !a->halves)
+        rb = n * N;
+    else if (a->kind == DT_COLL_REDUCE_SCATTER && !a->halves)
+        sb = n * N;
+    else if (a->kind == DT_COLL_ALLTOALL)
+        sb = rb = n * N;
+    else if (a->kind == DT_COLL_BARRIER)
+        sb = rb = 0;
+    dt_nccl_staged stg;
+    DT_TRY(dt_nccl_stage_in(s, l, &stg, a->sendbuf, sb, a->recvbuf, rb));
+    dt_coll_args staged = *a;
+    staged.sendbuf = stg.send;
+    staged.recvbuf = stg.recv;
+    a = &staged;
     ncclResult_t e;
     switch (a->kind) {
     case DT_COLL_ALLREDUCE:
@@ -144,6 +164,11 @@ dt_result dt_nccl_collective(dt_call *call, const dt_coll_args *a)
     if (r == DT_OK)
         r = dt_nccl_wait_event(call, s, l, ev, what);
     cudaEventDestroy(ev);
+    if (r == DT_OK && stg.host_recv) { /* the kernel is done: the copy back cannot hang */
+        r = dt_nccl_stage_out(s, l, &stg);
+        if (r == DT_OK)
+            r = dt_cuda_check(cudaStreamSynchronize(st), what);
+    }
     if (r == DT_OK)
         count_traffic(call, a->kind, n, size);
     return r;

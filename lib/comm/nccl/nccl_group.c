@@ -186,6 +186,7 @@ void dt_nccl_rank_end(dt_rank_ctx *rc)
                 ncclCommDestroy(s->nc[l]);
             if (s->stream[l])
                 cudaStreamDestroy(s->stream[l]);
+            cudaFree(s->stage[l]);
         }
         cudaFree(s->scratch);
         free(s);

@@ -10,7 +10,8 @@
  * as NCCL asks. The tag is not carried (NCCL's messages between two ranks
  * arrive in the order sent, as dt_send's user messages do); nor is the
  * size, so a receive of another size than its send cannot be diagnosed
- * here, as it is on the other backends. */
+ * here, as it is on the other backends. A host buffer is staged through
+ * device memory of its own (nccl_stage.c's rule). */
 #include "nccl_backend.h"
 
 #include "../stats.h"
@@ -22,8 +23,30 @@ typedef struct nccl_xfer {
     dt_nccl_comm *s;
     int lane, peer, launched;
     cudaEvent_t ev;
+    void *dev;              /* device staging of a host buffer (NULL: buf is on the GPU) */
     struct nccl_xfer *next_queued;
 } nccl_xfer;
+
+/* A host buffer's device copy for NCCL (nccl_stage.c's rule, per message:
+ * a send's data copied up before the group launches). */
+static dt_result stage(nccl_xfer *x)
+{
+    if (!x->m.bytes || dt_nccl_on_device(x->m.buf))
+        return DT_OK;
+    DT_TRY(dt_cuda_check(cudaMalloc(&x->dev, x->m.bytes), "nccl: staging a message"));
+    if (x->m.dir == DT_MSG_SEND)
+        DT_TRY(dt_cuda_check(cudaMemcpy(x->dev, x->m.buf, x->m.bytes, cudaMemcpyHostToDevice),
+                             "nccl: staging a message"));
+    return DT_OK;
+}
+
+static void release(nccl_xfer *x)
+{
+    if (x->ev)
+        cudaEventDestroy(x->ev);
+    cudaFree(x->dev);
+    free(x);
+}
 
 /* The posts not yet launched, per lane (a rank is a process; its lanes are
  * its two threads, each with its own queue). */
@@ -78,15 +101,21 @@ static dt_result launch(void)
     if (!rev)
         return DT_OK;
     ncclComm_t nc = rev->s->nc[rev->lane];
-    ncclResult_t e = ncclGroupStart();
-    for (nccl_xfer *x = rev; e == ncclSuccess && x; x = x->next_queued) {
+    dt_result r = DT_OK;
+    for (nccl_xfer *x = rev; r == DT_OK && x; x = x->next_queued)
+        r = stage(x);
+    ncclResult_t e = r == DT_OK ? ncclGroupStart() : ncclSuccess;
+    for (nccl_xfer *x = rev; r == DT_OK && e == ncclSuccess && x; x = x->next_queued) {
         cudaStream_t st = x->s->stream[x->lane];
         ncclComm_t c = x->s->nc[x->lane];
-        e = x->m.dir == DT_MSG_SEND ? ncclSend(x->m.buf, x->m.bytes, ncclUint8, x->peer, c, st)
-                                    : ncclRecv(x->m.buf, x->m.bytes, ncclUint8, x->peer, c, st);
+        void *b = x->dev ? x->dev : x->m.buf;
+        e = x->m.dir == DT_MSG_SEND ? ncclSend(b, x->m.bytes, ncclUint8, x->peer, c, st)
+                                    : ncclRecv(b, x->m.bytes, ncclUint8, x->peer, c, st);
     }
-    ncclResult_t g = ncclGroupEnd();
-    dt_result r = dt_nccl_check(e != ncclSuccess ? e : g, nc, "nccl: send/recv group");
+    if (r == DT_OK) {
+        ncclResult_t g = ncclGroupEnd();
+        r = dt_nccl_check(e != ncclSuccess ? e : g, nc, "nccl: send/recv group");
+    }
     for (nccl_xfer *x = rev; x; x = x->next_queued) {
         x->launched = 1;
         if (r == DT_OK)
@@ -109,14 +138,15 @@ dt_result dt_nccl_wait(dt_call *call, dt_xfer *xf, int *src)
     if (r == DT_OK)
         r = dt_nccl_wait_event(call, x->s, x->lane, x->ev,
                                x->m.dir == DT_MSG_SEND ? "dt_send (nccl)" : "dt_recv (nccl)");
+    if (r == DT_OK && x->dev && x->m.dir == DT_MSG_RECV) /* done: the copy cannot hang */
+        r = dt_cuda_check(cudaMemcpy(x->m.buf, x->dev, x->m.bytes, cudaMemcpyDeviceToHost),
+                          "nccl: staging a message back");
     if (r == DT_OK) {
         dt_call_traffic(call, x->m.dir == DT_MSG_SEND, x->m.bytes, 1);
         if (src)
             *src = x->peer;
     }
-    if (x->ev)
-        cudaEventDestroy(x->ev);
-    free(x);
+    release(x);
     xf->m = NULL;
     return r;
 }
@@ -148,8 +178,6 @@ void dt_nccl_cancel(dt_call *call, dt_xfer *xf)
     } else if (x->ev && cudaEventQuery(x->ev) == cudaErrorNotReady) {
         dt_nccl_abort(x->s);
     }
-    if (x->ev)
-        cudaEventDestroy(x->ev);
-    free(x);
+    release(x);
     xf->m = NULL;
 }
