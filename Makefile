@@ -219,8 +219,11 @@ RACE    ?= 1
 # tests' ThreadSanitizer runs are left out (MPI is not instrumented).
 BACKEND ?=
 MPI_NP  ?= 8
-CHECK_ENV := $(if $(BACKEND),DT_BACKEND=$(BACKEND)) $(if $(filter mpi,$(BACKEND)),DT_MPI_NP=$(MPI_NP))
-CHECK_RACE := $(if $(filter mpi,$(BACKEND)),0,$(RACE))
+# BACKEND=nccl grades in make gpu's build (GPU=1 BUILD=build/gpu: only it
+# has nccl), without the ThreadSanitizer runs (CUDA is not instrumented).
+CHECK_ENV := $(if $(BACKEND),DT_BACKEND=$(BACKEND)) $(if $(filter mpi,$(BACKEND)),DT_MPI_NP=$(MPI_NP)) \
+             $(if $(filter 1,$(GPU)),GPU=1)
+CHECK_RACE := $(if $(filter mpi nccl,$(BACKEND)),0,$(RACE))
 
 all: $(LIBDT) $(TOOLS) $(UNIT_GRADE) $(FIXTURE) lab-bins headers $(BENCH_PROGS)
 
@@ -379,6 +382,7 @@ run-lab:
 check:
 	@test -n "$(SEL_LABS)" || { echo "check: LAB=$(LAB) names no lab (labs: $(LABS))"; exit 2; }
 	@test "$(BACKEND)" != mpi -o -n "$(MPICC_OK)" || { echo "check: BACKEND=mpi needs libdt built with MPI (mpicc found, MPI not 0, no SAN)"; exit 2; }
+	@test "$(BACKEND)" != nccl -o "$(GPU)" = 1 || { echo "check: BACKEND=nccl needs make gpu's build: make check BACKEND=nccl GPU=1 BUILD=$(GPU_BUILD)"; exit 2; }
 	@env -u MAKEFLAGS -u MAKELEVEL -u MFLAGS DT_QUIET=1 MAKE="$(MAKE)" BUILD=$(BUILD) SAN=$(SAN) CC="$(CC)" \
 	  $(CHECK_ENV) WERROR="$(WERROR)" IMPL=$(IMPL) OFFICIAL=$(OFFICIAL) LABS="$(SEL_LABS)" RACE=$(CHECK_RACE) \
 	  SHOWN="$(or $(SHOWN),$(IMPL))" \

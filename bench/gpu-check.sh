@@ -11,7 +11,9 @@
 #   nccl-2/4   the same on 2 and 4 ranks on ONE GPU through the NCCL_HOSTID
 #              route (each rank its own "host": P2P and SHM off, sockets on
 #              loopback): exact results, speed meaningless
-#   lab        the capstone lab's tests (labs/15-capstone-gpu), where it exists
+#   capstone   the graded tests of chapters 03, 07 and 08 with BACKEND=nccl,
+#              unchanged (host buffers staged; NCCL_HOSTID route on one GPU),
+#              and the capstone lab's tests (labs/15-capstone-gpu), where it exists
 #   allreduce  dt_allreduce on the nccl backend beside a raw ncclAllReduce
 #              loop, nccl-tests' table each (bench/gpu_allreduce.c)
 #   mlp        the GPU MLP step beside PyTorch's (bench/gpu_mlp_step.c,
@@ -82,9 +84,12 @@ else
         part "nccl backend, $n ranks on one GPU (NCCL_HOSTID route)"
         DT_NCCL_HOSTID=1 DT_NCCL_RANKS=$n grade "nccl-$n" --only gpu_nccl
     done
-    part "the capstone lab"
+    part "the capstone: the graded tests of chapters 03, 07 and 08 on nccl, unchanged"
+    # their ranks on one GPU through the NCCL_HOSTID route; host buffers staged
+    DT_NCCL_HOSTID=1 run capstone make check BACKEND=nccl GPU=1 BUILD="$GPU_BUILD" \
+        IMPL=solutions LAB="03 07 08" DT_RESULTS="$LOG/capstone.json"
     if [ -d tests/15-capstone-gpu ]; then
-        run lab make check LAB=15 IMPL=solutions
+        run lab make check LAB=15 IMPL=solutions GPU=1 BUILD="$GPU_BUILD"
     else
         skipped+=("the capstone lab: labs/15-capstone-gpu is not there yet")
     fi
