@@ -95,5 +95,7 @@ dt_result dt_nccl_irecv(dt_call *call, int peer, void *buf, size_t bytes, uint64
 dt_result dt_nccl_wait(dt_call *call, dt_xfer *x, int *src);
 int dt_nccl_done(const dt_xfer *x);
 void dt_nccl_cancel(dt_call *call, dt_xfer *x);
+/* Launches this thread's queued posts as one NCCL group. */
+dt_result dt_nccl_flush(void);
 
 #endif /* DT_COMM_NCCL_BACKEND_H */

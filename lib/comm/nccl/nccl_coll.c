@@ -51,10 +51,13 @@ static void count_traffic(dt_call *call, int kind, size_t n, int N)
     dt_call_traffic(call, 0, bytes, msgs);
 }
 
-/* dt_allreduce's halves in place on count elements cut by dt_block: NCCL's
- * reduce-scatter and allgather where the blocks are equal; else the whole
- * allreduce (every block reduced, this rank's among them) and a broadcast
- * of each block from its owner, in one group. */
+/* dt_allreduce's halves in place on count elements cut by dt_block. The
+ * first: the whole ncclAllReduce, since its contract is dt_allreduce's sums
+ * bit for bit, which NCCL's reduce-scatter does not promise (it may add in
+ * another order than the allreduce NCCL picks: a tree); this rank's block
+ * is then reduced, as every other. The second: ncclAllGather in place
+ * where the blocks are equal, else a broadcast of each block from its
+ * owner, in one group. */
 static ncclResult_t halves(const dt_coll_args *a, ncclDataType_t t, size_t esize, int rank,
                            int size, ncclComm_t nc, cudaStream_t st)
 {
@@ -62,9 +65,7 @@ static ncclResult_t halves(const dt_coll_args *a, ncclDataType_t t, size_t esize
     int even = a->count % (size_t)size == 0;
     size_t blk = a->count / (size_t)size;
     if (a->kind == DT_COLL_REDUCE_SCATTER)
-        return even ? ncclReduceScatter(buf, buf + (size_t)rank * blk * esize, blk, t, op_of(a->op),
-                                        nc, st)
-                    : ncclAllReduce(buf, buf, a->count, t, op_of(a->op), nc, st);
+        return ncclAllReduce(buf, buf, a->count, t, op_of(a->op), nc, st);
     if (even)
         return ncclAllGather(buf + (size_t)rank * blk * esize, buf, blk, t, nc, st);
     ncclResult_t e = ncclGroupStart();
@@ -99,6 +100,7 @@ dt_result dt_nccl_collective(dt_call *call, const dt_coll_args *a)
 {
     dt_nccl_comm *s;
     DT_TRY(dt_nccl_comm_of(call, 1, &s));
+    DT_TRY(dt_nccl_flush());
     ncclDataType_t t = ncclFloat32;
     DT_TRY(type_of(a->dtype, &t));
     int rank = call->comm->rank, size = call->comm->size, l = call->lane;

@@ -7,7 +7,8 @@
  * only queues its transfer; the first wait (or done) on the lane launches
  * every queued one as one group, then records a CUDA event behind each:
  * dt_sendrecv and an algorithm's posts before their waits go together,
- * as NCCL asks. The tag is not carried (NCCL's messages between two ranks
+ * as NCCL asks. Each collective launches the queue first, so that a send
+ * posted before it is ahead of it on the stream. The tag is not carried (NCCL's messages between two ranks
  * arrive in the order sent, as dt_send's user messages do); nor is the
  * size, so a receive of another size than its send cannot be diagnosed
  * here, as it is on the other backends. A host buffer is staged through
@@ -88,8 +89,10 @@ dt_result dt_nccl_irecv(dt_call *call, int peer, void *buf, size_t bytes, uint64
     return post(call, peer, buf, bytes, DT_MSG_RECV, out);
 }
 
-/* Launches every queued post as one group, in the order posted. */
-static dt_result launch(void)
+/* Launches every queued post of this thread as one group, in the order
+ * posted (also before each collective: a send posted before it must come
+ * before it on the stream, as the peer's receive may). */
+dt_result dt_nccl_flush(void)
 {
     nccl_xfer *rev = NULL;
     while (queued) { /* the queue is newest first */
@@ -132,7 +135,7 @@ dt_result dt_nccl_wait(dt_call *call, dt_xfer *xf, int *src)
     if (!xf->m)
         return DT_OK;
     nccl_xfer *x = (nccl_xfer *)xf->m;
-    dt_result r = x->launched ? DT_OK : launch();
+    dt_result r = x->launched ? DT_OK : dt_nccl_flush();
     if (r == DT_OK && !x->ev)
         r = dt_fail(DT_ERR_INTERNAL, "nccl: a transfer without its event");
     if (r == DT_OK)
@@ -156,8 +159,10 @@ int dt_nccl_done(const dt_xfer *xf)
     if (!xf->m)
         return 1;
     nccl_xfer *x = (nccl_xfer *)xf->m;
-    if (!x->launched && launch() != DT_OK)
+    if (!x->launched && dt_nccl_flush() != DT_OK)
         return 1; /* its wait reports the failure */
+    if (!x->launched) /* another thread's post: its wait launches it */
+        return 0;
     return !x->ev || cudaEventQuery(x->ev) != cudaErrorNotReady;
 }
 
