@@ -35,11 +35,13 @@ typedef struct dt_nccl_comm {
 } dt_nccl_comm;
 
 /* ---- nccl_ops.c */
-/* The nccl table over the host table h (backend.c passes proc's), and h. */
+/* The nccl table over the host table h (backend.c passes proc's). */
 const dt_backend_ops *dt_nccl_ops_over(const dt_backend_ops *h);
-const dt_backend_ops *dt_nccl_host(void);
 
 /* ---- nccl_group.c */
+/* The host table (set by nccl_ops.c), whose split makes a group's host side. */
+void dt_nccl_set_host(const dt_backend_ops *h);
+const dt_backend_ops *dt_nccl_host(void);
 /* The rank's NCCL state on call->comm: the world's is made at the rank's
  * start (dt_nccl_rank_start: rank 0's unique id through the arena,
  * ncclCommInitRank, every rank's verdict), a split's by dt_nccl_split;

@@ -21,6 +21,13 @@
 static pthread_mutex_t states_lock = PTHREAD_MUTEX_INITIALIZER;
 static dt_nccl_comm *states;
 
+/* The host table under the nccl one (nccl_ops.c sets it, once). */
+static const dt_backend_ops *host;
+
+void dt_nccl_set_host(const dt_backend_ops *h) { host = h; }
+
+const dt_backend_ops *dt_nccl_host(void) { return host; }
+
 static dt_nccl_comm *find(const dt_comm *comm)
 {
     for (dt_nccl_comm *s = states; s; s = s->next)

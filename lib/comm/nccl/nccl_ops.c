@@ -10,9 +10,6 @@
 #include <pthread.h>
 
 static dt_backend_ops table;
-static const dt_backend_ops *host;
-
-const dt_backend_ops *dt_nccl_host(void) { return host; }
 
 static dt_result no_any(dt_call *call, size_t bytes, int *src)
 {
@@ -45,8 +42,8 @@ static const dt_backend_ops *pending_host;
 
 static void make_table(void)
 {
-    host = pending_host;
-    table = *host;           /* launch, kill, groups' host part, exchange, wait */
+    dt_nccl_set_host(pending_host);
+    table = *pending_host;   /* launch, kill, groups' host part, exchange, wait */
     table.name = "nccl";
     table.started = NULL;    /* a program joins nccl's jobs only through dt_launch */
     table.attach = NULL;
