@@ -24,7 +24,12 @@ const dt_backend_ops *dt_backend_of(dt_backend b)
     case DT_BACKEND_MPI: return &dt_mpi_ops;
 #endif
 #ifdef DT_HAVE_NCCL
-    case DT_BACKEND_NCCL: return dt_nccl_ops_over(&dt_proc_ops); /* GPU ranks in processes */
+    case DT_BACKEND_NCCL: /* GPU ranks in processes: mpirun's across machines, else proc's */
+#ifdef DT_HAVE_MPI
+        if (dt_started_by_mpirun(&(int){0}, &(int){0}))
+            return dt_nccl_ops_over(&dt_mpi_ops);
+#endif
+        return dt_nccl_ops_over(&dt_proc_ops);
 #endif
     default: return NULL; /* nccl only in `make gpu`'s libdt */
     }

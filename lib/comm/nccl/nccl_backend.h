@@ -4,11 +4,10 @@
  * runtime and NCCL are found. Not a public header.
  *
  * The host side of a job is a host backend's table (backend.c passes
- * proc's, nccl_ops.c): the ranks are processes forked over one shared-
- * memory arena, and the barrier-exchange, the rank board and its timeout
- * report are the arena's. Through the arena passes
- * what NCCL needs from the host: the unique id that rank 0 makes and every
- * rank's verdict on ncclCommInitRank. The data never touches the host.
+ * proc's, or mpi's under mpirun; nccl_ops.c): the ranks' processes, the
+ * barrier-exchange, the rank board and its timeout report. Through the
+ * barrier-exchange passes what NCCL needs from the host: the unique id
+ * that rank 0 makes and every rank's verdict on ncclCommInitRank.
  *
  * Per rank and communicator (private to the rank's process, found by its
  * handle): one NCCL communicator and one stream for each lane, so that the
@@ -43,7 +42,7 @@ const dt_backend_ops *dt_nccl_ops_over(const dt_backend_ops *h);
 void dt_nccl_set_host(const dt_backend_ops *h);
 const dt_backend_ops *dt_nccl_host(void);
 /* The rank's NCCL state on call->comm: the world's is made at the rank's
- * start (dt_nccl_rank_start: rank 0's unique id through the arena,
+ * start (dt_nccl_rank_start: rank 0's unique id through the exchange,
  * ncclCommInitRank, every rank's verdict), a split's by dt_nccl_split;
  * may_init makes a missing one (a collective: every rank is there), else
  * a missing or aborted one is refused, naming why. */

@@ -1,7 +1,7 @@
 /* nccl_coll.c - every collective of dt/comm.h as its NCCL call on the
  * rank's stream for the call's lane, then a CUDA event behind it, waited
  * for within the job's deadline (nccl_wait.c). The API has checked the
- * arguments, numbered the call and, with debug on, checked over the arena
+ * arguments, numbered the call and, with debug on, checked over the barrier-exchange
  * that every rank called the same (the signature check runs before NCCL
  * sees the call: a mismatch is named, not hung on). Host buffers are
  * staged through device memory (nccl_stage.c).

@@ -1,15 +1,14 @@
 /* nccl_group.c - the nccl backend's communicators: a rank's NCCL state on
- * each of its handles, made on the first collective (the unique id through
- * the proc arena), and dt_comm_split through ncclCommSplit.
+ * each of its handles, made at the rank's start or by a split (the unique
+ * id through the barrier-exchange), and dt_comm_split through ncclCommSplit.
  *
  * NCCL's setup (chapter 15, "one rank per GPU"): rank 0 calls
  * ncclGetUniqueId, which opens the bootstrap's listening socket in its
  * process; every rank then calls ncclCommInitRank(size, id, rank) on its
  * own GPU. The id travels as llm.c passes it, through memory every rank
- * can read: here the job's arena (across machines it would be MPI_Bcast). */
+ * can read: here the host table's barrier-exchange, the job's arena on
+ * one machine (proc), MPI's messages across machines (mpi). */
 #include "nccl_backend.h"
-
-#include "../shm.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -76,15 +75,39 @@ static void add_state(dt_nccl_comm *s)
     states = s;
 }
 
+/* Rank 0's unique id to every rank, in the records of the host table's
+ * barrier-exchange (the arena's stamps on proc, messages on mpi): 128
+ * bytes, 32 per exchange. failed: rank 0 could not make it (every rank
+ * then gets DT_ERR_PEER_DIED). */
+static dt_result send_id(dt_call *call, ncclUniqueId *id, int failed)
+{
+    char *bytes = (char *)id;
+    size_t part = sizeof(((dt_rec *)0)->u.words);
+    for (size_t off = 0; off < sizeof *id; off += part) {
+        dt_rec mine = {.sig = (uint32_t)failed};
+        size_t n = sizeof *id - off < part ? sizeof *id - off : part;
+        if (call->comm->rank == 0)
+            memcpy(mine.u.words, bytes + off, n);
+        const dt_rec *got;
+        DT_TRY(dt_sync_exchange(call, &mine, &got));
+        if (got[0].sig)
+            failed = 1;
+        else
+            memcpy(bytes + off, got[0].u.words, n);
+    }
+    return failed ? dt_fail(DT_ERR_PEER_DIED, "nccl: rank 0 could not make NCCL's unique id")
+                  : DT_OK;
+}
+
 /* The setup of comm's first NCCL communicator, on every rank: rank 0's id
- * through the arena, ncclCommInitRank, then every rank's verdict, so that
- * all fail together and name who failed. */
+ * through the barrier-exchange, ncclCommInitRank, then every rank's
+ * verdict, so that all fail together and name who failed. */
 static dt_result init_state(dt_call *call, dt_nccl_comm **out)
 {
     dt_comm *comm = call->comm;
-    dt_job *job = comm->rc->job;
     dt_nccl_comm *s = calloc(1, sizeof *s);
-    ncclUniqueId *id = NULL;
+    ncclUniqueId id;
+    memset(&id, 0, sizeof id);
     dt_result r = s ? DT_OK : DT_ERR_NOMEM;
     if (r == DT_OK && hostid_route()) { /* before NCCL reads its environment */
         char host[64];
@@ -98,21 +121,18 @@ static dt_result init_state(dt_call *call, dt_nccl_comm **out)
         r = dt_nccl_device(comm->rc->world_rank, &s->device);
     if (r == DT_OK)
         r = dt_cuda_check(cudaSetDevice(s->device), "nccl: cudaSetDevice");
-    if (r == DT_OK && comm->rank == 0) {
-        id = dt_shm_alloc(job, sizeof *id);
-        r = id ? dt_nccl_check(ncclGetUniqueId(id), NULL, "nccl: ncclGetUniqueId") : DT_ERR_NOMEM;
-    }
-    dt_rec made = {.u.made = {(uint64_t)(uintptr_t)id, (uint64_t)(r != DT_OK)}};
-    const dt_rec *got;
-    dt_result x = dt_sync_exchange(call, &made, &got);
-    if (x == DT_OK && got[0].u.made.failed && r == DT_OK)
-        r = dt_fail(DT_ERR_PEER_DIED, "nccl: rank 0 could not make NCCL's unique id");
-    if (x == DT_OK && r == DT_OK) {
-        const ncclUniqueId *shared = (const ncclUniqueId *)(uintptr_t)got[0].u.made.group;
-        r = dt_nccl_check(ncclCommInitRank(&s->nc[0], comm->size, *shared, comm->rank), NULL,
+    if (r == DT_OK && comm->rank == 0)
+        r = dt_nccl_check(ncclGetUniqueId(&id), NULL, "nccl: ncclGetUniqueId");
+    dt_result x = send_id(call, &id, r != DT_OK);
+    if (x == DT_ERR_PEER_DIED && r == DT_OK)
+        r = x;
+    else if (x == DT_OK && r == DT_OK)
+        r = dt_nccl_check(ncclCommInitRank(&s->nc[0], comm->size, id, comm->rank), NULL,
                           "nccl: ncclCommInitRank");
-    }
-    if (x == DT_OK) { /* every rank's verdict; then rank 0 may free the id */
+    if (x == DT_ERR_PEER_DIED)
+        x = DT_OK; /* rank 0's failure: the verdicts below still go round */
+    const dt_rec *got;
+    if (x == DT_OK) { /* every rank's verdict */
         char why[256];
         snprintf(why, sizeof why, "%s", r != DT_OK ? dt_last_error() : "");
         dt_rec verdict = {.sig = r != DT_OK};
@@ -124,7 +144,6 @@ static dt_result init_state(dt_call *call, dt_nccl_comm **out)
         if (r != DT_OK && why[0])
             dt_fail(r, "%s", why);
     }
-    dt_shm_free(job, id);
     if (x != DT_OK)
         r = x;
     if (r == DT_OK)
@@ -201,8 +220,7 @@ void dt_nccl_rank_end(dt_rank_ctx *rc)
     pthread_mutex_unlock(&states_lock);
 }
 
-/* dt_comm_split: the host side as the emulation makes it (the new group in
- * the arena), then the parent's NCCL communicator split by the same colors
+/* dt_comm_split: the host side as the host table makes it, then the parent's NCCL communicator split by the same colors
  * and keys: the new group's first parent rank names it, and a rank's place
  * in it is its key. ncclCommSplit is a collective of the whole parent, as
  * dt_comm_split is. */

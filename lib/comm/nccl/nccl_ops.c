@@ -1,8 +1,8 @@
 /* nccl_ops.c - the nccl backend's table (backend.h), made over a host
  * backend's: a GPU rank needs a host process, and its job a host side (the
- * ranks' processes, the arena that carries the barrier-exchange and NCCL's
- * unique id, the rank board, the deadline and its timeout report). That
- * side is the host table's, which backend.c picks (proc's); the data side
+ * ranks' processes, the barrier-exchange that carries NCCL's unique id,
+ * the rank board, the deadline and its timeout report). That side is the
+ * host table's, which backend.c picks (proc's; mpi's under mpirun); the data side
  * is NCCL's, on device buffers. The nccl folder names no other backend:
  * it reaches the host side through the table it is given. */
 #include "nccl_backend.h"
