@@ -15,7 +15,8 @@
 #              unchanged (host buffers staged; NCCL_HOSTID route on one GPU),
 #              and the capstone lab's tests (labs/15-capstone-gpu), where it exists
 #   allreduce  dt_allreduce on the nccl backend beside a raw ncclAllReduce
-#              loop, nccl-tests' table each (bench/gpu_allreduce.c)
+#              loop, nccl-tests' table each, device buffers (bench/gpu_allreduce.c);
+#              and dtbench --backend nccl, host buffers staged through the GPU
 #   mlp        the GPU MLP step beside PyTorch's (bench/gpu_mlp_step.c,
 #              bench/gpu_mlp_torch.py)
 #
@@ -96,6 +97,9 @@ else
     part "allreduce: dt_allreduce (nccl) beside raw ncclAllReduce, 1 GPU"
     run allreduce-dt "$GPU_BUILD/bench/gpu_allreduce" --impl dt -b 8 -e 256M -f 8 --iters 20
     run allreduce-raw "$GPU_BUILD/bench/gpu_allreduce" --impl raw -b 8 -e 256M -f 8 --iters 20
+    # dtbench itself on nccl: host buffers, staged through the GPU (two PCIe
+    # copies per call: what a program written for the emulated ranks pays)
+    run dtbench-nccl "$GPU_BUILD/bin/dtbench" allreduce --backend nccl -n 1 -b 8 -e 256M -f 8
     part "the MLP step: libdt's GPU step beside PyTorch's"
     run mlp-libdt "$GPU_BUILD/bench/gpu_mlp_step" --widths 784,1024,1024,10 --batch 256 --steps 50
     run mlp-torch python3 bench/gpu_mlp_torch.py --widths 784,1024,1024,10 --batch 256 --steps 50
