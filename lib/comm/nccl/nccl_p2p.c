@@ -34,18 +34,23 @@ static dt_result stage(nccl_xfer *x)
 {
     if (!x->m.bytes || dt_nccl_on_device(x->m.buf))
         return DT_OK;
-    DT_TRY(dt_cuda_check(cudaMalloc(&x->dev, x->m.bytes), "nccl: staging a message"));
+    cudaStream_t st = x->s->stream[x->lane];
+    DT_TRY(dt_cuda_check(cudaMallocAsync(&x->dev, x->m.bytes, st), "nccl: staging a message"));
     if (x->m.dir == DT_MSG_SEND)
-        DT_TRY(dt_cuda_check(cudaMemcpy(x->dev, x->m.buf, x->m.bytes, cudaMemcpyHostToDevice),
+        DT_TRY(dt_cuda_check(cudaMemcpyAsync(x->dev, x->m.buf, x->m.bytes,
+                                             cudaMemcpyHostToDevice, st),
                              "nccl: staging a message"));
     return DT_OK;
 }
 
+/* Stream-ordered frees: cudaFree would wait for the whole device, the
+ * other lane's NCCL kernel included, which may be waiting for a peer. */
 static void release(nccl_xfer *x)
 {
     if (x->ev)
         cudaEventDestroy(x->ev);
-    cudaFree(x->dev);
+    if (x->dev)
+        cudaFreeAsync(x->dev, x->s->stream[x->lane]);
     free(x);
 }
 
@@ -142,7 +147,11 @@ dt_result dt_nccl_wait(dt_call *call, dt_xfer *xf, int *src)
         r = dt_nccl_wait_event(call, x->s, x->lane, x->ev,
                                x->m.dir == DT_MSG_SEND ? "dt_send (nccl)" : "dt_recv (nccl)");
     if (r == DT_OK && x->dev && x->m.dir == DT_MSG_RECV) /* done: the copy cannot hang */
-        r = dt_cuda_check(cudaMemcpy(x->m.buf, x->dev, x->m.bytes, cudaMemcpyDeviceToHost),
+        r = dt_cuda_check(cudaMemcpyAsync(x->m.buf, x->dev, x->m.bytes, cudaMemcpyDeviceToHost,
+                                          x->s->stream[x->lane]),
+                          "nccl: staging a message back");
+    if (r == DT_OK && x->dev && x->m.dir == DT_MSG_RECV)
+        r = dt_cuda_check(cudaStreamSynchronize(x->s->stream[x->lane]),
                           "nccl: staging a message back");
     if (r == DT_OK) {
         dt_call_traffic(call, x->m.dir == DT_MSG_SEND, x->m.bytes, 1);

@@ -25,11 +25,14 @@ int dt_nccl_on_device(const void *p)
 /* The state's staging memory, grown to at least bytes (lane l's own). */
 static dt_result grow(dt_nccl_comm *s, int l, size_t bytes, char **out)
 {
-    if (s->stage_bytes[l] < bytes) {
-        cudaFree(s->stage[l]);
+    if (s->stage_bytes[l] < bytes) { /* stream-ordered: cudaFree would wait for the
+                                          other lane's kernels too */
+        if (s->stage[l])
+            cudaFreeAsync(s->stage[l], s->stream[l]);
         s->stage[l] = NULL;
         s->stage_bytes[l] = 0;
-        DT_TRY(dt_cuda_check(cudaMalloc((void **)&s->stage[l], bytes), "nccl: staging buffer"));
+        DT_TRY(dt_cuda_check(cudaMallocAsync((void **)&s->stage[l], bytes, s->stream[l]),
+                             "nccl: staging buffer"));
         s->stage_bytes[l] = bytes;
     }
     *out = s->stage[l];
