@@ -564,6 +564,7 @@ help:
 	@echo "  make bench-NAME      one detailed benchmark, bench/NAME.sh: $(BENCH_NAMES)"
 	@echo "  make gpu             the GPU build into build/gpu/ (nvcc, NCCL; skips without them)"
 	@echo "  make doctor          a GPU machine's preflight (versions, GPUs, NCCL allreduce)"
+	@echo "  make gpu-all         (part of make gpu, with GPU=1) what the GPU build makes"
 	@echo "  make deps-graph      lib/'s include graph between layers and its call circles"
 	@echo "  make deps            install the Debian/Ubuntu packages (apt-get)"
 	@echo "  make clean           remove $(BUILD)/"
