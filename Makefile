@@ -19,7 +19,9 @@
 #   bench/table.sh            the benchmark table (make bench)
 #   bench/<name>.sh           one detailed benchmark (make bench-<name>)
 #   bench/<name>.c            -> build/bench/<name>, a benchmark's program
-#   lib/gpu/*.cu, gpu/*.cu    CUDA/NCCL code (make gpu)
+#   lib/<layer>/nccl/*.c      the nccl backend, in make gpu's libdt only
+#   gpu/*.cu, gpu/*.c         CUDA kernels and GPU programs (make gpu: build/gpu/)
+#   tests/gpu/*.c             -> build/gpu/tests/gpu/grade (skipped without a GPU)
 #
 # Output is one line per step (V=1 prints the full commands); the build runs
 # as many jobs as there are cores unless the command line says -j.
@@ -112,6 +114,19 @@ ifneq ($(MPI),0)
   endif
 endif
 
+# The GPU build: `make gpu` runs this Makefile again with GPU=1 into
+# build/gpu/ (GPU_BUILD): libdt with the nccl backend (lib/comm/nccl/), the
+# CUDA kernels and programs of gpu/ (nvcc), their tests (tests/gpu/) and the
+# GPU benchmarks (bench/gpu_*.c). The CPU build never needs CUDA.
+GPU ?= 0
+CUDA_HOME ?= $(patsubst %/bin/nvcc,%,$(NVCC))
+GPU_BUILD ?= build/gpu
+NVCC_ARCH ?= -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=[sm_90,compute_90]
+ifeq ($(GPU),1)
+  CFLAGS += -DDT_HAVE_NCCL -I$(CUDA_HOME)/include -Igpu
+  LDLIBS += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublas -lnccl -lcudart -lstdc++
+endif
+
 # The build's identity: the compiler and every flag, which also carry what
 # was detected (OpenBLAS, MPI, SAN). $(BUILD)/identity holds them and is
 # rewritten only when they change; every object and program depends on it,
@@ -122,7 +137,7 @@ IDENTITY      := $(BUILD)/identity
 CC_VERSION    := $(shell $(CC) --version 2>/dev/null | head -n 1)
 IDENTITY_TEXT := cc=$(CC) ($(CC_VERSION)); cflags=$(filter-out $(WERROR),$(CFLAGS)); \
                  ldflags=$(LDFLAGS); ldlibs=$(LDLIBS)
-NO_BUILD_GOALS := help clean deps
+NO_BUILD_GOALS := help clean deps gpu doctor
 ifneq ($(filter-out $(NO_BUILD_GOALS),$(or $(MAKECMDGOALS),all)),)
   ifneq ($(IDENTITY_TEXT),$(shell cat $(IDENTITY) 2>/dev/null))
     $(shell mkdir -p $(BUILD))
@@ -145,9 +160,12 @@ LINK = $(Q)$(CC) $(LDFLAGS) $(filter-out $(IDENTITY),$^) $(LDLIBS) -o $@
 
 # A layer's files, and its backends' folders (lib/comm/emul/, lib/comm/mpi/):
 # an mpi/ folder is compiled only where MPI is (DT_HAVE_MPI).
+# A nccl/ folder only in `make gpu`'s build (GPU=1, DT_HAVE_NCCL).
 LIB_MPI_SRCS := $(wildcard lib/*/mpi/*.c)
-LIB_SRCS   := $(sort $(wildcard lib/*/*.c) $(filter-out $(LIB_MPI_SRCS),$(wildcard lib/*/*/*.c)) \
-                $(if $(MPICC_OK),$(LIB_MPI_SRCS)))
+LIB_NCCL_SRCS := $(wildcard lib/*/nccl/*.c)
+LIB_SRCS   := $(sort $(wildcard lib/*/*.c) \
+                $(filter-out $(LIB_MPI_SRCS) $(LIB_NCCL_SRCS),$(wildcard lib/*/*/*.c)) \
+                $(if $(MPICC_OK),$(LIB_MPI_SRCS)) $(if $(filter 1,$(GPU)),$(LIB_NCCL_SRCS)))
 LIB_OBJS   := $(LIB_SRCS:%.c=$(BUILD)/obj/%.o)
 LIBDT      := $(BUILD)/libdt.a
 
@@ -159,7 +177,7 @@ TOOLS      := $(TOOL_SRCS:tools/%.c=$(BIN)/%) $(TOOL_DIRS:%=$(BIN)/%)
 DTGRADE    := $(BIN)/dtgrade
 DTGRADE_SRCS := $(or $(wildcard tools/dtgrade/*.c),tools/dtgrade.c)
 
-BENCH_SRCS  := $(filter-out bench/mpi_%.c,$(wildcard bench/*.c))
+BENCH_SRCS  := $(filter-out bench/mpi_%.c bench/gpu_%.c,$(wildcard bench/*.c))
 BENCH_PROGS := $(BENCH_SRCS:bench/%.c=$(BUILD)/bench/%)
 
 GRADER_OBJ := $(BUILD)/obj/tests/grader/test_main.o
@@ -201,8 +219,11 @@ RACE    ?= 1
 # tests' ThreadSanitizer runs are left out (MPI is not instrumented).
 BACKEND ?=
 MPI_NP  ?= 8
-CHECK_ENV := $(if $(BACKEND),DT_BACKEND=$(BACKEND)) $(if $(filter mpi,$(BACKEND)),DT_MPI_NP=$(MPI_NP))
-CHECK_RACE := $(if $(filter mpi,$(BACKEND)),0,$(RACE))
+# BACKEND=nccl grades in make gpu's build (GPU=1 BUILD=build/gpu: only it
+# has nccl), without the ThreadSanitizer runs (CUDA is not instrumented).
+CHECK_ENV := $(if $(BACKEND),DT_BACKEND=$(BACKEND)) $(if $(filter mpi,$(BACKEND)),DT_MPI_NP=$(MPI_NP)) \
+             $(if $(filter 1,$(GPU)),GPU=1)
+CHECK_RACE := $(if $(filter mpi nccl,$(BACKEND)),0,$(RACE))
 
 all: $(LIBDT) $(TOOLS) $(UNIT_GRADE) $(FIXTURE) lab-bins headers $(BENCH_PROGS)
 
@@ -361,6 +382,7 @@ run-lab:
 check:
 	@test -n "$(SEL_LABS)" || { echo "check: LAB=$(LAB) names no lab (labs: $(LABS))"; exit 2; }
 	@test "$(BACKEND)" != mpi -o -n "$(MPICC_OK)" || { echo "check: BACKEND=mpi needs libdt built with MPI (mpicc found, MPI not 0, no SAN)"; exit 2; }
+	@test "$(BACKEND)" != nccl -o "$(GPU)" = 1 || { echo "check: BACKEND=nccl needs make gpu's build: make check BACKEND=nccl GPU=1 BUILD=$(GPU_BUILD)"; exit 2; }
 	@env -u MAKEFLAGS -u MAKELEVEL -u MFLAGS DT_QUIET=1 MAKE="$(MAKE)" BUILD=$(BUILD) SAN=$(SAN) CC="$(CC)" \
 	  $(CHECK_ENV) WERROR="$(WERROR)" IMPL=$(IMPL) OFFICIAL=$(OFFICIAL) LABS="$(SEL_LABS)" RACE=$(CHECK_RACE) \
 	  SHOWN="$(or $(SHOWN),$(IMPL))" \
@@ -483,13 +505,47 @@ endif
 
 # ------------------------------------------------------------ GPU, deps
 
-GPU_SRCS := $(sort $(wildcard lib/gpu/*.cu gpu/*.cu gpu/*/*.cu))
+# `make gpu`: the GPU build (GPU=1 above), where nvcc and NCCL are found;
+# else it says which is missing and skips (exit 0). It compiles and links
+# everything; running needs a GPU (make doctor, bench/gpu-check.sh).
+GPU_CU     := $(sort $(wildcard gpu/*.cu))
+GPU_CSRCS  := $(sort $(wildcard gpu/*.c))
+GPU_OBJS   := $(GPU_CU:%.cu=$(BUILD)/obj/%.o) $(filter-out $(BUILD)/obj/gpu/dtdoctor.o,$(GPU_CSRCS:%.c=$(BUILD)/obj/%.o))
+GPU_TESTS  := $(sort $(wildcard tests/gpu/*.c))
+GPU_GRADE  := $(BUILD)/tests/gpu/grade
+GPU_BENCH  := $(patsubst bench/%.c,$(BUILD)/bench/%,$(wildcard bench/gpu_*.c))
+$(BUILD)/obj/%.o: %.cu $(IDENTITY)
+	@mkdir -p $(dir $@)
+	$(call step,NVCC,$<)
+	$(Q)$(NVCC) -std=c++17 -O2 $(NVCC_ARCH) -Ilib/include -Igpu -Xcompiler -Wall,-Wextra \
+	  $(if $(WERROR),-Werror all-warnings) -c $< -o $@
+$(GPU_GRADE): $(GPU_TESTS:%.c=$(BUILD)/obj/%.o) $(GPU_OBJS) $(GRADER_OBJ) $(LIBDT) $(IDENTITY)
+	@mkdir -p $(dir $@)
+	$(call step,LINK,$@)
+	$(LINK)
+$(BIN)/dtdoctor: $(BUILD)/obj/gpu/dtdoctor.o $(GPU_OBJS) $(LIBDT) $(IDENTITY)
+	@mkdir -p $(dir $@)
+	$(call step,LINK,$@)
+	$(LINK)
+$(BUILD)/bench/gpu_%: $(BUILD)/obj/bench/gpu_%.o $(GPU_OBJS) $(LIBDT) $(IDENTITY)
+	@mkdir -p $(dir $@)
+	$(call step,LINK,$@)
+	$(LINK)
+gpu-all: $(LIBDT) $(TOOLS) $(GPU_GRADE) $(BIN)/dtdoctor $(GPU_BENCH)
 gpu:
-	@if ! command -v $(NVCC) >/dev/null 2>&1; then echo "gpu: nvcc not found: skipped"; \
-	elif [ -z "$(GPU_SRCS)" ]; then echo "gpu: no CUDA sources (lib/gpu/*.cu, gpu/*.cu) yet: skipped"; \
-	else set -e; mkdir -p $(BUILD)/gpu; for f in $(GPU_SRCS); do \
-	  echo "$(NVCC) -c $$f"; $(NVCC) -std=c++17 -O2 -Ilib/include -c $$f \
-	  -o $(BUILD)/gpu/$$(echo $$f | tr / _).o; done; echo "gpu: compiled $(words $(GPU_SRCS)) file(s)"; fi
+	@if ! command -v $(NVCC) >/dev/null 2>&1; then echo "gpu: skipped: nvcc not found (CUDA toolkit; NVCC=path)"; \
+	elif [ ! -f $(CUDA_HOME)/include/nccl.h ] || ! ls $(CUDA_HOME)/lib64/libnccl.so* >/dev/null 2>&1; then \
+	  echo "gpu: skipped: NCCL not found in $(CUDA_HOME) (include/nccl.h, lib64/libnccl.so)"; \
+	else $(MAKE) --no-print-directory GPU=1 BUILD=$(GPU_BUILD) NVCC=$(NVCC) gpu-all && \
+	  echo "gpu: built $(GPU_BUILD)/ (libdt with nccl, tests/gpu/grade, bin/dtdoctor): run them on a GPU"; fi
+
+# `make doctor`: the GPU machine's preflight (tools/doctor.sh, which exits
+# 0 ready, 1 a failure to fix, saying the next step, 77 no GPU here). make
+# cannot pass 77 on: here it exits 0 after "doctor: skipped: no GPU here"
+# (scripts that must tell a skip from ready run tools/doctor.sh).
+doctor:
+	@NVCC=$(NVCC) CUDA_HOME=$(CUDA_HOME) GPU_BUILD=$(GPU_BUILD) MAKE="$(MAKE)" tools/doctor.sh; \
+	  rc=$$?; [ $$rc -eq 77 ] && exit 0; exit $$rc
 
 # The packages of every set (tools/setup-deps.sh: the script the development
 # container, the Gradescope image and CI run too): only the missing ones.
@@ -514,7 +570,9 @@ help:
 	$(call HELP_ROW,,RACE=0 without the ThreadSanitizer runs of race-sensitive tests)
 	$(call HELP_ROW,make bench,the benchmark table: libdt beside OpenMPI and PyTorch (ROUNDS=N))
 	$(call HELP_ROW,make bench-NAME,one detailed benchmark$(,) bench/NAME.sh: $(BENCH_NAMES))
-	$(call HELP_ROW,make gpu,compile-only check of the CUDA/NCCL code (needs nvcc))
+	$(call HELP_ROW,make gpu,the GPU build into build/gpu/ (nvcc$(,) NCCL; skips without them))
+	$(call HELP_ROW,make doctor,a GPU machine's preflight (versions$(,) GPUs$(,) NCCL allreduce))
+	$(call HELP_ROW,make gpu-all,(part of make gpu$(,) with GPU=1) what the GPU build makes)
 	$(call HELP_ROW,make deps-graph,lib/'s include graph between layers and its call circles)
 	$(call HELP_ROW,make deps,install the Debian/Ubuntu packages that are missing)
 	$(call HELP_ROW,make headers,(part of make) each public header compiles alone)
@@ -552,7 +610,7 @@ endif
 clean:
 	rm -rf $(BUILD)
 
-.PHONY: all lab-bins headers run run-lab check stress unit test test-kernels test-mpi test-mpi-netns deps-graph bench bench-progs dist-student gradescope gpu deps clean help
+.PHONY: all lab-bins headers run run-lab check stress unit test test-kernels test-mpi test-mpi-netns deps-graph bench bench-progs dist-student gradescope gpu gpu-all doctor deps clean help
 .DELETE_ON_ERROR:
 # Objects between a source and a program are kept (make would delete them
 # as intermediate files, and rebuild them next time).

@@ -25,7 +25,8 @@
 #     builds) compiles some files without the calls that close a circle,
 #     so there each circle found must be listed, and no more.
 # Objects are BUILD's (make builds them first); the files of an mpi/ folder
-# count only where BUILD has MPI.
+# count only where BUILD has MPI, those of an nccl/ folder only in make
+# gpu's build.
 #
 #   tools/deps-graph.sh [--build BUILD] [--check DESIGN]
 set -uo pipefail
@@ -44,6 +45,8 @@ command -v nm >/dev/null || { echo "deps-graph.sh: needs nm (binutils)" >&2; exi
 
 mpi_built=0
 grep -q -- '-DDT_HAVE_MPI' "$BUILD/identity" 2>/dev/null && mpi_built=1
+nccl_built=0 # make gpu's build (GPU=1): lib/comm/nccl/ is compiled only there
+grep -q -- '-DDT_HAVE_NCCL' "$BUILD/identity" 2>/dev/null && nccl_built=1
 full_build=0 # the configuration DESIGN's circles are listed for
 [ "$mpi_built" = 1 ] && grep -q -- '-DDT_HAVE_OPENBLAS' "$BUILD/identity" 2>/dev/null && full_build=1
 
@@ -102,7 +105,10 @@ includes() {
 objects() {
     local src
     for src in $(find lib -name '*.c' | sort); do
-        case "$src" in lib/*/mpi/*) [ "$mpi_built" = 1 ] || continue ;; esac
+        case "$src" in
+            lib/*/mpi/*) [ "$mpi_built" = 1 ] || continue ;;
+            lib/*/nccl/*) [ "$nccl_built" = 1 ] || continue ;;
+        esac
         echo "$src $BUILD/obj/${src%.c}.o"
     done
 }

@@ -10,6 +10,10 @@ extern const dt_backend_ops dt_thread_ops, dt_proc_ops; /* emul/emulation.c */
 #ifdef DT_HAVE_MPI
 extern const dt_backend_ops dt_mpi_ops; /* mpi/mpi_ops.c */
 #endif
+#ifdef DT_HAVE_NCCL
+/* nccl/nccl_ops.c (make gpu): the nccl table over a host backend's */
+const dt_backend_ops *dt_nccl_ops_over(const dt_backend_ops *host);
+#endif
 
 const dt_backend_ops *dt_backend_of(dt_backend b)
 {
@@ -19,7 +23,15 @@ const dt_backend_ops *dt_backend_of(dt_backend b)
 #ifdef DT_HAVE_MPI
     case DT_BACKEND_MPI: return &dt_mpi_ops;
 #endif
-    default: return NULL; /* nccl is reserved */
+#ifdef DT_HAVE_NCCL
+    case DT_BACKEND_NCCL: /* GPU ranks in processes: mpirun's across machines, else proc's */
+#ifdef DT_HAVE_MPI
+        if (dt_started_by_mpirun(&(int){0}, &(int){0}))
+            return dt_nccl_ops_over(&dt_mpi_ops);
+#endif
+        return dt_nccl_ops_over(&dt_proc_ops);
+#endif
+    default: return NULL; /* nccl only in `make gpu`'s libdt */
     }
 }
 
@@ -27,7 +39,9 @@ dt_result dt_backend_unavailable(dt_backend b)
 {
     return dt_fail(DT_ERR_INVALID_ARG, "dt_launch: backend %d (%s) is not available; use thread "
                    "or proc%s", (int)b, dt_backend_name(b),
-                   b == DT_BACKEND_MPI ? " (this libdt was built without MPI)" : "");
+                   b == DT_BACKEND_MPI    ? " (this libdt was built without MPI)"
+                   : b == DT_BACKEND_NCCL ? " (nccl is in `make gpu`'s libdt, build/gpu/)"
+                                          : "");
 }
 
 /* mpi's processes are mpirun's: a program that starts its own ranks, or

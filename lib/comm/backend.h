@@ -21,14 +21,14 @@
  * backend calls another's code. docs/design.md draws the table, which file
  * fills each entry, and one allreduce's path on each backend.
  *
- * Room for a backend whose ranks are GPUs (nccl, reserved): its collective
- * entry would map each call straight onto ncclAllReduce and the others on
- * the communicator's CUDA stream, with device buffers, which the API only
- * passes on (it never reads a collective's buffers; dt_sendrecv to itself
- * copies on the host and would go through the backend); its transfers
- * would keep a CUDA event behind dt_xfer (a record that starts with a
- * dt_msg, as mpi's does), waited for by wait and polled by done; its group
- * part (dt_comm_shared.be) the ncclComm_t and the streams of both lanes. */
+ *   lib/comm/nccl/  nccl: one rank per GPU, each call onto NCCL on the
+ *                   rank's CUDA stream, over device buffers (built by
+ *                   `make gpu` only; its host side is proc's table, which
+ *                   backend.c hands it: nccl_ops.c)
+ *
+ * The API never reads a collective's or a message's buffers (it checks
+ * them for NULL and passes them on; dt_sendrecv to itself goes through
+ * copy), so a backend's buffers may be device memory. */
 #ifndef DT_COMM_BACKEND_H
 #define DT_COMM_BACKEND_H
 
@@ -55,6 +55,12 @@ typedef struct dt_backend_ops {
      * an MPI process fails its call and the rank's function), returning r
      * when it returns. */
     dt_result (*kill)(dt_rank_ctx *rc, dt_result r);
+
+    /* A rank's start, on its world handle, before the rank's function
+     * (every rank calls it: it may be collective), and its end, before its
+     * handles are freed; NULL: nothing to do. */
+    dt_result (*rank_start)(dt_comm *world);
+    void (*rank_end)(dt_rank_ctx *rc);
 
     /* ---- groups */
     /* The backend's part of a new group (sh->be), and its end; init NULL:
@@ -93,6 +99,10 @@ typedef struct dt_backend_ops {
     int (*done)(const dt_xfer *x);
     /* gives up a posted transfer (another part of the call failed) */
     void (*cancel)(dt_call *call, dt_xfer *x);
+    /* dt_sendrecv's exchange of a rank with itself: a copy of bytes
+     * between the rank's buffers (device memory on a GPU backend); NULL:
+     * memmove on the host. */
+    dt_result (*copy)(void *dst, const void *src, size_t bytes);
     /* dt_recv_any: the source whose message to take, by the rule of any.h
      * (blocks until it is known) */
     dt_result (*choose_any)(dt_call *call, size_t bytes, int *src);

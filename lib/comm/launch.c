@@ -283,10 +283,14 @@ dt_result dt_rank_run(dt_rank_ctx *rc, dt_rank_fn fn, void *arg)
     dt_comm *world = NULL;
     dt_clear_error();
     dt_result r = dt_comm_make(rc, job->world, rc->world_rank, &world);
+    if (r == DT_OK && rc->ops->rank_start)
+        r = rc->ops->rank_start(world);
     if (r == DT_OK)
         r = fn(world, arg);
     char msg[400];
     snprintf(msg, sizeof msg, "%s", dt_last_error());
+    if (rc->ops->rank_end)
+        rc->ops->rank_end(rc);
     dt_rank_free_comms(rc);
     dt_rank_end(job, rc->world_rank, r, msg);
     dt_mem_bind(prev);

@@ -116,6 +116,9 @@ dt_result dt_sendrecv(const void *sendbuf, size_t sendcount, int dest, void *rec
         if (sendcount != recvcount)
             return dt_fail(DT_ERR_MISMATCH, "%s: rank %d sends %zu elements to itself but "
                            "receives %zu", fn, self, sendcount, recvcount);
+        const dt_backend_ops *ops = comm->rc->ops;
+        if (sendcount && sendbuf != recvbuf && ops->copy) /* the backend's memory */
+            return ops->copy(recvbuf, sendbuf, sendcount * dt_dtype_size(dtype));
         if (sendcount && sendbuf != recvbuf)
             memmove(recvbuf, sendbuf, sendcount * dt_dtype_size(dtype));
         return DT_OK;

@@ -26,6 +26,10 @@
 #              and 12 (solutions) again on the proc backend and, where libdt
 #              has it (MPI_BUILT, set by the Makefile), on the mpi backend,
 #              each test under mpirun -np 8: full marks
+#   gpu        (without SAN) `make gpu`, where nvcc and NCCL are found, then
+#              its GPU tests (tests/gpu/): without a GPU each reports
+#              "skipped: no GPU", counted as skipped in the closing line,
+#              never as passed; a failed one fails the step
 #   small-shm  (without SAN) the unit tests and the solutions again, in a
 #              private 64 MB /dev/shm (Docker's default size), where one
 #              unit test also fills it; skipped, and not counted, where no
@@ -156,6 +160,20 @@ do_unit() {
     "$dtgrade" -q -j "$JOBS" --min-score-full --tests-root tests \
         --results "$out/unit.json" "lib=$BUILD/tests/lib/grade" | tee "$out/unit.txt" |
         label "unit, libdt's tests on the $backend backend"
+}
+
+do_gpu() {
+    m gpu >"$out/gpu.log" 2>&1
+    local rc=$?
+    grep -E '^gpu: |warning:|error:' "$out/gpu.log" | head -n 20
+    [ $rc -eq 0 ] || { echo "make gpu failed (log: $out/gpu.log)"; return 1; }
+    if [ ! -x build/gpu/tests/gpu/grade ]; then
+        echo "0 passed, 0 failed" >"$out/gpu.txt" # make gpu said why it skipped
+        return 0
+    fi
+    "$dtgrade" -q --tests-root tests --results "$out/gpu.json" "gpu=build/gpu/tests/gpu/grade" |
+        tee "$out/gpu.txt"
+    ! grep -qE '^[0-9]+ passed, [1-9][0-9]* failed' "$out/gpu.txt"
 }
 
 do_convention() {
@@ -377,6 +395,7 @@ step solutions do_solutions
 step skeleton do_skeleton
 step mutants do_mutants
 [ -n "$SAN" ] || step backends do_backends
+[ -n "$SAN" ] || step gpu do_gpu
 [ -n "$SAN" ] || step small-shm do_small_shm
 [ -n "$SAN" ] || step student do_student
 [ -n "$SAN" ] || step gradescope do_gradescope
@@ -394,8 +413,12 @@ count() { # file -> "passed failed" of its last "N passed, N failed" line
 }
 n_pass=0
 n_fail=0
+n_skip=0 # tests that skipped themselves (no GPU here): neither passed nor failed
 for i in "${!names[@]}"; do
     f=$out/${names[$i]}.txt
+    sk=$(grep -E '^[0-9]+ passed, [0-9]+ failed, [0-9]+ skipped' "$f" 2>/dev/null | tail -n 1 |
+        awk '{ print $5 }')
+    n_skip=$((n_skip + ${sk:-0}))
     pf=$(count "$f")
     if [ -n "$pf" ]; then
         n_pass=$((n_pass + ${pf% *}))
@@ -464,8 +487,8 @@ for st in failed_steps:
         print(f"  the {st} step (its lines above)")
 PY
     echo "make test: FAILED ($failed of ${#names[@]} steps, ${total} s)"
-    echo "suite: $n_pass passed, $n_fail failed"
+    echo "suite: $n_pass passed, $n_fail failed${n_skip:+, $n_skip skipped}"
     exit 1
 fi
 echo "make test: passed (${#names[@]} steps, ${total} s)"
-echo "suite: $n_pass passed, $n_fail failed"
+echo "suite: $n_pass passed, $n_fail failed${n_skip:+, $n_skip skipped}"

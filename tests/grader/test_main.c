@@ -303,6 +303,11 @@ dt_result dt_test_on_backend(int world_rank, dt_backend backend)
             return DT_OK;
         return dt_fail(DT_ERR_MISMATCH, "backend %s: rank %d runs in the test's own process "
                        "%ld, not in a process of its own", name, world_rank, me);
+    case DT_BACKEND_NCCL: /* one process per GPU rank, forked as proc's */
+        if (me != test)
+            return DT_OK;
+        return dt_fail(DT_ERR_MISMATCH, "backend %s: rank %d runs in the test's own process "
+                       "%ld, not in a process of its own", name, world_rank, me);
     case DT_BACKEND_MPI:
         if (me == test && mpi == world_rank)
             return DT_OK;

@@ -1,0 +1,102 @@
+/* gpu.h - CUDA compute for the workbook's models (chapter 15), built by
+ * `make gpu` only (the .cu files of gpu/, into build/gpu/). Each function is the GPU
+ * twin of a CPU function of libdt, with the same contract on device
+ * buffers, run on the legacy default stream and complete when it returns
+ * (a test compares it with the CPU function; tests/gpu/):
+ *
+ *   dt_gpu_sgemm            dt_sgemm (row-major, through cuBLAS)
+ *   dt_gpu_linear_forward   dt_linear_forward (sgemm, then the bias)
+ *   dt_gpu_linear_backward  dt_linear_backward (two sgemms, the bias's sum)
+ *   dt_gpu_relu_forward/backward, dt_gpu_gelu_forward
+ *   dt_gpu_softmax_xent_forward/backward   dt_softmax_xent_*
+ *   dt_gpu_layernorm_forward               dt_layernorm_forward
+ *   dt_gpu_sgd_update, dt_gpu_adamw_update dt/optim.h's rules, fused:
+ *                                          one kernel reads each parameter,
+ *                                          gradient and state once
+ *
+ * A failure of CUDA or cuBLAS comes back as a dt_result naming the call and
+ * CUDA's message. Plain C: callable from the C tests and programs. */
+#ifndef DT_GPU_H
+#define DT_GPU_H
+
+#include "dt/core.h"
+#include "dt/nn.h"
+#include "dt/optim.h"
+#include "dt/tensor.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* DT_OK when a GPU can be used here; else DT_ERR_UNSUPPORTED, with why
+ * ("no CUDA driver", "no GPU visible", ...) in dt_last_error(). */
+dt_result dt_gpu_probe(void);
+
+/* cudaMalloc, cudaFree and copies, as dt_results. */
+dt_result dt_gpu_alloc(void **p, size_t bytes);
+void dt_gpu_free(void *p);
+dt_result dt_gpu_to_device(void *dst, const void *src, size_t bytes);
+dt_result dt_gpu_to_host(void *dst, const void *src, size_t bytes);
+dt_result dt_gpu_zero(void *p, size_t bytes);
+
+dt_result dt_gpu_sgemm(dt_trans ta, dt_trans tb, size_t M, size_t N, size_t K, float alpha,
+                       const float *A, size_t lda, const float *B, size_t ldb, float beta,
+                       float *C, size_t ldc);
+dt_result dt_gpu_linear_forward(float *out, const float *inp, const float *weight,
+                                const float *bias, size_t N, size_t C, size_t OC);
+/* dinp (N, C) = dout @ weight (overwritten; NULL: skipped); dweight +=
+ * dout^T @ inp; dbias += the column sums of dout (NULL: no bias). */
+dt_result dt_gpu_linear_backward(float *dinp, float *dweight, float *dbias, const float *dout,
+                                 const float *inp, const float *weight, size_t N, size_t C,
+                                 size_t OC);
+dt_result dt_gpu_bias_backward(float *dbias, const float *dout, size_t N, size_t OC);
+dt_result dt_gpu_relu_forward(float *out, const float *inp, size_t n);
+dt_result dt_gpu_relu_backward(float *dinp, const float *dout, const float *out, size_t n);
+dt_result dt_gpu_gelu_forward(float *out, const float *inp, size_t n);
+dt_result dt_gpu_softmax_xent_forward(float *probs, float *losses, const float *logits,
+                                      const int32_t *labels, size_t N, size_t V);
+dt_result dt_gpu_softmax_xent_backward(float *dlogits, const float *probs,
+                                       const int32_t *labels, float scale, size_t N, size_t V);
+dt_result dt_gpu_layernorm_forward(float *out, float *mean, float *rstd, const float *inp,
+                                   const float *weight, const float *bias, size_t N, size_t C);
+dt_result dt_gpu_sgd_update(const dt_optim_config *cfg, float *params, const float *grads,
+                            float *momentum_buf, size_t count);
+dt_result dt_gpu_adamw_update(const dt_optim_config *cfg, float *params, const float *grads,
+                              float *m, float *v, size_t count, long step);
+
+/* ---------------------------------------------------------------- the MLP on the GPU (mlp.c)
+ *
+ * A dt_mlp_create model's training step on device buffers: forward
+ * (linear, ReLU), softmax cross-entropy, backward, and plain SGD (p -= lr
+ * g, fused), the same step as the CPU's dt_model_forward, dt_model_loss,
+ * dt_model_backward and dt_sgd_update, within fp32's rounding. */
+typedef struct {
+    const dt_model *model;  /* the layout (an MLP); its host buffers are not used */
+    size_t B;               /* rows per step */
+    float *params, *grads;  /* device, the model's layout */
+    float *input;           /* B x in_width */
+    float **act;            /* [layers] B x out_width of each layer */
+    float *dbuf[2];         /* B x the widest layer: gradients between layers */
+    float *probs, *losses;  /* B x classes, B */
+    int32_t *labels;        /* B */
+    float *host_losses;     /* B, for the mean */
+} dt_gpu_mlp;
+
+/* Device buffers for m's step on B rows, m's parameters copied up. */
+dt_result dt_gpu_mlp_create(dt_gpu_mlp *g, const dt_model *m, size_t B);
+/* One step on x (B x in_width) and labels (B), host buffers; *loss: the
+ * mean loss before the step (may be NULL). */
+dt_result dt_gpu_mlp_step(dt_gpu_mlp *g, const float *x, const int32_t *labels, float lr,
+                          float *loss);
+/* The parameters back, into params (the model's num_params floats). */
+dt_result dt_gpu_mlp_params(const dt_gpu_mlp *g, float *params);
+void dt_gpu_mlp_free(dt_gpu_mlp *g);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* DT_GPU_H */
