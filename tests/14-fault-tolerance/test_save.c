@@ -12,6 +12,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 static void expect_latest(const char *root, const char *want)
 {
@@ -143,4 +145,27 @@ TEST_T(ft_resume_is_bit_identical_in_a_new_process, 3, 60)
         return;
     resume_in_a_new_process("ft_resume_is_bit_identical_in_a_new_process", LAB_DDP, 2);
     resume_in_a_new_process("ft_resume_is_bit_identical_in_a_new_process", LAB_ZERO1, 3);
+}
+
+/* A commit that fails at its last step (ROOT/latest cannot be replaced:
+ * ROOT/latest.tmp is a folder) leaves the old checkpoint latest and whole:
+ * nothing of it was removed before the new one was committed. */
+TEST_T(ft_failed_commit_keeps_the_old_checkpoint, 2, 60)
+{
+    dt_test_see("chapter 14, section 5");
+    char root[FT_PATH - 64], p[FT_PATH];
+    ft_tmpdir(root, sizeof root);
+    ft_job j = ft_job_make(LAB_DDP, 2, root);
+    j.until = 3, j.every = 3;
+    EXPECT(ft_launch(&j) == DT_OK, "3 steps and a save: %s", dt_last_error());
+    snprintf(p, sizeof p, "%s/latest.tmp", root);
+    EXPECT(mkdir(p, 0700) == 0, "mkdir %s", p);
+    j.until = 6, j.start = FT_LOAD;
+    EXPECT(ft_launch(&j) != DT_OK, "a save whose ROOT/latest cannot be written succeeded");
+    EXPECT(rmdir(p) == 0, "rmdir %s", p);
+    expect_latest(root, "step-00000003");
+    j.until = 3, j.model_seed = 77;
+    EXPECT(ft_launch(&j) == DT_OK, "the old checkpoint, latest after the failed commit, does "
+           "not load: %s", dt_last_error());
+    ft_rmdir(root);
 }
