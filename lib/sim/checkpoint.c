@@ -56,3 +56,34 @@ double dt_sim_job_mtbf(double device_mtbf, int n)
     if (n < 1) return domain_error("devices n", n);
     return device_mtbf / n;
 }
+
+/* Daly's assumptions, run rather than summed: each interval is tau of
+ * work then delta of checkpoint, committed at its end; a failure inside
+ * either costs what the interval did, plus a restart. */
+double dt_sim_ckpt_run(double work, double tau, double delta, double R, double M, uint64_t seed,
+                       long *failures)
+{
+    if (!positive(work)) return domain_error("work", work);
+    if (!positive(tau)) return domain_error("interval tau", tau);
+    if (!(isfinite(delta) && delta >= 0)) return domain_error("checkpoint cost delta", delta);
+    if (!(isfinite(R) && R >= 0)) return domain_error("restart R", R);
+    if (!positive(M)) return domain_error("MTBF M", M);
+    double t = 0, done = 0;
+    long k = 0;
+    double next = dt_failure_time(seed, M, 0);
+    while (done < work) {
+        double piece = work - done < tau ? work - done : tau;
+        if (t + piece + delta <= next) { /* the interval and its checkpoint commit */
+            t += piece + delta, done += piece;
+            continue;
+        }
+        t = next; /* lost: the interval's work, then a restart, itself interruptible */
+        next = dt_failure_time(seed, M, (int)++k);
+        while (t + R > next)
+            t = next, next = dt_failure_time(seed, M, (int)++k);
+        t += R;
+    }
+    if (failures)
+        *failures = k;
+    return t;
+}

@@ -85,3 +85,20 @@ TEST(sim_ckpt_refuses_bad_arguments, 1)
     EXPECT(isnan(dt_sim_ckpt_waste(10, 1, -1, 100)), "R < 0 accepted");
     EXPECT(isnan(dt_sim_job_mtbf(100, 0)), "n = 0 accepted");
 }
+
+TEST(sim_ckpt_run_with_injected_failures, 1)
+{
+    long f = -1;
+    /* failures never come within the job: the work and 4 checkpoints */
+    double wall = dt_sim_ckpt_run(100, 30, 2, 7, 1e15, 3, &f);
+    EXPECT(wall == 100 + 4 * 2 && f == 0, "wall %g, %ld failures (want 108, 0)", wall, f);
+    /* a job of 2000 M at Daly's interval: the measured waste is Daly's
+     * model within 1.5 points, and the failures are about work / M (a
+     * fixed seed: always the same figures) */
+    double C = 5 * MIN, R = 10 * MIN, M = 6 * HOUR, tau = dt_sim_ckpt_daly(C, M);
+    wall = dt_sim_ckpt_run(2000 * M, tau, C, R, M, 1, &f);
+    double waste = 1 - 2000 * M / wall, model = dt_sim_ckpt_waste(tau, C, R, M);
+    EXPECT(fabs(waste - model) < 0.015, "measured waste %.4f, Daly's model %.4f", waste, model);
+    EXPECT(fabs(f - wall / M) < 4 * sqrt(wall / M), "%ld failures in %g MTBFs", f, wall / M);
+    EXPECT(isnan(dt_sim_ckpt_run(100, 0, 1, 1, 10, 1, NULL)), "tau = 0 accepted");
+}

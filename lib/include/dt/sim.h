@@ -11,6 +11,7 @@
 #ifndef DT_SIM_H
 #define DT_SIM_H
 
+#include "dt/comm.h"
 #include "dt/core.h"
 #include "dt/net.h"
 
@@ -360,6 +361,16 @@ double dt_sim_ckpt_waste(double tau, double delta, double R, double M);
  * device_mtbf: failures of the job come n times as often, M = device_mtbf / n.
  * NaN for n < 1 or device_mtbf not > 0. */
 double dt_sim_job_mtbf(double device_mtbf, int n);
+
+/* The same job run on the modeled clock with failures injected: work
+ * seconds of work in intervals of tau, each followed by a checkpoint of
+ * delta; failure k comes at dt_failure_time(seed, M, k) (dt/comm.h) of
+ * the wall time; a failure loses the work since the last checkpoint
+ * committed (a checkpoint cut short commits nothing), then a restart of R
+ * (itself cut short by a failure that falls in it). Returns the wall time;
+ * *failures (may be NULL) the failures met. NaN for bad arguments. */
+double dt_sim_ckpt_run(double work, double tau, double delta, double R, double M, uint64_t seed,
+                       long *failures);
 
 #ifdef __cplusplus
 }
