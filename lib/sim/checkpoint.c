@@ -2,6 +2,8 @@
  * and Daly's expected waste (chapter 14, section 2). */
 #include "dt/sim.h"
 
+#include "dt/comm.h"
+
 #include <math.h>
 
 static double domain_error(const char *what, double value)

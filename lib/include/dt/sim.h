@@ -11,7 +11,6 @@
 #ifndef DT_SIM_H
 #define DT_SIM_H
 
-#include "dt/comm.h"
 #include "dt/core.h"
 #include "dt/net.h"
 
