@@ -11,7 +11,8 @@
 #     sources);
 #   - `dtsim search` ranks layouts that fit, fastest first, and its best
 #     layout priced again by `dtsim --json` gives the same step;
-#   - the network mode works as before.
+#   - the network mode works as before;
+#   - --checkpoint gives Daly's worked figures (chapter 14).
 # Figures only: no check depends on the machine's speed.
 #   tests/tools/check-dtsim.sh BUILD
 set -uo pipefail
@@ -152,6 +153,16 @@ out=$("$DTSIM" --net ib100 --bytes 256Mi --ranks 8 --comp 0.2 --stages 4 --micro
 for want in ring_allreduce 'data-parallel step' 'pipeline bubble (p - 1) / (m + p - 1)'; do
     has "$out" "$want"
 done
+
+# ---- the checkpoint mode: Daly's worked figures (R = 10 min, delta = 5 min)
+for mw in "24h 116.6898" "6h 56.7130" "15min 9.1409"; do
+    read -r m want <<<"$mw"
+    out=$("$DTSIM" --checkpoint --cost 5min --restart 10min --mtbf "$m" 2>&1)
+    got=$(awk '/^Daly/ {print $4}' <<<"$out")
+    [ "$got" = "$want" ] && ok || bad "--checkpoint --mtbf $m: Daly's tau '$got' min, want $want"
+done
+"$DTSIM" --checkpoint --cost 5 --restart 1min --mtbf 1week >/dev/null 2>&1 &&
+    bad "--mtbf 1week accepted" || ok
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

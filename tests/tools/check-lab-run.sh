@@ -10,7 +10,7 @@
 # before any student function runs), so the check needs no solution. One
 # case a row:
 #     expected exit status | text the output must contain | command
-# the command run by bash with $L00 .. $L12 the thirteen programs.
+# the command run by bash with $L00 .. $L14 the labs' programs.
 #   tests/tools/check-lab-run.sh BUILD
 set -uo pipefail
 BUILD=${1:-build}
@@ -101,6 +101,8 @@ done <<'TABLE'
 2 | --max-ranks 12: not a power of two                      | $L12 --max-ranks 12
 2 | --steps 'x': expected a whole number                    | $L12 --steps x
 2 | --out: no such option any more: it is --figures         | $L12 --out build
+2 | --victim 5: the run has 3 ranks                       | $L14 --victim 5
+2 | bad failure plan 'rank=0:step=6:phase=nap'           | $L14 --phase nap
 TABLE
 echo "$pass passed, $fail failed"
 [ $fail -eq 0 ]

@@ -4,7 +4,8 @@
  *                 step, a bubble)
  *   plan_args.c   the planner's flags: a table of their own, read by dt/cli.h
  *   plan_print.c  a plan as text, JSON or term by term (--explain)
- *   search.c      dtsim search: every layout of a cluster, ranked */
+ *   search.c      dtsim search: every layout of a cluster, ranked
+ *   ckpt.c        dtsim --checkpoint: Young's and Daly's intervals, the waste */
 #ifndef DTSIM_H
 #define DTSIM_H
 
@@ -47,5 +48,9 @@ void dtsim_print_explain(const dtsim_opts *o, const dt_sim_cost *k);
 
 /* search.c */
 int dtsim_search_main(int argc, char **argv);
+
+/* ckpt.c */
+int dtsim_ckpt_main(int argc, char **argv);
+void dtsim_ckpt_usage(FILE *out);
 
 #endif /* DTSIM_H */

@@ -10,6 +10,8 @@
  *   search   every layout of a cluster for a model, ranked
  *                dtsim search --devices 4096 --cluster dgx-a100-80gb
  *                      --model gpt3-175b --global-batch 1536
+ *   checkpoint  Young's and Daly's checkpoint intervals and the waste
+ *                dtsim --checkpoint --cost 5min --restart 10min --mtbf 24h
  *
  * A command line with any of the planner's flags is the planner's; the
  * rest go to the network mode, as before the planner existed. */
@@ -44,8 +46,13 @@ int main(int argc, char **argv)
             dtsim_net_usage(stdout);
             printf("\n");
             dtsim_plan_usage(stdout);
+            printf("\n");
+            dtsim_ckpt_usage(stdout);
             return 0;
         }
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "--checkpoint"))
+            return dtsim_ckpt_main(argc, argv);
     if (argc > 1 && !strcmp(argv[1], "search"))
         return dtsim_search_main(argc - 1, argv + 1);
     for (int i = 1; i < argc; i++)

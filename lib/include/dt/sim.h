@@ -335,6 +335,42 @@ dt_result dt_sim_search(const dt_sim_model *m, const dt_sim_search_opts *o,
                         const dt_sim_cluster *c, dt_sim_ranked *best, int cap, long *feasible,
                         long *tried);
 
+/* ---------------------------------------------------------------- checkpoint interval (chapter 14)
+ *
+ * A job that checkpoints every tau seconds of work, each checkpoint costing
+ * delta seconds (C), restarting in R seconds after a failure, failures
+ * arriving as a Poisson process of mean time between failures M (seconds).
+ * Every time is in the same unit; the functions take seconds by convention.
+ *
+ * Young (CACM 1974), to first order:   tau = sqrt(2 delta M).
+ * Daly (FGCS 22, 2006), to higher order, for delta < 2M:
+ *     tau = sqrt(2 delta M) [1 + (1/3) sqrt(delta / 2M) + (1/9) (delta / 2M)] - delta,
+ * and tau = M for delta >= 2M. NaN for delta or M not > 0 (finite). */
+double dt_sim_ckpt_young(double delta, double M);
+double dt_sim_ckpt_daly(double delta, double M);
+
+/* Daly's model of the wall time of T_s seconds of work:
+ *     T_wall = M e^{R/M} (e^{(tau + delta)/M} - 1) T_s / tau,
+ * and the share of it wasted (checkpoints, rework, restarts):
+ *     waste = 1 - T_s / T_wall = 1 - tau / (M e^{R/M} (e^{(tau + delta)/M} - 1)).
+ * NaN for tau, M not > 0 or delta, R < 0. */
+double dt_sim_ckpt_waste(double tau, double delta, double R, double M);
+
+/* A job of n devices, each failing independently with an MTBF of
+ * device_mtbf: failures of the job come n times as often, M = device_mtbf / n.
+ * NaN for n < 1 or device_mtbf not > 0. */
+double dt_sim_job_mtbf(double device_mtbf, int n);
+
+/* The same job run on the modeled clock with failures injected: work
+ * seconds of work in intervals of tau, each followed by a checkpoint of
+ * delta; failure k comes at dt_failure_time(seed, M, k) (dt/comm.h) of
+ * the wall time; a failure loses the work since the last checkpoint
+ * committed (a checkpoint cut short commits nothing), then a restart of R
+ * (itself cut short by a failure that falls in it). Returns the wall time;
+ * *failures (may be NULL) the failures met. NaN for bad arguments. */
+double dt_sim_ckpt_run(double work, double tau, double delta, double R, double M, uint64_t seed,
+                       long *failures);
+
 #ifdef __cplusplus
 }
 #endif

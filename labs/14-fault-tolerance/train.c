@@ -1,0 +1,158 @@
+/* train.c - lab 14's run, given: a DDP or ZeRO-1 trainer fed by the
+ * distributed sampler and an augmentation stream, its steps with their
+ * failure points, the training loop that saves, and the paths. */
+#include "ft.h"
+
+#include <dirent.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+/* The trainer's sync hook: the after-backward failure point, then the
+ * library's exchange. Its own state is none (the library's hook keeps
+ * its state where it did: ZeRO-1's with its update). */
+static dt_result guarded_sync(dt_trainer *t, void *self)
+{
+    lab_guard *g = self;
+    DT_CHECK(dt_failure_point(g->run->comm, g->run->fail, t->step, DT_PHASE_AFTER_BACKWARD));
+    return g->inner.run ? g->inner.run(t, g->inner.self) : DT_OK;
+}
+
+dt_result lab_run_init(lab_run *r, dt_comm *comm, lab_strategy s, uint64_t model_seed,
+                       const dt_failure *fail)
+{
+    memset(r, 0, sizeof *r);
+    r->comm = comm, r->strategy = s, r->fail = fail;
+    r->rank = dt_comm_rank(comm), r->ranks = dt_comm_size(comm);
+    if (r->ranks < 1 || LAB_GLOBAL_BATCH % r->ranks || LAB_DATA_N % r->ranks)
+        return dt_fail(DT_ERR_INVALID_ARG, "lab_run_init: %d ranks do not divide the global "
+                       "batch %d and the data set's %d samples", r->ranks, LAB_GLOBAL_BATCH,
+                       LAB_DATA_N);
+    dt_trainer_config tc = {0};
+    tc.optim = s == LAB_ZERO1 ? dt_adamw_config(0.01f) : dt_sgd_config(0.05f, 0.9f, 0.01f);
+    dt_rng_init(&r->augment, 11, 0); /* one stream for all ranks */
+    DT_CHECK(dt_data_blobs(&r->data, LAB_DATA_N, LAB_INPUTS, 3, 2.0f, 8, 0));
+    DT_CHECK(dt_sampler_init(&r->sampler, LAB_DATA_N, r->ranks, r->rank, 1, 1, 9));
+    DT_CHECK(dt_model_create_spec(&r->model, LAB_SPEC, model_seed));
+    DT_CHECK(dt_trainer_init(&r->trainer, &r->model, comm, &tc));
+    if (s == LAB_ZERO1)
+        DT_CHECK(dt_train_use_zero1(&r->trainer));
+    r->guard = (lab_guard){r->trainer.sync, r};
+    /* the library's hook is kept in the guard, not released */
+    r->trainer.sync = (dt_hook){r->guard.inner.name, guarded_sync, NULL, NULL, &r->guard};
+    return dt_train_set_state(&r->trainer, &r->trainer.sync, &(dt_hook_state){NULL, NULL});
+}
+
+void lab_run_free(lab_run *r)
+{
+    dt_trainer_free(&r->trainer);
+    dt_model_free(&r->model);
+    dt_dataset_free(&r->data);
+}
+
+dt_result lab_run_step(lab_run *r)
+{
+    enum { G = LAB_GLOBAL_BATCH, IN = LAB_INPUTS };
+    size_t B = (size_t)(G / r->ranks), idx[G];
+    float x[G * IN], noise[G * IN];
+    int32_t y[G];
+    DT_CHECK(dt_failure_point(r->comm, r->fail, r->trainer.step, DT_PHASE_MID_ALLREDUCE));
+    DT_CHECK(dt_sampler_next(&r->sampler, &r->pos, B, idx));
+    DT_CHECK(dt_data_gather(&r->data, idx, B, x, NULL, y));
+    for (size_t i = 0; i < G * IN; i++)
+        noise[i] = 0.25f * dt_rng_normal(&r->augment);
+    /* this rank's k-th sample is the step's global sample k x ranks + rank */
+    for (size_t k = 0; k < B; k++)
+        for (size_t c = 0; c < IN; c++)
+            x[k * IN + c] += noise[(k * (size_t)r->ranks + (size_t)r->rank) * IN + c];
+    dt_batch b = {x, NULL, y, B, 1, 1};
+    return dt_train_step(&r->trainer, &b);
+}
+
+dt_result lab_train(lab_run *r, const char *root, long until, long every)
+{
+    while (r->trainer.step < until) {
+        DT_CHECK(lab_run_step(r));
+        if (every > 0 && r->trainer.step % every == 0)
+            DT_CHECK(lab_save(r, root));
+    }
+    return DT_OK;
+}
+
+/* FNV-1a over what a checkpoint's records are laid out by. */
+static uint64_t fnv(uint64_t h, const void *p, size_t n)
+{
+    const unsigned char *b = p;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ b[i]) * 0x100000001b3ULL;
+    return h;
+}
+
+uint64_t lab_fingerprint(const lab_run *r)
+{
+    uint64_t h = 0xcbf29ce484222325ULL;
+    int s = (int)r->strategy;
+    h = fnv(h, &s, sizeof s);
+    h = fnv(h, LAB_SPEC, sizeof LAB_SPEC);
+    for (int l = 0; l < r->model.num_layers; l++) {
+        uint64_t w[3] = {r->model.layers[l].in_width, r->model.layers[l].out_width,
+                         r->model.layers[l].param_count};
+        h = fnv(h, w, sizeof w);
+    }
+    int slots = (int)(dt_optim_state_bytes_per_param(&r->trainer.cfg.optim) / sizeof(float));
+    return fnv(h, &slots, sizeof slots);
+}
+
+dt_result lab_ckpt_dir(char *out, size_t cap, const char *root, long step)
+{
+    int n = snprintf(out, cap, "%s/step-%08ld", root, step);
+    if (n < 0 || (size_t)n >= cap)
+        return dt_fail(DT_ERR_INVALID_ARG, "%s/step-%08ld: longer than %zu bytes", root, step,
+                       cap);
+    return DT_OK;
+}
+
+dt_result lab_latest_path(char *out, size_t cap, const char *root)
+{
+    int n = snprintf(out, cap, "%s/latest", root);
+    if (n < 0 || (size_t)n >= cap)
+        return dt_fail(DT_ERR_INVALID_ARG, "%s/latest: longer than %zu bytes", root, cap);
+    return DT_OK;
+}
+
+dt_result lab_read_latest(char *out, size_t cap, const char *root)
+{
+    char path[LAB_PATH], name[64] = "";
+    DT_CHECK(lab_latest_path(path, sizeof path, root));
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return dt_fail(DT_ERR_IO, "%s: cannot open it: no checkpoint was committed", path);
+    size_t n = fread(name, 1, sizeof name - 1, f);
+    fclose(f);
+    name[n] = '\0';
+    long step;
+    char tail;
+    if (sscanf(name, "step-%8ld%c", &step, &tail) != 1 || strlen(name) != 13)
+        return dt_fail(DT_ERR_INVALID_ARG, "%s: names no checkpoint ('%.20s')", path, name);
+    return lab_ckpt_dir(out, cap, root, step);
+}
+
+dt_result lab_remove_dir(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return dt_fail(DT_ERR_IO, "%s: cannot open the folder", dir);
+    struct dirent *e;
+    char path[LAB_PATH + 300];
+    while ((e = readdir(d)) != NULL) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+            continue;
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        if (unlink(path) != 0) {
+            closedir(d);
+            return dt_fail(DT_ERR_IO, "%s: cannot remove it", path);
+        }
+    }
+    closedir(d);
+    return rmdir(dir) == 0 ? DT_OK : dt_fail(DT_ERR_IO, "%s: cannot remove the folder", dir);
+}
