@@ -36,6 +36,7 @@
 
 #include "dt/ckpt.h"
 #include "dt/comm.h"
+#include "dt/failure.h"
 #include "dt/core.h"
 #include "dt/data.h"
 #include "dt/nn.h"

@@ -1,6 +1,8 @@
 /* failure.c - failure plans: a rank killed at a named phase of a step, or
  * at a time drawn from an exponential law on the modeled clock (chapter
  * 14, section 1), carried out as DT_FAULT's kills are (fault.c). */
+#include "dt/failure.h"
+
 #include "fault.h"
 
 #include "backend.h"

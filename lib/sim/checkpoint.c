@@ -3,6 +3,7 @@
 #include "dt/sim.h"
 
 #include "dt/comm.h"
+#include "dt/failure.h"
 
 #include <math.h>
 

@@ -6,6 +6,7 @@
 #include "grader.h"
 
 #include "dt/comm.h"
+#include "dt/failure.h"
 
 #include <math.h>
 #include <stdio.h>

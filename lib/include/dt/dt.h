@@ -10,6 +10,7 @@
 #include "dt/ckpt.h"
 #include "dt/net.h"
 #include "dt/comm.h"
+#include "dt/failure.h"
 #include "dt/tensor.h"
 #include "dt/nn.h"
 #include "dt/tp.h"

@@ -363,7 +363,7 @@ double dt_sim_job_mtbf(double device_mtbf, int n);
 
 /* The same job run on the modeled clock with failures injected: work
  * seconds of work in intervals of tau, each followed by a checkpoint of
- * delta; failure k comes at dt_failure_time(seed, M, k) (dt/comm.h) of
+ * delta; failure k comes at dt_failure_time(seed, M, k) (dt/failure.h) of
  * the wall time; a failure loses the work since the last checkpoint
  * committed (a checkpoint cut short commits nothing), then a restart of R
  * (itself cut short by a failure that falls in it). Returns the wall time;
