@@ -211,6 +211,9 @@ $(BUILD)/obj/%.o: %.c $(IDENTITY)
 	$(call step,CC,$<)
 	$(Q)$(CC) $(CFLAGS) -c $< -o $@
 
+# libdt's own calls keep their caller's site (dt_call_site in dt/comm.h).
+$(BUILD)/obj/lib/%.o: CFLAGS += -DDT_LIBDT
+
 $(LIBDT): $(LIB_OBJS)
 	@mkdir -p $(dir $@)
 	$(call step,AR,$@)

@@ -285,7 +285,7 @@ dt_result dt_rank_run(dt_rank_ctx *rc, dt_rank_fn fn, void *arg)
     dt_result r = dt_comm_make(rc, job->world, rc->world_rank, &world);
     if (r == DT_OK)
         r = fn(world, arg);
-    char msg[400];
+    char msg[DT_MSG_MAX];
     snprintf(msg, sizeof msg, "%s", dt_last_error());
     dt_rank_free_comms(rc);
     dt_rank_end(job, rc->world_rank, r, msg);
