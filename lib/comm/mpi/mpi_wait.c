@@ -89,7 +89,6 @@ static dt_result poll_timeout(dt_call *call, dt_mpi_launch *l, const char *what,
     size_t used = 0;
     int waiting = 0;
     report[0] = '\0';
-    dt_doing_timed_out(call->comm, call->lane);
     for (int r = 0; r < job->nranks && used + 1 < sizeof report; r++) {
         dt_mpi_answer a = {DT_RANK_RUNNING, 0, {{0}}, 0, 0, 0};
         if (r == call->comm->rc->world_rank) {
@@ -106,6 +105,7 @@ static dt_result poll_timeout(dt_call *call, dt_mpi_launch *l, const char *what,
     }
     const char *in = call->kind >= 0 && call->kind < DT_NUM_COLLS ? dt_coll_name(call->kind)
                                                                   : "setup";
+    dt_doing_timed_out(call->comm, call->lane); /* before the call returns */
     char tail[160] = "";
     if (peer >= 0)
         snprintf(tail, sizeof tail, " (rank %d waited for %s rank %d)", call->comm->rank, what,

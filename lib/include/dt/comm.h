@@ -27,9 +27,12 @@
  *    mismatch, blocking and async calls in different orders included.
  *  - Every blocking wait has a deadline (dt_launch_opts.timeout_s, env
  *    DT_TIMEOUT, default 30 s). On timeout the call returns DT_ERR_TIMEOUT
- *    and its message lists what every rank of the job is doing, e.g.
- *    "rank 0 waits in allreduce #3 (count 1000); rank 2 waits in recv #1 (count
- *    1000, peer 1)".
+ *    and its message starts with the site of the call that blocked (see
+ *    dt_call_site below), then lists what every rank of the job is doing,
+ *    after "deadlock: every rank waits on another: " when none is outside
+ *    a call, e.g. "ring.c:45: timeout after 5 s in recv #1: rank 0 waits in
+ *    allreduce #3 (count 1000) at dp.c:80; rank 2 waits in recv #1 (count
+ *    1000, peer 1 = world rank 3) at ring.c:45".
  *    After a timeout the communicator's ranks are out of step: end the job.
  *  - When another rank of the job has failed (its function returned an
  *    error, or its process died), blocked calls return DT_ERR_PEER_DIED
