@@ -41,6 +41,10 @@ typedef struct {
     uint32_t sig, pad;
 } dt_wire_hdr;
 
+/* The largest MPI tag the backend uses (mpi_port.c): MPICH's MPI_TAG_UB,
+ * 2^28 - 1 (Open MPI's is 2^31 - 1; the standard promises only 2^15 - 1). */
+#define DT_MPI_TAG_MAX 0x0fffffff
+
 /* The MPI tag of user messages (channel 0, mpi_port.c). */
 #define DT_MPI_USER_TAG 0
 

@@ -225,7 +225,8 @@ void *dt_rank_out(const dt_comm *comm);
  * run alone: joins the job named by the environment and returns this
  * rank's world communicator.
  *  - dtrun (RANK, WORLD_SIZE, LOCAL_RANK, DT_SHM): the proc backend.
- *  - mpirun (OMPI_COMM_WORLD_RANK/_SIZE, else PMI_RANK/PMI_SIZE; no
+ *  - mpirun (OMPI_COMM_WORLD_RANK/_SIZE, else PMI_RANK/PMI_SIZE, else
+ *    PMIX_RANK/SLURM_STEP_NUM_TASKS; no
  *    DT_SHM): the mpi backend, this process as its MPI rank; dt_finalize
  *    waits for the others. Without MPI in libdt: DT_ERR_UNSUPPORTED.
  *  - Neither: with WORLD_SIZE unset or 1 the program is a job of one rank;
@@ -236,6 +237,11 @@ void *dt_rank_out(const dt_comm *comm);
  * of another user, one whose mode is not 0600 or one too short to be a
  * job's are refused with a message naming it. */
 dt_result dt_init(dt_comm **world);
+
+/* This process's rank in the MPI job its launcher started (mpirun or
+ * mpiexec of Open MPI 4 or 5 or of MPICH, srun), from the launcher's
+ * variables as dt_init reads them; -1 outside one. */
+int dt_mpi_world_rank(void);
 
 /* Leaves dt_init's job, freeing world and its splits; call it before exit. */
 dt_result dt_finalize(dt_comm *world);
