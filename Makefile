@@ -560,10 +560,11 @@ endif
 	$(call HELP_ROW,OPENBLAS=0,build without OpenBLAS (the built-in sgemm)$(,) into build/noblas/)
 	$(call HELP_ROW,IMPL=$(if $(STAFF_TREE),labs|solutions|DIR,labs|DIR),which lab code to build (default labs))
 	$(call HELP_ROW,BUILD=DIR  CC=...,another build folder$(,) another compiler)
+	$(call HELP_ROW,MPICC=mpicc.mpich,another MPI family (MPIRUN follows; docs/cluster.md))
 	$(call HELP_ROW,-jN,jobs at once (default: $(NPROC)$(,) one per core))
 	@echo
 	@echo "this build: $(CC_VERSION); OpenBLAS $(if $(HAVE_OPENBLAS),yes,no$(if $(filter thread,$(SAN)), (not under SAN=thread))$(if $(filter 0,$(OPENBLAS)), (OPENBLAS=0))); \
-	MPI $(if $(MPICC_OK),yes,$(if $(MPI_USERS),no,no (no library code uses it yet))); SAN $(or $(SAN),none)"
+	MPI $(if $(MPICC_OK),yes ($(MPI_FAMILY)$(,) $(MPIRUN)),$(if $(MPI_USERS),no,no (no library code uses it yet))); SAN $(or $(SAN),none)"
 
 # Removes $(BUILD): all of build/ by default, build/address/ with SAN=address.
 clean:
