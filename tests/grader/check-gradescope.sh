@@ -145,8 +145,7 @@ make_image() { # zip seed-labs dir
         seed_objects "$BUILD_ABS/thread/$(echo "$BUILD/spliced/solutions" | tr / _)/obj/tests/tests/$f" \
             "$src/build/thread/tests_official/obj/tests/tests"
     done
-    # (not the suite's BUILD: setup.sh's SAN=thread build goes to build/thread)
-    (cd "$src" && env -u MAKEFLAGS -u MAKELEVEL -u BUILD "${deps_env[@]}" ./setup.sh) >"$3/setup.log" 2>&1
+    (cd "$src" && env -u MAKEFLAGS -u MAKELEVEL "${deps_env[@]}" ./setup.sh) >"$3/setup.log" 2>&1
 }
 # Test objects without their .d files (the paths they name are BUILD's),
 # and only when each is newer than every file its .d names (a suite run
