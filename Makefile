@@ -102,15 +102,29 @@ endif
 # folder that uses it (lib/<layer>/mpi/), libdt gets the mpi backend. MPI=0
 # turns it off; it is off under sanitizers (the MPI libraries are not
 # instrumented).
+# MPICC picks the family: mpicc (the system's default, Open MPI on Debian),
+# mpicc.openmpi, mpicc.mpich, or a path. MPIRUN, the launcher of `make
+# test-mpi` and `make check BACKEND=mpi`, follows it (mpicc.mpich:
+# mpirun.mpich); its flags follow the family its --version names: Open MPI
+# 4, Open MPI 5 (PRRTE's spelling of oversubscription) or MPICH's Hydra
+# (docs/cluster.md). Use BUILD=build/mpich for a second family beside the
+# first: the MPI flags are part of the build's identity.
 MPI ?= $(if $(SAN),0,auto)
+MPICC ?= mpicc
+MPIRUN ?= $(subst mpicc,mpirun,$(MPICC))
 ifneq ($(MPI),0)
   MPI_USERS := $(wildcard lib/*/mpi/*.c)
-  MPICC_OK  := $(if $(MPI_USERS),$(shell command -v mpicc 2>/dev/null))
+  MPICC_OK  := $(if $(MPI_USERS),$(shell command -v $(MPICC) 2>/dev/null))
   ifneq ($(MPICC_OK),)
-    MPI_CFLAGS := $(shell mpicc --showme:compile 2>/dev/null || mpicc -compile_info 2>/dev/null | cut -d' ' -f2-)
-    MPI_LIBS   := $(shell mpicc --showme:link 2>/dev/null || mpicc -link_info 2>/dev/null | cut -d' ' -f2-)
+    MPI_CFLAGS := $(shell $(MPICC) --showme:compile 2>/dev/null || $(MPICC) -compile_info 2>/dev/null | cut -d' ' -f2-)
+    MPI_LIBS   := $(shell $(MPICC) --showme:link 2>/dev/null || $(MPICC) -link_info 2>/dev/null | cut -d' ' -f2-)
     CFLAGS += -DDT_HAVE_MPI $(filter -I% -D%,$(MPI_CFLAGS))
     LDLIBS += $(MPI_LIBS)
+    MPI_FAMILY := $(shell $(MPIRUN) --version 2>&1 | sed -n 's/.*(Open MPI) \([0-9]*\).*/openmpi\1/p; s/.*HYDRA.*/mpich/p' | head -n 1)
+    MPIRUN_FLAGS := $(if $(filter mpich,$(MPI_FAMILY)),-bind-to none,$(if $(filter openmpi4,$(MPI_FAMILY)),--oversubscribe,--map-by :OVERSUBSCRIBE) --bind-to none $(if $(filter 0,$(shell id -u)),--allow-run-as-root))
+    # what tests/grader/test_main.c and tests/mpi/run.sh run
+    export DT_MPIRUN := $(MPIRUN) $(MPIRUN_FLAGS)
+    export DT_MPI_FAMILY := $(MPI_FAMILY)
   endif
 endif
 
@@ -231,6 +245,9 @@ $(BUILD)/obj/%.o: %.c $(IDENTITY)
 	@mkdir -p $(dir $@)
 	$(call step,CC,$<)
 	$(Q)$(CC) $(CFLAGS) -c $< -o $@
+
+# libdt's own calls keep their caller's site (dt_call_site in dt/comm.h).
+$(BUILD)/obj/lib/%.o: CFLAGS += -DDT_LIBDT
 
 $(LIBDT): $(LIB_OBJS)
 	@mkdir -p $(dir $@)
@@ -601,10 +618,11 @@ endif
 	$(call HELP_ROW,OPENBLAS=0,build without OpenBLAS (the built-in sgemm)$(,) into build/noblas/)
 	$(call HELP_ROW,IMPL=$(if $(STAFF_TREE),labs|solutions|DIR,labs|DIR),which lab code to build (default labs))
 	$(call HELP_ROW,BUILD=DIR  CC=...,another build folder$(,) another compiler)
+	$(call HELP_ROW,MPICC=mpicc.mpich,another MPI family (MPIRUN follows; docs/cluster.md))
 	$(call HELP_ROW,-jN,jobs at once (default: $(NPROC)$(,) one per core))
 	@echo
 	@echo "this build: $(CC_VERSION); OpenBLAS $(if $(HAVE_OPENBLAS),yes,no$(if $(filter thread,$(SAN)), (not under SAN=thread))$(if $(filter 0,$(OPENBLAS)), (OPENBLAS=0))); \
-	MPI $(if $(MPICC_OK),yes,$(if $(MPI_USERS),no,no (no library code uses it yet))); SAN $(or $(SAN),none)"
+	MPI $(if $(MPICC_OK),yes ($(MPI_FAMILY)$(,) $(MPIRUN)),$(if $(MPI_USERS),no,no (no library code uses it yet))); SAN $(or $(SAN),none)"
 
 # Removes $(BUILD): all of build/ by default, build/address/ with SAN=address.
 clean:

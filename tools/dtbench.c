@@ -346,8 +346,7 @@ int main(int argc, char **argv)
     if (b.coll == DT_COLL_BARRIER)
         b.min = b.max = 0;
     /* under mpirun (--backend mpi) every process runs this: rank 0 speaks */
-    const char *mpi_rank = getenv("OMPI_COMM_WORLD_RANK");
-    if (!b.csv && (!mpi_rank || !strcmp(mpi_rank, "0")))
+    if (!b.csv && dt_mpi_world_rank() <= 0)
         printf("# dtbench %s: %d ranks, %s backend, %s %s, algo %s, %d iters, %d warmup\n",
                argv[1], o.nranks, dt_backend_name(o.backend), dt_dtype_name(b.dtype),
                dt_redop_name(b.op), dt_algo_name(o.algo), b.iters, b.warmup);

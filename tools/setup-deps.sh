@@ -8,7 +8,8 @@
 # Sets (default: build):
 #   build      a C compiler, make, pkg-config and OpenBLAS: `make`, `make check`
 #   staff      patch, zip, unzip, python3: `make test`, `make gradescope`
-#   mpi        Open MPI: the mpi backend, `make test-mpi`
+#   mpi        Open MPI and MPICH: the mpi backend, `make test-mpi` (Open MPI
+#              stays the default mpicc; MPICC=mpicc.mpich picks MPICH)
 #   container  git and gdb, for working inside the development container
 #
 # Only the packages not installed yet are installed (apt-get, with sudo
@@ -43,7 +44,7 @@ for s in "${sets[@]}"; do
     case $s in
         build) pkgs+=(build-essential make pkg-config libopenblas-dev) ;;
         staff) pkgs+=(patch zip unzip python3) ;;
-        mpi) pkgs+=(openmpi-bin libopenmpi-dev) ;;
+        mpi) pkgs+=(openmpi-bin libopenmpi-dev mpich libmpich-dev) ;;
         container) pkgs+=(git gdb) ;;
     esac
 done

@@ -254,7 +254,7 @@ dt_result dt_waitall(int n, dt_request **reqs)
     if (n < 0 || (n > 0 && !reqs))
         return dt_fail(DT_ERR_INVALID_ARG, "dt_waitall: %d requests at %p", n, (void *)reqs);
     dt_result first = DT_OK;
-    char msg[400] = "";
+    char msg[DT_MSG_MAX] = "";
     for (int i = 0; i < n; i++) {
         dt_result r = dt_wait(reqs[i]);
         reqs[i] = NULL;

@@ -64,8 +64,9 @@ dt_result dt_backend_usable(dt_backend b, int own_ranks)
 int dt_started_by_mpirun(int *rank, int *size)
 {
     const char *pairs[][2] = {{"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"},
-                              {"PMI_RANK", "PMI_SIZE"}};
-    for (int i = 0; i < 2; i++) {
+                              {"PMI_RANK", "PMI_SIZE"},
+                              {"PMIX_RANK", "SLURM_STEP_NUM_TASKS"}};
+    for (int i = 0; i < 3; i++) {
         const char *r = getenv(pairs[i][0]), *s = getenv(pairs[i][1]);
         if (r && s) {
             *rank = atoi(r);
@@ -91,4 +92,10 @@ dt_result dt_backend_joining(const dt_backend_ops **out)
         return dt_fail(DT_ERR_UNSUPPORTED, "the mpi backend is not built in (no mpicc, or MPI=0)");
 #endif
     return DT_OK;
+}
+
+int dt_mpi_world_rank(void)
+{
+    int rank = -1, size = 0;
+    return dt_started_by_mpirun(&rank, &size) ? rank : -1;
 }

@@ -139,9 +139,11 @@ dt_result dt_backend_unavailable(dt_backend b);
  * (DT_ERR_UNSUPPORTED), rather than run as a job of one rank. */
 dt_result dt_backend_joining(const dt_backend_ops **out);
 
-/* 1 when this process was started by mpirun (Open MPI's
- * OMPI_COMM_WORLD_RANK and _SIZE, else Hydra's PMI_RANK and PMI_SIZE), with
- * its rank and the job's size. */
+/* 1 when this process was started by an MPI launcher, with its rank and
+ * the job's size: Open MPI's mpirun (4 and 5: PRRTE still sets
+ * OMPI_COMM_WORLD_RANK and _SIZE), MPICH's Hydra and Slurm's srun
+ * --mpi=pmi2 (PMI_RANK, PMI_SIZE), srun --mpi=pmix (PMIX_RANK, with the
+ * step's SLURM_STEP_NUM_TASKS). docs/cluster.md lists them. */
 int dt_started_by_mpirun(int *rank, int *size);
 
 #endif /* DT_COMM_BACKEND_H */

@@ -27,6 +27,54 @@ static void end_write(dt_doing *d)
     atomic_store_explicit(&d->version, v + 1, memory_order_release);
 }
 
+/* The blocking call this thread runs, as the caller's code made it: set
+ * by dt/comm.h's macros around each call, so that only the innermost call
+ * made outside libdt is recorded, and cleared when it returns. */
+static _Thread_local const char *site_file;
+static _Thread_local int site_line;
+
+void dt_call_site(const char *file, int line)
+{
+    site_file = file;
+    site_line = line;
+}
+
+const char *dt_site_prefix(char *out, size_t n)
+{
+    if (site_file && site_line > 0)
+        snprintf(out, n, "%s:%d: ", site_file, site_line);
+    else if (n)
+        out[0] = '\0';
+    return out;
+}
+
+/* The site's file name without its folders (the report names the file the
+ * student edits; the message's prefix has the whole path), in words. */
+static void store_site(dt_doing *d, int lane)
+{
+    uint64_t w[DT_SITE_WORDS] = {0};
+    int line = 0;
+    if (lane == 0 && site_file && site_line > 0) {
+        const char *base = strrchr(site_file, '/');
+        base = base ? base + 1 : site_file;
+        size_t len = strlen(base);
+        if (len > sizeof w - 1)
+            len = sizeof w - 1;
+        memcpy(w, base, len);
+        line = site_line;
+    }
+    for (int i = 0; i < DT_SITE_WORDS; i++)
+        atomic_store_explicit(&d->file[i], w[i], memory_order_release);
+    atomic_store_explicit(&d->line, line, memory_order_release);
+}
+
+void dt_doing_timed_out(dt_comm *comm, int lane)
+{
+    dt_doing *d = begin_write(comm, lane);
+    atomic_store_explicit(&d->timed_out, 1, memory_order_release);
+    end_write(d);
+}
+
 void dt_doing_set(dt_comm *comm, int lane, int kind, long seq, size_t count, int root,
                   uint32_t sig)
 {
@@ -44,6 +92,11 @@ void dt_doing_set(dt_comm *comm, int lane, int kind, long seq, size_t count, int
     atomic_store_explicit(&d->from, DT_FROM_NONE, memory_order_release);
     atomic_store_explicit(&d->waiting, 0, memory_order_release);
     atomic_store_explicit(&d->sig, sig, memory_order_release);
+    /* the report names a sub-communicator's peer by its world rank too */
+    int world = root >= 0 && root < comm->sh->size ? comm->sh->world[root] : -1;
+    atomic_store_explicit(&d->peer_world, world, memory_order_release);
+    atomic_store_explicit(&d->timed_out, 0, memory_order_release);
+    store_site(d, lane);
     atomic_store_explicit(&d->active, 1, memory_order_release);
     end_write(d);
 }
@@ -74,6 +127,14 @@ void dt_doing_read(const dt_doing *d, dt_doing_view *out)
         out->sig = atomic_load_explicit(&w->sig, memory_order_acquire);
         out->seq = atomic_load_explicit(&w->seq, memory_order_acquire);
         out->count = atomic_load_explicit(&w->count, memory_order_acquire);
+        out->peer_world = atomic_load_explicit(&w->peer_world, memory_order_acquire);
+        out->timed_out = atomic_load_explicit(&w->timed_out, memory_order_acquire);
+        out->line = atomic_load_explicit(&w->line, memory_order_acquire);
+        uint64_t f[DT_SITE_WORDS];
+        for (int i = 0; i < DT_SITE_WORDS; i++)
+            f[i] = atomic_load_explicit(&w->file[i], memory_order_acquire);
+        memcpy(out->file, f, sizeof f);
+        out->file[sizeof f] = '\0';
         if (!(v1 & 1) && atomic_load_explicit(&w->version, memory_order_relaxed) == v1)
             return;
     }
@@ -97,56 +158,89 @@ double dt_clock_published(const dt_board *b)
 void dt_describe_view(int r, int lane, const dt_doing_view *d, char *out, size_t n)
 {
     out[0] = '\0';
-    if (!d->active)
+    int timed_out = lane == 0 && d->timed_out;
+    if (!d->active && !timed_out)
         return;
     const char *what = d->kind < DT_NUM_COLLS ? dt_coll_name(d->kind) : "comm setup";
     int p2p = d->kind == DT_COLL_SEND || d->kind == DT_COLL_RECV || d->kind == DT_COLL_SENDRECV;
-    char extra[40] = "";
-    if (d->root >= 0)
+    char extra[64] = "", site[48] = "";
+    /* On a split communicator its ranks are not the job's: "peer 1 = world
+     * rank 3", else "rank 1 ... peer 1" reads as a rank waiting on itself. */
+    if (d->root >= 0 && d->peer_world >= 0 && (d->comm_id != 0 || d->peer_world != d->root))
+        snprintf(extra, sizeof extra, ", %s %d = world rank %d", p2p ? "peer" : "root", d->root,
+                 d->peer_world);
+    else if (d->root >= 0)
         snprintf(extra, sizeof extra, ", %s %d", p2p ? "peer" : "root", d->root);
-    snprintf(out, n, "rank %d %sin %s #%ld (count %ld%s)", r, lane ? "(async) " : "waits ", what,
-             d->seq, d->count, extra);
+    if (d->line > 0 && d->file[0])
+        snprintf(site, sizeof site, " at %s:%d", d->file, d->line);
+    snprintf(out, n, "rank %d %s %s #%ld (count %ld%s)%s", r,
+             lane ? "(async) in" : timed_out ? "timed out in" : "waits in", what, d->seq,
+             d->count, extra, site);
 }
 
-void dt_describe_rank(int r, int state, const dt_doing_view *lanes, char *out, size_t n)
+int dt_describe_rank(int r, int state, const dt_doing_view *lanes, char *out, size_t n)
 {
+    /* A call that ran past its deadline still counts as waiting once it has
+     * returned (and its rank ended): the reports of the ranks that time out
+     * after it say the same, whatever order they ran in. */
+    if (lanes[0].timed_out && !lanes[0].active) {
+        dt_describe_view(r, 0, &lanes[0], out, n);
+        return 1;
+    }
     if (state == DT_RANK_DONE) {
         snprintf(out, n, "rank %d has returned", r);
-        return;
+        return 0;
     }
     if (state == DT_RANK_FAILED || state == DT_RANK_DIED) {
         snprintf(out, n, "rank %d %s", r, state == DT_RANK_DIED ? "died" : "failed");
-        return;
+        return 0;
     }
-    int len = 0;
+    int len = 0, waits = 0;
     out[0] = '\0';
     for (int lane = 0; lane < DT_LANES && len < (int)n; lane++) {
-        char one[120];
+        char one[160];
         dt_describe_view(r, lane, &lanes[lane], one, sizeof one);
         if (one[0])
             len += snprintf(out + len, n - (size_t)len, "%s%s", len ? "; " : "", one);
+        waits |= lanes[lane].active;
     }
     if (len == 0)
         snprintf(out, n, "rank %d is in no communication call", r);
+    return waits;
 }
 
-void dt_describe_job(dt_job *job, char *out, size_t n)
+dt_result dt_timeout_fail(double timeout_s, const char *what, long seq, int waiting,
+                          int nranks, const char *report, const char *tail)
+{
+    char at[300];
+    dt_site_prefix(at, sizeof at);
+    /* Every rank blocked in a call that needs another: none can move on,
+     * so none ever will; a rank in its own code or ended is something else
+     * (a message never sent, a rank that computes for too long). */
+    return dt_fail(DT_ERR_TIMEOUT, "%stimeout after %g s in %s #%ld: %s%s%s", at, timeout_s,
+                   what, seq, nranks > 1 && waiting == nranks ? "deadlock: every rank waits "
+                   "on another: " : "", report, tail ? tail : "");
+}
+
+int dt_describe_job(dt_job *job, char *out, size_t n)
 {
     size_t used = 0;
+    int waiting = 0;
     out[0] = '\0';
-    for (int r = 0; r < job->nranks && used + 1 < n; r++) {
+    for (int r = 0; r < job->nranks; r++) { /* every rank counts, even past n */
         dt_board *b = &job->board[r];
         dt_doing_view lanes[DT_LANES];
         for (int lane = 0; lane < DT_LANES; lane++)
             dt_doing_read(&b->doing[lane], &lanes[lane]);
-        char one[240];
-        dt_describe_rank(r, atomic_load_explicit(&b->state, memory_order_acquire), lanes, one,
-                         sizeof one);
-        int w = snprintf(out + used, n - used, "%s%s", used ? "; " : "", one);
-        if (w < 0)
-            break;
-        used += (size_t)w;
+        char one[320];
+        waiting += dt_describe_rank(r, atomic_load_explicit(&b->state, memory_order_acquire),
+                                    lanes, one, sizeof one);
+        if (used + 1 < n) {
+            int w = snprintf(out + used, n - used, "%s%s", used ? "; " : "", one);
+            used = w < 0 ? n : used + (size_t)w;
+        }
     }
+    return waiting;
 }
 
 /* ---------------------------------------------------------------- mismatches */

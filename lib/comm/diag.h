@@ -14,11 +14,21 @@ void dt_doing_set(dt_comm *comm, int lane, int kind, long seq, size_t count, int
  * or (waiting 1) for an async collective. */
 void dt_doing_detail(dt_comm *comm, int from, uint32_t want, int waiting);
 
+/* Marks the lane's call as timed out: the report of any rank still
+ * counts it among the waiting ranks after it has returned. */
+void dt_doing_timed_out(dt_comm *comm, int lane);
+
+/* "FILE:LINE: " of the calling thread's blocking call (dt_call_site), or
+ * "" when none is known; out holds n bytes. */
+const char *dt_site_prefix(char *out, size_t n);
+
 /* A consistent snapshot of a lane's entry. */
 typedef struct {
     int active, kind, comm_id, root, from, waiting;
     uint32_t want, sig;
     long seq, count;
+    int peer_world, line, timed_out;
+    char file[DT_SITE_WORDS * 8 + 1]; /* "" when the site is not known */
 } dt_doing_view;
 void dt_doing_read(const dt_doing *d, dt_doing_view *out);
 
@@ -48,18 +58,29 @@ dt_result dt_diag_compare(dt_call *call, int i, const dt_doing_view *v);
 void dt_clock_publish(dt_rank_ctx *rc);
 double dt_clock_published(const dt_board *b);
 
-/* "rank R waits in KIND #SEQ (count C, root X)" ("(async) in" on lane 1)
- * for rank r's lane doing d; "" when the lane is in no call. */
+/* "rank R waits in KIND #SEQ (count C, root X) at FILE:LINE" ("(async)
+ * in" on lane 1, "timed out in" once the call has run past its deadline;
+ * "peer 1 = world rank 3" where the communicator's ranks are not the
+ * job's) for rank r's lane doing d; "" when the lane is in no call. */
 void dt_describe_view(int r, int lane, const dt_doing_view *d, char *out, size_t n);
 
 /* What rank r does, for a timeout's report: "rank R has returned",
  * "... failed", "... died", its lanes' calls, or "rank R is in no
- * communication call". state: dt_rank_state; lanes[DT_LANES]. */
-void dt_describe_rank(int r, int state, const dt_doing_view *lanes, char *out, size_t n);
+ * communication call". state: dt_rank_state; lanes[DT_LANES]. Returns 1
+ * when the rank waits on others: it is in a communication call (or its
+ * call timed out), else 0. */
+int dt_describe_rank(int r, int state, const dt_doing_view *lanes, char *out, size_t n);
+
+/* The timeout's message for a call (what, e.g. "recv", and its number
+ * seq) that waited timeout_s: "FILE:LINE: timeout after 5 s in recv #1: "
+ * then "deadlock: every rank waits on another: " when all nranks ranks
+ * wait (waiting of them do), then the report. */
+dt_result dt_timeout_fail(double timeout_s, const char *what, long seq, int waiting,
+                          int nranks, const char *report, const char *tail);
 
 /* The timeout report: what every rank of the job does, e.g. "rank 0 waits
  * in allreduce #3 (count 1000); rank 2 waits in broadcast #3 (count 1000,
- * root 1)". */
-void dt_describe_job(dt_job *job, char *out, size_t n);
+ * root 1)"; returns how many ranks wait on others (dt_describe_rank). */
+int dt_describe_job(dt_job *job, char *out, size_t n);
 
 #endif /* DT_COMM_DIAG_H */

@@ -39,6 +39,9 @@ typedef struct {
     _Atomic uint32_t sleepers;
 } dt_bell;
 
+#define DT_SITE_WORDS 4 /* a call site's file name: 8 bytes a word */
+#define DT_MSG_MAX 1000 /* a rank's message: a timeout lists every rank */
+
 /* What a rank's lane is doing: for the timeout report, the mismatch check
  * and dt_recv_any's rule. Written by the lane (diag.c), read by any rank:
  * every field is atomic, and version (odd while the lane writes) lets a
@@ -55,6 +58,10 @@ typedef struct {
     _Atomic int from;    /* a receive's source (comm rank); DT_FROM_ANY, DT_FROM_NONE */
     _Atomic uint32_t want; /* ... and which of its messages: the k-th it sends */
     _Atomic int waiting; /* 1: dt_wait on an async collective (lane 1 runs it) */
+    _Atomic int peer_world; /* root's or peer's world rank; -1 when none */
+    _Atomic int line;    /* the call's site in the caller's code (dt_call_site) ... */
+    _Atomic uint64_t file[DT_SITE_WORDS]; /* ... and its file's name, without folders */
+    _Atomic int timed_out; /* 1: the call ran past its deadline (kept after it returned) */
 } dt_doing;
 
 #define DT_FROM_ANY (-1)  /* dt_recv_any */
@@ -74,7 +81,7 @@ typedef struct {
                                departure of its next message */
     _Atomic int result;  /* the rank's dt_result once it has ended */
     _Atomic int order;   /* 1 + its place among the ranks that ended badly */
-    char msg[400];       /* its message (written before state is set) */
+    char msg[DT_MSG_MAX]; /* its message (written before state is set) */
 } dt_board;
 
 struct dt_comm_shared;

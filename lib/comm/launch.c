@@ -287,7 +287,7 @@ dt_result dt_rank_run(dt_rank_ctx *rc, dt_rank_fn fn, void *arg)
         r = rc->ops->rank_start(world);
     if (r == DT_OK)
         r = fn(world, arg);
-    char msg[400];
+    char msg[DT_MSG_MAX];
     snprintf(msg, sizeof msg, "%s", dt_last_error());
     if (rc->ops->rank_end)
         rc->ops->rank_end(rc);

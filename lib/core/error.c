@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
-static _Thread_local char last_error[512];
+static _Thread_local char last_error[1024]; /* a timeout lists every rank */
 
 static const char *const result_names[DT_NUM_RESULTS] = {
     [DT_OK] = "DT_OK",

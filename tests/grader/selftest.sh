@@ -88,6 +88,12 @@ expect_row fx_fork_hang TIMEOUT "TIMEOUT after 1 s"
 expect_row fx_shm_leak pass ""
 expect_row fx_ranks_fail FAIL "rank 2 disagrees"
 expect_row fx_long_reason FAIL "rank 0 waits in send #1"
+# libdt's timeout is a TIMEOUT led by the blocking call's site (chapter 00,
+# section 4); a test that wanted DT_ERR_TIMEOUT and got DT_OK is a FAIL
+line=$(grep -n "planted deadlock" "$(dirname "$0")/fixtures/fixtures_deadlock.c" | cut -d: -f1)
+expect_row fx_deadlock TIMEOUT "TIMEOUT after 2 s in recv #1 at fixtures_deadlock.c:$line: deadlock: every rank waits on another: "
+expect_row fx_deadlock TIMEOUT "[tests/grader/fixtures/fixtures_deadlock.c:"
+expect_row fx_wanted_timeout FAIL "returned DT_OK, expected DT_ERR_TIMEOUT"
 expect_row fx_hidden_pass pass "(hidden)"
 # early exits, however they happen, never pass
 expect_row fx_exit_zero EXIT "EXIT: exit(0) was called before the test finished"
@@ -136,14 +142,14 @@ for r in 0 1 2; do
 done
 # A long reason: cut in its row, whole under it.
 grep -qE '^      \| FAIL: .*xxxxEND-OF-REASON$' "$out" || fail "the long reason is not shown whole"
-grep -q "^Score: $score/35 " "$out" || fail "total score line wrong: $(grep '^Score' "$out")"
-[ "$(tail -n 1 "$out")" = "$passed passed, $((33 - passed)) failed, 1 skipped" ] ||
+grep -q "^Score: $score/37 " "$out" || fail "total score line wrong: $(grep '^Score' "$out")"
+[ "$(tail -n 1 "$out")" = "$passed passed, $((35 - passed)) failed, 1 skipped" ] ||
     fail "closing line: '$(tail -n 1 "$out")'"
 
 # results.json: Gradescope's fields, the failure text once, rank output.
 json="$work/results.json"
 grep -q "\"score\": $score," "$json" || fail "results.json score"
-grep -q '"max_score": 35,' "$json" || fail "results.json max_score"
+grep -q '"max_score": 37,' "$json" || fail "results.json max_score"
 grep -q '"name": "fixtures/fx_segfault", "score": 0, "max_score": 1' "$json" ||
     fail "results.json row of fx_segfault"
 grep -q '"visibility": "hidden"' "$json" || fail "results.json hidden visibility"
@@ -151,10 +157,10 @@ grep -q '\[rank 1\] step 9' "$json" || fail "results.json lacks rank 1's output"
 [ "$(grep -o 'disagrees' "$json" | wc -l)" -eq 1 ] || fail "results.json repeats a FAIL line"
 [ "$(grep -o 'END-OF-REASON' "$json" | wc -l)" -eq 1 ] || fail "results.json: the long reason not once"
 if command -v python3 >/dev/null; then
-    python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert len(d["tests"]) == 34
-assert d["output"].startswith("Score: %s/35" % sys.argv[2])
+    python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert len(d["tests"]) == 36
+assert d["output"].startswith("Score: %s/37" % sys.argv[2])
 assert [t["max_score"] for t in d["tests"] if t["name"] == "fixtures/fx_skip"] == [0]' "$json" "$score" ||
-        fail "results.json is not valid JSON with 34 tests, the score on top, a skipped test out of the maximum"
+        fail "results.json is not valid JSON with 36 tests, the score on top, a skipped test out of the maximum"
 fi
 
 # Nothing left behind: every process the fixtures recorded (the looping and
@@ -223,7 +229,7 @@ expect_row fx_pass EXIT "EXIT: exit(0) was called before the test finished"
 DT_FIXTURE_CTOR_EXIT=list "$dtgrade" --tests-root tests/grader --results "$work/c.json" \
     "fixtures=$fixture" >"$out" 2>&1 || fail "grading with an exiting list failed"
 expect_row fx_pass BUILD "--list' failed: EXIT"
-grep -q '^  Score: 0/36  (BUILD FAILED)' "$out" || fail "an exiting list: not 0/36"
+grep -q '^  Score: 0/38  (BUILD FAILED)' "$out" || fail "an exiting list: not 0/38"
 
 # ------------------------------------------------------------ stale segments
 # One of this user's segments that no process maps (older than 10 s) is
@@ -259,13 +265,13 @@ grep -q '^1 passed, 0 failed$' "$work/out2.txt" || fail "--only fx_pass ran more
 [ "$(run_rc --no-hidden --only fx_hidden "fixtures=$fixture")" = 0 ] || fail "--no-hidden"
 grep -q '^0 passed, 0 failed$' "$work/out2.txt" || fail "--no-hidden still ran the hidden test"
 [ "$(run_rc --stop-on-fail "fixtures=$fixture")" = 0 ] || fail "--stop-on-fail"
-grep -q '^1 passed, 1 failed, 32 not run$' "$work/out2.txt" || fail "--stop-on-fail went on after a failure"
+grep -q '^1 passed, 1 failed, 34 not run$' "$work/out2.txt" || fail "--stop-on-fail went on after a failure"
 
 # A lab that did not build: its tests come from its sources, all BUILD FAILED.
 [ "$(run_rc --tests-root tests/grader "fixtures=$work/no-such-binary")" = 0 ] ||
     fail "a missing binary is a grader error"
 grep -q '^  fx_wrong_answer .* 0/2 .*BUILD' "$work/out2.txt" || fail "missing binary: rows from sources"
-grep -q '^  Score: 0/36  (BUILD FAILED)' "$work/out2.txt" || fail "missing binary: 0/36"
+grep -q '^  Score: 0/38  (BUILD FAILED)' "$work/out2.txt" || fail "missing binary: 0/38"
 [ "$(run_rc --tests-root tests/grader --expect-zero "fixtures=$work/no-such-binary")" = 1 ] ||
     fail "--expect-zero must reject a build failure"
 

@@ -160,8 +160,7 @@ int dttrain_hybrid(const options *o)
         r = dt_launch(&lo, hybrid_rank, &j);
     }
     /* on mpi, rank 0's result is in its process: the others say nothing */
-    const char *mpi_rank = getenv("OMPI_COMM_WORLD_RANK");
-    int other = lo.backend == DT_BACKEND_MPI && mpi_rank && strcmp(mpi_rank, "0") != 0;
+    int other = lo.backend == DT_BACKEND_MPI && dt_mpi_world_rank() > 0;
     if (r == DT_OK && !other && !res->done)
         r = dt_fail(DT_ERR_INTERNAL, "--tp, --pp: rank 0 reported no result");
     if (r == DT_OK && !other)

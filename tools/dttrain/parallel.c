@@ -149,8 +149,7 @@ dt_result dp_run(const options *o, dp_job *j)
     fflush(stdout); /* forked ranks must not inherit unwritten output */
     DT_CHECK(dt_launch(&lo, dp_rank, j));
     /* on mpi, rank 0's result is in its process: the others say nothing */
-    const char *mpi_rank = getenv("OMPI_COMM_WORLD_RANK");
-    if (lo.backend == DT_BACKEND_MPI && mpi_rank && strcmp(mpi_rank, "0") != 0)
+    if (lo.backend == DT_BACKEND_MPI && dt_mpi_world_rank() > 0)
         return DT_OK;
     if (!j->res->done)
         return dt_fail(DT_ERR_INTERNAL, "--ranks: rank 0 reported no result");

@@ -74,12 +74,12 @@ static int yield_for(double seconds, int (*cond)(const void *), const void *arg)
 
 static dt_result timeout(const dt_call *call, dt_job *job)
 {
-    char report[360];
-    dt_describe_job(job, report, sizeof report);
+    char report[800];
+    int waiting = dt_describe_job(job, report, sizeof report);
+    dt_doing_timed_out(call->comm, call->lane); /* before the call returns */
     const char *what = call->kind >= 0 && call->kind < DT_NUM_COLLS ? dt_coll_name(call->kind)
                                                                      : "setup";
-    return dt_fail(DT_ERR_TIMEOUT, "timeout after %g s in %s #%ld: %s", job->timeout_s, what,
-                   call->seq, report);
+    return dt_timeout_fail(job->timeout_s, what, call->seq, waiting, job->nranks, report, NULL);
 }
 
 dt_result dt_wait_until(dt_call *call, int (*cond)(const void *), const void *arg)

@@ -149,11 +149,13 @@ dt_result dt_mpi_choose_any(dt_call *call, size_t bytes, int *src)
             r = dt_mpi_check_failed(l);
             next_check = now + 1e-3;
         }
-        if (r == DT_OK && now >= deadline)
-            r = dt_fail(DT_ERR_TIMEOUT, "timeout after %g s in recv #%ld: rank %d waits in "
+        if (r == DT_OK && now >= deadline) {
+            char at[300];
+            r = dt_fail(DT_ERR_TIMEOUT, "%stimeout after %g s in recv #%ld: rank %d waits in "
                         "dt_recv_any for a message from any rank (mpi backend: the other "
-                        "ranks' state is in their own processes)", job->timeout_s, call->seq,
-                        c->rank);
+                        "ranks' state is in their own processes)",
+                        dt_site_prefix(at, sizeof at), job->timeout_s, call->seq, c->rank);
+        }
         if (now - t0 > job->spin_s || i % 64 == 0)
             sched_yield();
     }

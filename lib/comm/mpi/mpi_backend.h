@@ -41,6 +41,10 @@ typedef struct {
     uint32_t sig, pad;
 } dt_wire_hdr;
 
+/* The largest MPI tag the backend uses (mpi_port.c): MPICH's MPI_TAG_UB,
+ * 2^28 - 1 (Open MPI's is 2^31 - 1; the standard promises only 2^15 - 1). */
+#define DT_MPI_TAG_MAX 0x0fffffff
+
 /* The MPI tag of user messages (channel 0, mpi_port.c). */
 #define DT_MPI_USER_TAG 0
 
@@ -58,7 +62,7 @@ typedef struct {
     uint32_t epoch;         /* which launch of this process: the same in all */
     double timeout_s;       /* the job's deadline of each wait */
     _Atomic int failed;     /* 1 + the rank whose failure notice came, else 0 */
-    char failed_msg[400];
+    char failed_msg[DT_MSG_MAX];
     pthread_mutex_t lock;   /* guards failed_msg and what follows */
     /* communicators given up (dt_mpi_group_free), freed at the end unless
      * the launch failed: messages of a failure may still be on their way,
@@ -97,7 +101,7 @@ typedef struct {
 } dt_mpi_group;
 
 /* The failure notice's payload, and the record of a rank's end. */
-#define DT_MPI_MSG_MAX 400
+#define DT_MPI_MSG_MAX DT_MSG_MAX
 
 /* ---------------------------------------------------------------- launch, groups */
 

@@ -66,9 +66,10 @@ dt_result dt_mpi_init_once(void)
                        "library gives level %d", provided);
     int *ub = NULL, flag = 0;
     MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &ub, &flag);
-    if (!flag || *ub < 0x7fffffff)
-        return dt_fail(DT_ERR_UNSUPPORTED, "the mpi backend needs MPI_TAG_UB = 2^31 - 1; this "
-                       "MPI library gives %d", flag ? *ub : -1);
+    if (!flag || *ub < DT_MPI_TAG_MAX)
+        return dt_fail(DT_ERR_UNSUPPORTED, "the mpi backend needs MPI_TAG_UB >= 2^28 - 1 "
+                       "(MPICH's; Open MPI's is 2^31 - 1); this MPI library gives %d",
+                       flag ? *ub : -1);
     return DT_OK;
 }
 

@@ -29,12 +29,17 @@
  * its own size, whose header then says what the sender sent (an eager
  * message's data is copied out of it; a mismatch is reported).
  *
- * Tags. MPI tags are 31 bits; a message's channel (user, a lane's
- * collectives, their acks, a lane's barrier-exchange) takes 3, and the
- * collective's kind, the low 8 bits of its number and the algorithm's step
- * the rest. Two calls 256 numbers apart never have messages in flight at
- * once on a communicator, except those a failure left behind (the
- * communicators of a failed launch are never reused: dt_mpi_launch). */
+ * Tags. MPI tags are 28 bits here, MPICH's MPI_TAG_UB (Open MPI gives
+ * 31): a message's channel (user, a lane's collectives, their acks, a
+ * lane's barrier-exchange) takes 3, the collective's kind 4, the low 5 bits
+ * of its number 5 and the algorithm's step 16. Two calls 32 numbers apart
+ * may both have messages in flight on a channel (a broadcast's root sends
+ * eagerly and goes on), with the same tag: MPI delivers the messages of
+ * one (source, tag, communicator) in the order they were sent, and each
+ * rank receives its calls' messages in their order, so the earlier call's
+ * message is the one the earlier receive takes. Only a message that a
+ * failure left behind could be taken by a later call (the communicators of
+ * a failed launch are never reused: dt_mpi_launch). */
 #include "mpi_backend.h"
 
 #include "../diag.h"
@@ -76,12 +81,16 @@ static const dt_net *call_link(const dt_call *call, int peer)
     return dt_comm_pair_link(call->comm, call->comm->rank, peer);
 }
 
-/* The MPI tag of a dt tag on a channel: [chan 3][kind+1 4][seq 8][step 16]. */
+/* The MPI tag of a dt tag on a channel: [chan 3][kind+1 4][seq 5][step 16],
+ * at most DT_MPI_TAG_MAX. */
 static int wire_tag(int chan, uint64_t tag)
 {
-    uint64_t kind1 = (tag >> 56) & 0xf, seq = (tag >> 20) & 0xff, step = tag & 0xffff;
-    return (int)((uint64_t)chan << 28 | kind1 << 24 | seq << 16 | step);
+    uint64_t kind1 = (tag >> 56) & 0xf, seq = (tag >> 20) & 0x1f, step = tag & 0xffff;
+    return (int)((uint64_t)chan << 25 | kind1 << 21 | seq << 16 | step);
 }
+
+_Static_assert(((uint64_t)CH_SYNC1 << 25 | 0xfull << 21 | 0x1full << 16 | 0xffff) <=
+                   DT_MPI_TAG_MAX, "the largest tag fits MPI_TAG_UB's least");
 
 _Static_assert(CH_USER == 0 && DT_MPI_USER_TAG == 0, "user messages: channel 0, tag 0");
 

@@ -85,8 +85,9 @@ static dt_result compare_answers(dt_call *call, dt_mpi_launch *l)
 static dt_result poll_timeout(dt_call *call, dt_mpi_launch *l, const char *what, int peer)
 {
     dt_job *job = dt_call_job(call);
-    char report[360], one[240];
+    char report[800], one[320];
     size_t used = 0;
+    int waiting = 0;
     report[0] = '\0';
     for (int r = 0; r < job->nranks && used + 1 < sizeof report; r++) {
         dt_mpi_answer a = {DT_RANK_RUNNING, 0, {{0}}, 0, 0, 0};
@@ -96,7 +97,7 @@ static dt_result poll_timeout(dt_call *call, dt_mpi_launch *l, const char *what,
         } else {
             dt_mpi_answer_of(l, r, &a);
         }
-        dt_describe_rank(r, a.state, a.doing, one, sizeof one);
+        waiting += dt_describe_rank(r, a.state, a.doing, one, sizeof one);
         int w = snprintf(report + used, sizeof report - used, "%s%s", used ? "; " : "", one);
         if (w < 0)
             break;
@@ -104,11 +105,15 @@ static dt_result poll_timeout(dt_call *call, dt_mpi_launch *l, const char *what,
     }
     const char *in = call->kind >= 0 && call->kind < DT_NUM_COLLS ? dt_coll_name(call->kind)
                                                                   : "setup";
-    char whom[24] = "the other ranks";
+    dt_doing_timed_out(call->comm, call->lane); /* before the call returns */
+    char tail[160] = "";
     if (peer >= 0)
-        snprintf(whom, sizeof whom, "rank %d", peer);
-    return dt_fail(DT_ERR_TIMEOUT, "timeout after %g s in %s #%ld: %s (rank %d waited for %s "
-                   "%s)", job->timeout_s, in, call->seq, report, call->comm->rank, what, whom);
+        snprintf(tail, sizeof tail, " (rank %d waited for %s rank %d)", call->comm->rank, what,
+                 peer);
+    else
+        snprintf(tail, sizeof tail, " (rank %d waited for %s the other ranks)",
+                 call->comm->rank, what);
+    return dt_timeout_fail(job->timeout_s, in, call->seq, waiting, job->nranks, report, tail);
 }
 
 /* Spin while every rank may have a core (the job's spin_s), then yield:

@@ -27,9 +27,12 @@
  *    mismatch, blocking and async calls in different orders included.
  *  - Every blocking wait has a deadline (dt_launch_opts.timeout_s, env
  *    DT_TIMEOUT, default 30 s). On timeout the call returns DT_ERR_TIMEOUT
- *    and its message lists what every rank of the job is doing, e.g.
- *    "rank 0 waits in allreduce #3 (count 1000); rank 2 waits in recv #1 (count
- *    1000, peer 1)".
+ *    and its message starts with the site of the call that blocked (see
+ *    dt_call_site below), then lists what every rank of the job is doing,
+ *    after "deadlock: every rank waits on another: " when none is outside
+ *    a call, e.g. "ring.c:45: timeout after 5 s in recv #1: rank 0 waits in
+ *    allreduce #3 (count 1000) at dp.c:80; rank 2 waits in recv #1 (count
+ *    1000, peer 1 = world rank 3) at ring.c:45".
  *    After a timeout the communicator's ranks are out of step: end the job.
  *  - When another rank of the job has failed (its function returned an
  *    error, or its process died), blocked calls return DT_ERR_PEER_DIED
@@ -222,7 +225,8 @@ void *dt_rank_out(const dt_comm *comm);
  * run alone: joins the job named by the environment and returns this
  * rank's world communicator.
  *  - dtrun (RANK, WORLD_SIZE, LOCAL_RANK, DT_SHM): the proc backend.
- *  - mpirun (OMPI_COMM_WORLD_RANK/_SIZE, else PMI_RANK/PMI_SIZE; no
+ *  - mpirun (OMPI_COMM_WORLD_RANK/_SIZE, else PMI_RANK/PMI_SIZE, else
+ *    PMIX_RANK/SLURM_STEP_NUM_TASKS; no
  *    DT_SHM): the mpi backend, this process as its MPI rank; dt_finalize
  *    waits for the others. Without MPI in libdt: DT_ERR_UNSUPPORTED.
  *  - Neither: with WORLD_SIZE unset or 1 the program is a job of one rank;
@@ -233,6 +237,11 @@ void *dt_rank_out(const dt_comm *comm);
  * of another user, one whose mode is not 0600 or one too short to be a
  * job's are refused with a message naming it. */
 dt_result dt_init(dt_comm **world);
+
+/* This process's rank in the MPI job its launcher started (mpirun or
+ * mpiexec of Open MPI 4 or 5 or of MPICH, srun), from the launcher's
+ * variables as dt_init reads them; -1 outside one. */
+int dt_mpi_world_rank(void);
 
 /* Leaves dt_init's job, freeing world and its splits; call it before exit. */
 dt_result dt_finalize(dt_comm *world);
@@ -430,6 +439,48 @@ dt_result dt_win_free(dt_win *win);
  * accounting. */
 dt_result dt_alloc_shared(dt_comm *comm, size_t bytes, void **p);
 void dt_free_shared(dt_comm *comm, void *p);
+
+/* ---------------------------------------------------------------- call sites */
+
+/* Where the code outside libdt made the blocking call that runs now on this
+ * thread (file NULL: nowhere known), for the timeout report: its message
+ * starts "ring.c:45: timeout after ..." and says "rank 1 waits in recv #1
+ * (...) at ring.c:45". The macros below record the file and line of each
+ * blocking call made from a lab, a test or a program, so the report names
+ * the innermost call in that code, the one that blocks, and not the place
+ * where its error surfaced (DT_CHECK's file:line, a frame or more above).
+ * libdt's own sources define DT_LIBDT: a call inside the library keeps its
+ * caller's site. The macros expand only where the name is followed by "(",
+ * so &dt_recv is still the function. */
+void dt_call_site(const char *file, int line);
+
+#if !defined(DT_LIBDT) && defined(__GNUC__)
+#define DT_AT_SITE_(call)                                                    \
+    __extension__({                                                          \
+        dt_call_site(__FILE__, __LINE__);                                    \
+        dt_result dt_at_site_r_ = (call);                                    \
+        dt_call_site(NULL, 0);                                               \
+        dt_at_site_r_;                                                       \
+    })
+#define dt_comm_split(...) DT_AT_SITE_(dt_comm_split(__VA_ARGS__))
+#define dt_allreduce(...) DT_AT_SITE_(dt_allreduce(__VA_ARGS__))
+#define dt_broadcast(...) DT_AT_SITE_(dt_broadcast(__VA_ARGS__))
+#define dt_reduce(...) DT_AT_SITE_(dt_reduce(__VA_ARGS__))
+#define dt_allgather(...) DT_AT_SITE_(dt_allgather(__VA_ARGS__))
+#define dt_reduce_scatter(...) DT_AT_SITE_(dt_reduce_scatter(__VA_ARGS__))
+#define dt_allreduce_scatter(...) DT_AT_SITE_(dt_allreduce_scatter(__VA_ARGS__))
+#define dt_allreduce_gather(...) DT_AT_SITE_(dt_allreduce_gather(__VA_ARGS__))
+#define dt_alltoall(...) DT_AT_SITE_(dt_alltoall(__VA_ARGS__))
+#define dt_barrier(...) DT_AT_SITE_(dt_barrier(__VA_ARGS__))
+#define dt_send(...) DT_AT_SITE_(dt_send(__VA_ARGS__))
+#define dt_recv(...) DT_AT_SITE_(dt_recv(__VA_ARGS__))
+#define dt_sendrecv(...) DT_AT_SITE_(dt_sendrecv(__VA_ARGS__))
+#define dt_recv_any(...) DT_AT_SITE_(dt_recv_any(__VA_ARGS__))
+#define dt_wait(...) DT_AT_SITE_(dt_wait(__VA_ARGS__))
+#define dt_waitall(...) DT_AT_SITE_(dt_waitall(__VA_ARGS__))
+#define dt_win_allocate(...) DT_AT_SITE_(dt_win_allocate(__VA_ARGS__))
+#define dt_win_free(...) DT_AT_SITE_(dt_win_free(__VA_ARGS__))
+#endif
 
 /* ---------------------------------------------------------------- stats */
 
