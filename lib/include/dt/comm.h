@@ -416,72 +416,6 @@ dt_result dt_waitall(int n, dt_request **reqs);
  * dt_request_test because dt_test is the test harness's type.) */
 dt_result dt_request_test(dt_request *req, int *done);
 
-/* ---------------------------------------------------------------- window */
-
-/* Collective: every rank of comm gets *base pointing to the SAME region of
- * bytes zeroed bytes (64-byte aligned, shared by all ranks: C11 atomics on
- * it synchronize the ranks; in the proc backend it lies in the job's shared
- * arena, at one address; on mpi, MPI_Win_allocate_shared's, at each
- * process's own address, one machine only, else DT_ERR_UNSUPPORTED). Not charged to the ranks'
- * memory accounting. bytes must be > 0 and the same on every rank. */
-dt_result dt_win_allocate(dt_comm *comm, size_t bytes, void **base, dt_win **win);
-
-/* Collective: frees the window (after a barrier). NULL is ignored. */
-dt_result dt_win_free(dt_win *win);
-
-/* Not collective: *p points to bytes zeroed bytes (64-byte aligned) of the
- * job's shared memory, private to this rank by use but addressable by every
- * rank: collectives and messages on buffers inside it are copied directly,
- * without the cross-process copy the proc backend needs for other memory
- * (like NCCL's registered buffers). In the thread backend it is plain
- * memory. Free it with dt_free_shared before the rank's function returns
- * (the arena is unmapped when the job ends). Not charged to the memory
- * accounting. */
-dt_result dt_alloc_shared(dt_comm *comm, size_t bytes, void **p);
-void dt_free_shared(dt_comm *comm, void *p);
-
-/* ---------------------------------------------------------------- call sites */
-
-/* Where the code outside libdt made the blocking call that runs now on this
- * thread (file NULL: nowhere known), for the timeout report: its message
- * starts "ring.c:45: timeout after ..." and says "rank 1 waits in recv #1
- * (...) at ring.c:45". The macros below record the file and line of each
- * blocking call made from a lab, a test or a program, so the report names
- * the innermost call in that code, the one that blocks, and not the place
- * where its error surfaced (DT_CHECK's file:line, a frame or more above).
- * libdt's own sources define DT_LIBDT: a call inside the library keeps its
- * caller's site. The macros expand only where the name is followed by "(",
- * so &dt_recv is still the function. */
-void dt_call_site(const char *file, int line);
-
-#if !defined(DT_LIBDT) && defined(__GNUC__)
-#define DT_AT_SITE_(call)                                                    \
-    __extension__({                                                          \
-        dt_call_site(__FILE__, __LINE__);                                    \
-        dt_result dt_at_site_r_ = (call);                                    \
-        dt_call_site(NULL, 0);                                               \
-        dt_at_site_r_;                                                       \
-    })
-#define dt_comm_split(...) DT_AT_SITE_(dt_comm_split(__VA_ARGS__))
-#define dt_allreduce(...) DT_AT_SITE_(dt_allreduce(__VA_ARGS__))
-#define dt_broadcast(...) DT_AT_SITE_(dt_broadcast(__VA_ARGS__))
-#define dt_reduce(...) DT_AT_SITE_(dt_reduce(__VA_ARGS__))
-#define dt_allgather(...) DT_AT_SITE_(dt_allgather(__VA_ARGS__))
-#define dt_reduce_scatter(...) DT_AT_SITE_(dt_reduce_scatter(__VA_ARGS__))
-#define dt_allreduce_scatter(...) DT_AT_SITE_(dt_allreduce_scatter(__VA_ARGS__))
-#define dt_allreduce_gather(...) DT_AT_SITE_(dt_allreduce_gather(__VA_ARGS__))
-#define dt_alltoall(...) DT_AT_SITE_(dt_alltoall(__VA_ARGS__))
-#define dt_barrier(...) DT_AT_SITE_(dt_barrier(__VA_ARGS__))
-#define dt_send(...) DT_AT_SITE_(dt_send(__VA_ARGS__))
-#define dt_recv(...) DT_AT_SITE_(dt_recv(__VA_ARGS__))
-#define dt_sendrecv(...) DT_AT_SITE_(dt_sendrecv(__VA_ARGS__))
-#define dt_recv_any(...) DT_AT_SITE_(dt_recv_any(__VA_ARGS__))
-#define dt_wait(...) DT_AT_SITE_(dt_wait(__VA_ARGS__))
-#define dt_waitall(...) DT_AT_SITE_(dt_waitall(__VA_ARGS__))
-#define dt_win_allocate(...) DT_AT_SITE_(dt_win_allocate(__VA_ARGS__))
-#define dt_win_free(...) DT_AT_SITE_(dt_win_free(__VA_ARGS__))
-#endif
-
 /* ---------------------------------------------------------------- stats */
 
 /* dt_stats.calls counts calls by dt_coll_kind (dt/net.h). Async forms count
@@ -546,5 +480,11 @@ int dt_comm_world_rank(const dt_comm *comm, int rank);
 #ifdef __cplusplus
 }
 #endif
+
+/* Shared windows and a rank's buffer in the job's shared memory; then the
+ * blocking calls' sites, for the timeout report, after every declaration
+ * whose name its macros wrap. */
+#include "dt/window.h"
+#include "dt/callsite.h"
 
 #endif /* DT_COMM_H */

@@ -10,6 +10,8 @@
 #include "dt/ckpt.h"
 #include "dt/net.h"
 #include "dt/comm.h"
+#include "dt/window.h"   /* (comm.h includes these two) */
+#include "dt/callsite.h"
 #include "dt/failure.h"
 #include "dt/tensor.h"
 #include "dt/nn.h"
