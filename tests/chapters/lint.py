@@ -24,6 +24,13 @@
              in those folders. Files of other projects the text cites
              (FOREIGN) and build outputs (build/...) are not looked for.
 
+  figures    every text of every chapters/figures/*.svg stays inside its
+             canvas (the <svg>'s width and height). A text's width is
+             estimated as 0.6 em a character (sans-serif averages about
+             0.5 em; digits and capitals are wider), its height from 0.8 em
+             above the baseline to 0.2 em below; its anchor (start, middle,
+             end), its font size (its own, or the <svg>'s), its <tspan>
+             lines and a rotate() transform are taken into account.
 
 Each failure is a line "FILE:LINE: what", then a count line
 "lint: N passed, N failed" (one check per file and kind).
@@ -31,6 +38,7 @@ Each failure is a line "FILE:LINE: what", then a count line
 """
 
 import argparse
+import math
 import os
 import re
 import sys
@@ -173,6 +181,82 @@ class Lint:
         return False
 
 
+EM_WIDTH = 0.6  # a character's estimated width, in em
+ATTR_RE = re.compile(r'([\w:-]+)="([^"]*)"')
+
+
+def attrs(tag):
+    return dict(ATTR_RE.findall(tag))
+
+
+def unescape(t):
+    t = re.sub(r"<[^>]*>", "", t)
+    for a, b in (("&lt;", "<"), ("&gt;", ">"), ("&quot;", '"'), ("&apos;", "'"), ("&amp;", "&")):
+        t = t.replace(a, b)
+    return t
+
+
+def text_boxes(svg):
+    """(line, text, x0, y0, x1, y1) of every line of every <text> of an SVG
+    as this project's writer makes them: one element a line, or <tspan x y>
+    lines within one."""
+    root = attrs(re.search(r"<svg\b[^>]*>", svg).group(0))
+    base = float(root.get("font-size", "16"))
+    for m in re.finditer(r"<text\b([^>]*)>(.*?)</text>", svg, re.S):
+        line = svg.count("\n", 0, m.start()) + 1
+        a = attrs(m.group(1))
+        size = float(a.get("font-size", base))
+        anchor = a.get("text-anchor", "start")
+        x, y = float(a.get("x", 0)), float(a.get("y", 0))
+        spans = [(attrs(t.group(1)), t.group(2)) for t in re.finditer(r"<tspan\b([^>]*)>(.*?)</tspan>", m.group(2), re.S)]
+        if not spans:
+            spans = [({}, m.group(2))]
+        rot = re.search(r"rotate\(\s*([-\d.]+)(?:[ ,]+([-\d.]+)[ ,]+([-\d.]+))?\s*\)", a.get("transform", ""))
+        for sa, body in spans:
+            t = unescape(body)
+            sx = float(sa.get("x", x))
+            sy = float(sa.get("y", y)) + float(sa.get("dy", 0))
+            ssize = float(sa.get("font-size", size))
+            w = EM_WIDTH * ssize * len(t)
+            x0 = {"start": sx, "middle": sx - w / 2, "end": sx - w}.get(anchor, sx)
+            box = [(x0, sy - 0.8 * ssize), (x0 + w, sy + 0.2 * ssize)]
+            if rot:
+                ang = math.radians(float(rot.group(1)))
+                cx, cy = float(rot.group(2) or 0), float(rot.group(3) or 0)
+                pts = [(px, py) for px in (box[0][0], box[1][0]) for py in (box[0][1], box[1][1])]
+                pts = [(cx + (px - cx) * math.cos(ang) - (py - cy) * math.sin(ang),
+                        cy + (px - cx) * math.sin(ang) + (py - cy) * math.cos(ang)) for px, py in pts]
+                box = [(min(p[0] for p in pts), min(p[1] for p in pts)),
+                       (max(p[0] for p in pts), max(p[1] for p in pts))]
+            yield line, t, box[0][0], box[0][1], box[1][0], box[1][1]
+            y = sy
+
+
+def svg_canvas(svg):
+    a = attrs(re.search(r"<svg\b[^>]*>", svg).group(0))
+    return float(a["width"]), float(a["height"])
+
+
+def figure_problems(svg):
+    """The texts of an SVG that leave its canvas: (line, what)."""
+    W, H = svg_canvas(svg)
+    probs = []
+    for line, t, x0, y0, x1, y1 in text_boxes(svg):
+        out = []
+        if x0 < 0:
+            out.append("%.0f px past the left edge" % -x0)
+        if x1 > W:
+            out.append("%.0f px past the right edge" % (x1 - W))
+        if y0 < 0:
+            out.append("%.0f px above the top" % -y0)
+        if y1 > H:
+            out.append("%.0f px below the bottom" % (y1 - H))
+        if out:
+            probs.append((line, "text '%s' (about %.0f px wide at 0.6 em a character) runs %s of the %gx%g canvas"
+                          % (t if len(t) < 60 else t[:57] + "...", x1 - x0, " and ".join(out), W, H)))
+    return probs
+
+
 def sources(root):
     """The labs' headers and fences, the solutions' and the tests' sources."""
     for top in ("labs", "solutions", "tests"):
@@ -185,9 +269,20 @@ def sources(root):
 def main():
     ap = argparse.ArgumentParser(description="the chapters' text lint")
     ap.add_argument("--root", default=".", help="the repository")
+    ap.add_argument("--svg", nargs="+", metavar="FILE",
+                    help="only the figures check, on these SVG files")
     ap.add_argument("files", nargs="*", help="only these chapters or hints (NN-*.md, hints/NN.md), "
-                    "wherever they are; default: every one, and the labs' and tests' sources")
+                    "wherever they are; default: every one, the figures, and the labs' and tests' sources")
     a = ap.parse_args()
+    if a.svg:
+        L = Lint(os.path.abspath(a.root))
+        for f in a.svg:
+            with open(f, encoding="utf-8", errors="replace") as fh:
+                L.check(f, "figures", figure_problems(fh.read()))
+        for msg in L.fails:
+            print(msg)
+        print("lint: %d passed, %d failed" % (L.passed, len(L.fails)))
+        return 1 if L.fails else 0
     root = os.path.abspath(a.root)
     L = Lint(root)
     texts = list(a.files)
@@ -207,6 +302,11 @@ def main():
             L.own_sections(path, text, n)
         L.links(path, text)
         L.files(path, text, n)
+    figs = os.path.join(root, "chapters", "figures")
+    for f in [] if a.files else sorted(os.listdir(figs)) if os.path.isdir(figs) else []:
+        if f.endswith(".svg"):
+            with open(os.path.join(figs, f), encoding="utf-8", errors="replace") as fh:
+                L.check(os.path.join("chapters", "figures", f), "figures", figure_problems(fh.read()))
     for path in [] if a.files else sources(root):
         if path.startswith("tests/chapters/"):
             continue  # the lint's own tests plant what it refuses

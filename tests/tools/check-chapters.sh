@@ -2,8 +2,8 @@
 # check-chapters.sh - (run by `make test`) the chapters' checks refuse what
 # they exist to refuse, in seconds:
 #   - the text lint (tests/chapters/lint.py) passes on this tree, and fails
-#     on a copy of a chapter with a control character planted, naming the
-#     file and line;
+#     on a copy of a chapter with a control character planted, and on a
+#     figure whose title runs off its canvas, naming the file and line;
 #   - the number check (tests/chapters/numbers.py, `make check-chapters`)
 #     passes on untouched copies of two blocks' chapters and fails on copies
 #     with one digit changed: in worked arithmetic (chapter 04's first
@@ -46,6 +46,19 @@ rc=$?
 check "the lint passes a backspace planted at $ch:$line" test $rc -ne 0
 check "the lint does not name the file and line of the backspace: $(head -n 3 "$tmp/lint-bs.out")" \
     has lint-bs "$tmp/$ch:$line: control character '\\x08'"
+
+# The figures' check: every figure's text inside its canvas, and a copy of
+# one whose title is made as long as 08-memory.svg's once was (at 16 px, 93
+# characters run past both edges of 640 px) refused, naming the line.
+f=chapters/figures/08-memory.svg
+line=$(grep -n -m1 'class="title"' "$f" | cut -d: -f1)
+check "$f has no title" test -n "$line"
+sed "${line:-1}s|>[^<]*</text>|>rank 0 over one step, deep:64,512,8,10 on 4 ranks: model states at their highest in each part</text>|; ${line:-1}s|font-size=\"[0-9]*\"|font-size=\"16\"|" "$f" >"$tmp/wide.svg"
+python3 tests/chapters/lint.py --svg "$tmp/wide.svg" >"$tmp/svg.out" 2>&1
+rc=$?
+check "the figures' check passes a 893-pixel title on a 640-pixel canvas" test $rc -ne 0
+check "the figures' check does not name the line: $(head -n 2 "$tmp/svg.out")" \
+    has svg "$tmp/wide.svg:$line: text 'rank 0 over one step"
 
 # ---------------------------------------------------------------- numbers
 # Worked arithmetic: chapter 04 block 1 says 3/(2 ms) + 1/(30 ms) = 1.53.
