@@ -21,7 +21,8 @@
              `labs/00-setup/cost.c`, `zero.h`) exists: a path from the
              repository's root, lib/include/, lib/, chapters/, or the
              chapter's lab, test or solution folder; a bare name anywhere
-             in those folders. Files of other projects the text cites
+             in the tree, or named in a program's or script's source (a
+             file it writes, as bench/gpu-check.sh writes ratios.txt). Files of other projects the text cites
              (FOREIGN) and build outputs (build/...) are not looked for.
 
   figures    every text of every chapters/figures/*.svg stays inside its
@@ -174,9 +175,18 @@ class Lint:
         return [os.path.join(top, e) for e in sorted(os.listdir(d)) if e.startswith("%02d-" % n)]
 
     def anywhere(self, name, lab):
-        for top in ["lib", "tools", "bench"] + lab:
-            for dp, _, fs in os.walk(os.path.join(self.root, top)):
-                if name in fs:
+        """A file of that name anywhere in the tree (but build/ and .git),
+        or one a program or script of the tree writes: named in its source."""
+        named = []
+        for dp, ds, fs in os.walk(self.root):
+            ds[:] = [d for d in ds if d not in (".git", "build")]
+            if name in fs:
+                return True
+            if os.path.relpath(dp, self.root).split(os.sep)[0] in ("bench", "tools", "lib", "labs", "solutions"):
+                named += [os.path.join(dp, f) for f in fs if f.endswith((".c", ".h", ".sh", ".py", ".cu"))]
+        for f in named:
+            with open(f, encoding="utf-8", errors="replace") as fh:
+                if name in fh.read():
                     return True
         return False
 
