@@ -447,6 +447,15 @@ test-mpi-netns: $(MPI_GRADE)
 deps-graph: $(LIBDT)
 	@tools/deps-graph.sh --build $(BUILD)
 
+# The chapters' text lint (tests/chapters/lint.py), then every number a
+# chapter quotes from a run, and its worked arithmetic, checked against the
+# code (tests/chapters/numbers.py: the check blocks). Staff only: the blocks
+# run the solutions.
+check-chapters: all
+	@test -n "$(STAFF_TREE)" || { echo "check-chapters: the staff's (its blocks run solutions/)"; exit 2; }
+	@python3 tests/chapters/lint.py
+	@env -u MAKEFLAGS -u MAKELEVEL -u MFLAGS BUILD=$(BUILD) python3 tests/chapters/numbers.py --build $(BUILD)
+
 test:
 	@env -u MAKEFLAGS -u MAKELEVEL -u MFLAGS BUILD=$(BUILD) SAN=$(SAN) WERROR="$(WERROR)" \
 	  CC="$(CC)" MAKE="$(MAKE)" MPI_BUILT="$(if $(MPICC_OK),yes)" tests/grader/suite.sh
@@ -606,6 +615,7 @@ ifneq ($(STAFF_TREE),)
 	$(call HELP_ROW,make test-mpi-netns,the same across two network namespaces over TCP (root))
 	$(call HELP_ROW,make test-kernels,unit tests and solutions under each OpenBLAS kernel set this)
 	$(call HELP_ROW,,CPU runs (KERNELS='A B' to choose) and without OpenBLAS)
+	$(call HELP_ROW,make check-chapters,the chapters' text lint; every number they quote$(,) rerun)
 	$(call HELP_ROW,make stress,the flake hunt: every solution graded ROUNDS=N times$(,) cores busy)
 	$(call HELP_ROW,make check IMPL=solutions,grade the reference solutions (BACKEND=proc|mpi: on that backend))
 	$(call HELP_ROW,make dist-student,the student tree$(,) in $(BUILD)/dist/)
@@ -628,7 +638,7 @@ endif
 clean:
 	rm -rf $(BUILD)
 
-.PHONY: all lab-bins headers run run-lab check stress unit test test-kernels test-mpi test-mpi-netns deps-graph bench bench-progs dist-student gradescope gpu gpu-all doctor deps clean help
+.PHONY: all lab-bins headers run run-lab check check-chapters stress unit test test-kernels test-mpi test-mpi-netns deps-graph bench bench-progs dist-student gradescope gpu gpu-all doctor deps clean help
 .DELETE_ON_ERROR:
 # Objects between a source and a program are kept (make would delete them
 # as intermediate files, and rebuild them next time).

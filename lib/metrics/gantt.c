@@ -219,22 +219,27 @@ dt_result dt_gantt_write_svg(const dt_gantt *g, const char *path)
         dt_mem_free(lay.ink);
         return r0;
     }
-    svg_text(&w, G_WIDTH / 2.0, 24, "middle", "class=\"title\" font-size=\"16\"", g->title);
+    /* Titles and labels within the canvas: shrunk, then wrapped (svg_text_fit). */
+    svg_text_fit(&w, G_WIDTH / 2.0, 24, "middle", "class=\"title\"", g->title, 16, 10, G_WIDTH - 16, 1);
     draw_time_axis(&w, &ax, x0, x1, y0, y1);
     svg_printf(&w, "<g class=\"rows\" fill=\"#333\">\n");
     for (int r = 0; r < g->rows; r++)
-        svg_text(&w, x0 - 8, box_top(&lay, r) + (G_ROW - G_GAP) / 2.0 + 4, "end", NULL, g->row_labels[r]);
+        svg_text_fit(&w, x0 - 8, box_top(&lay, r) + (G_ROW - G_GAP) / 2.0 + 4, "end", NULL,
+                     g->row_labels[r], SVG_FONT_SIZE, 8, x0 - 12, 1);
     svg_printf(&w, "</g>\n<g class=\"regions\">\n");
     for (size_t i = 0; i < g->nregions; i++) draw_region(&w, g, &g->regions[i], &ax, &lay);
     dt_mem_free(lay.ink);
     svg_printf(&w, "</g>\n");
-    svg_text(&w, (x0 + x1) / 2, height - 14, "middle", "class=\"xlabel\"", g->xlabel);
+    svg_text_fit(&w, (x0 + x1) / 2, height - 14, "middle", "class=\"xlabel\"", g->xlabel, SVG_FONT_SIZE,
+                 9, 2 * fmin((x0 + x1) / 2, G_WIDTH - (x0 + x1) / 2) - 8, 1);
     svg_printf(&w, "<g class=\"legend\">\n");
+    double y = G_TOP;
     for (size_t k = 0; k < g->nkinds; k++) {
-        double y = G_TOP + 18.0 * k;
         svg_printf(&w, "<rect x=\"%.1f\" y=\"%.1f\" width=\"12\" height=\"12\" fill=\"%s\"/>\n",
                    x1 + 16, y, svg_colour(k));
-        svg_text(&w, x1 + 34, y + 10, NULL, NULL, g->kinds[k]);
+        int lines = svg_text_fit(&w, x1 + 34, y + 10, NULL, NULL, g->kinds[k], SVG_FONT_SIZE, 9,
+                                 G_WIDTH - (x1 + 34) - 4, 0);
+        y += 18 + (lines - 1) * 1.2 * 9;
     }
     svg_printf(&w, "</g>\n");
     return svg_close(&w, path);

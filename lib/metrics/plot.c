@@ -255,12 +255,17 @@ static void draw_axes(svg_writer *w, const dt_plot *plot, const frame *fr)
         svg_text(w, fr->x0 - 8, py(fr, fr->ya.ticks[i]) + 4, "end", NULL, buf);
     }
     svg_printf(w, "</g>\n");
-    svg_text(w, plot->width / 2.0, 24, "middle", "class=\"title\" font-size=\"16\"", plot->title);
-    svg_text(w, (fr->x0 + fr->x1) / 2, plot->height - 14, "middle", "class=\"xlabel\"", plot->xlabel);
+    /* Titles and labels within the canvas: shrunk, then wrapped (svg_text_fit). */
+    svg_text_fit(w, plot->width / 2.0, 24, "middle", "class=\"title\"", plot->title, 16, 10,
+                 plot->width - 16, 1);
+    double lx = (fr->x0 + fr->x1) / 2;
+    svg_text_fit(w, lx, plot->height - 14, "middle", "class=\"xlabel\"", plot->xlabel, SVG_FONT_SIZE,
+                 9, 2 * fmin(lx, plot->width - lx) - 8, 1);
     char rot[96];
     double ly = (fr->y0 + fr->y1) / 2;
     snprintf(rot, sizeof rot, "class=\"ylabel\" transform=\"rotate(-90 16 %.1f)\"", ly);
-    svg_text(w, 16, ly, "middle", rot, plot->ylabel);
+    svg_text_fit(w, 16, ly, "middle", rot, plot->ylabel, SVG_FONT_SIZE, 9,
+                 2 * fmin(ly, plot->height - ly) - 8, 1);
 }
 
 /* One <rect class="bar"> per point, from y = 0 (the bottom of a log axis)
@@ -321,8 +326,10 @@ static void draw_legend(svg_writer *w, const dt_plot *plot, const frame *fr)
         if (s->style == DT_SERIES_BARS)
             svg_printf(w, "<rect x=\"%.1f\" y=\"%.1f\" width=\"12\" height=\"10\" fill=\"%s\"/>\n",
                        x + 4, y - 5, colour);
-        svg_text(w, x + 26, y + 4, NULL, NULL, s->name);
-        y += 18;
+        /* a long name shrinks, then wraps, within the canvas */
+        int lines = svg_text_fit(w, x + 26, y + 4, NULL, NULL, s->name, SVG_FONT_SIZE, 9,
+                                 plot->width - (x + 26) - 4, 0);
+        y += 18 + (lines - 1) * 1.2 * 9;
     }
     svg_printf(w, "</g>\n");
 }

@@ -41,9 +41,10 @@ void svg_printf(svg_writer *w, const char *fmt, ...)
     va_end(ap);
 }
 
-void svg_escaped(svg_writer *w, const char *s)
+/* The first n bytes of s, escaped. */
+static void escaped_n(svg_writer *w, const char *s, size_t n)
 {
-    for (; s && *s; s++) {
+    for (const char *end = s ? s + n : s; s && s < end && *s; s++) {
         switch (*s) {
         case '&': svg_printf(w, "&amp;"); break;
         case '<': svg_printf(w, "&lt;"); break;
@@ -67,6 +68,80 @@ void svg_text(svg_writer *w, double x, double y, const char *anchor, const char 
     svg_printf(w, ">");
     svg_escaped(w, s);
     svg_printf(w, "</text>\n");
+}
+
+void svg_escaped(svg_writer *w, const char *s) { escaped_n(w, s, s ? strlen(s) : 0); }
+
+/* Code points in the first n bytes of s: the bytes that do not continue one. */
+static size_t code_points(const char *s, size_t n)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < n && s[i]; i++) k += ((unsigned char)s[i] & 0xC0) != 0x80;
+    return k;
+}
+
+double svg_text_width(const char *s, double size)
+{
+    return SVG_EM_WIDTH * size * (double)code_points(s ? s : "", s ? strlen(s) : 0);
+}
+
+/* The bytes of the next line of s that fit in max_chars code points: up to
+ * the last blank that keeps it within, or a word cut at max_chars (never
+ * inside a UTF-8 sequence); *next: where the line after starts. */
+static size_t next_line(const char *s, size_t max_chars, const char **next)
+{
+    size_t i = 0, chars = 0, cut = 0;
+    for (; s[i]; i++) {
+        if (((unsigned char)s[i] & 0xC0) != 0x80) { /* a code point starts here */
+            if (chars == max_chars) break;
+            chars++;
+        }
+        if (s[i] == ' ') cut = i;
+    }
+    if (!s[i] || s[i] == ' ') cut = i; /* the rest fits, or a blank ends the line */
+    else if (cut == 0) cut = i;        /* a word too long: cut where a code point starts */
+    *next = s + cut;
+    while (**next == ' ') (*next)++;
+    return cut;
+}
+
+int svg_text_fit(svg_writer *w, double x, double y, const char *anchor, const char *extra,
+                 const char *s, double size, double min_size, double max_width, int centred)
+{
+    s = s ? s : "";
+    double fit = size;
+    while (fit > min_size && svg_text_width(s, fit) > max_width) fit = fmax(floor(fit - 1), min_size);
+    char attrs[256];
+    snprintf(attrs, sizeof attrs, "%s%s", extra ? extra : "", extra ? " " : "");
+    if (fit != SVG_FONT_SIZE) {
+        size_t n = strlen(attrs);
+        snprintf(attrs + n, sizeof attrs - n, "font-size=\"%g\"", fit);
+    } else if (extra) {
+        attrs[strlen(attrs) - 1] = '\0';
+    }
+    if (svg_text_width(s, fit) <= max_width) {
+        svg_text(w, x, y, anchor, attrs[0] ? attrs : NULL, s);
+        return 1;
+    }
+    /* Wrapped: count the lines, then write them a line apart. */
+    size_t max_chars = (size_t)fmax(1, floor(max_width / (SVG_EM_WIDTH * fit)));
+    int lines = 0;
+    for (const char *p = s; *p; lines++) next_line(p, max_chars, &p);
+    double lh = 1.2 * fit;
+    svg_printf(w, "<text x=\"%.1f\" y=\"%.1f\"", x, y);
+    if (anchor) svg_printf(w, " text-anchor=\"%s\"", anchor);
+    if (attrs[0]) svg_printf(w, " %s", attrs);
+    svg_printf(w, ">");
+    double dy = centred ? -(lines - 1) * lh / 2 : 0;
+    for (const char *p = s; *p; dy = lh) {
+        const char *line = p;
+        size_t n = next_line(p, max_chars, &p);
+        svg_printf(w, "<tspan x=\"%.1f\" dy=\"%.1f\">", x, dy);
+        escaped_n(w, line, n);
+        svg_printf(w, "</tspan>");
+    }
+    svg_printf(w, "</text>\n");
+    return lines;
 }
 
 const char *svg_colour(size_t i)

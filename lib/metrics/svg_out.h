@@ -31,6 +31,27 @@ void svg_escaped(svg_writer *w, const char *s);
 void svg_text(svg_writer *w, double x, double y, const char *anchor, const char *extra,
               const char *s);
 
+/* The document's font size (svg_open), in pixels. */
+#define SVG_FONT_SIZE 12.0
+
+/* A text's estimated width, in em a character (a UTF-8 code point): sans-serif
+ * averages about 0.5 em, digits and capitals run wider, so 0.6 errs on the
+ * safe side. tests/chapters/lint.py checks every figure of the chapters with
+ * the same estimate. */
+#define SVG_EM_WIDTH 0.6
+
+/* The estimated width of s at size pixels. */
+double svg_text_width(const char *s, double size);
+
+/* s at (x, y) within max_width pixels (across its anchor). As svg_text
+ * writes it, with font-size="size" after extra (none at SVG_FONT_SIZE),
+ * when it fits; else at the largest whole size down to min_size at which it
+ * fits on one line; else wrapped at blanks (a word too long cut) into lines
+ * of min_size, as <tspan>s 1.2 em apart, centred on y (centred) or the first
+ * on y. Returns how many lines it took. */
+int svg_text_fit(svg_writer *w, double x, double y, const char *anchor, const char *extra,
+                 const char *s, double size, double min_size, double max_width, int centred);
+
 /* The i-th colour of a palette that tells series apart ("#rrggbb"). */
 const char *svg_colour(size_t i);
 

@@ -889,6 +889,8 @@ def main():
                     "or another where Haswell is the CPU's own); 'none' runs them once")
     ap.add_argument("--strict-wall", action="store_true",
                     help="judge the wall-clock figures even of runs that other processes slowed")
+    ap.add_argument("--block", type=int, action="append", metavar="LINE",
+                    help="only the block that starts at LINE (repeatable): one block checked in seconds")
     ap.add_argument("-v", "--verbose", action="store_true")
     a = ap.parse_args()
     root = os.path.abspath(a.root)
@@ -896,6 +898,11 @@ def main():
                               if re.match(r"^\d\d-.*\.md$", f))
     chapters = [(f, read_chapter(f if os.path.isabs(f) or os.path.exists(f) else os.path.join(root, f)))
                 for f in files]
+    if a.block:
+        chapters = [(f, [b for b in blocks if b.start in a.block]) for f, blocks in chapters]
+        if not any(blocks for _, blocks in chapters):
+            print("check-chapters: no block starts at line %s" % ", ".join(str(n) for n in a.block))
+            return 2
     if a.list:
         for f, blocks in chapters:
             print("%s: %d blocks" % (f, len(blocks)))

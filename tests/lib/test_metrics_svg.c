@@ -461,7 +461,9 @@ TEST(metrics_gantt_pipeline_svg, 2)
     const char *leg = strstr(doc, "<g class=\"legend\">");
     EXPECT(leg && strstr(leg, ">forward</text>") && strstr(leg, ">backward</text>"), "legend kinds");
     EXPECT(count_in(leg, NULL, "<rect") == 2, "one legend entry per kind");
-    EXPECT(strstr(doc, ">stage 0 &lt;first&gt;</text>") && strstr(doc, ">rank 3</text>"), "row labels");
+    /* a label wider than the margin shrinks and wraps (svg_text_fit) */
+    EXPECT(strstr(doc, ">stage 0") && strstr(doc, "&lt;first&gt;</") && strstr(doc, ">rank 3</text>"),
+           "row labels");
     EXPECT(strstr(doc, ">F3</text>") && strstr(doc, ">B0</text>"), "region labels");
     /* Forward and backward have different colours. */
     const char *f = strstr(doc, "<title>forward F0"), *b = strstr(doc, "<title>backward B0");
@@ -558,5 +560,142 @@ TEST(metrics_gantt_trace_in_clock_seconds, 1)
     EXPECT(x == 80, "first region at the left edge: x = %g", x);
     EXPECT(w > 100, "2 s of a 4 s axis is wide: %g px", w);
     EXPECT(!strstr(doc, ">0</text>"), "the axis does not start at 0");
+    free(doc);
+}
+
+/* ------------------------------------------------ text within the canvas */
+
+/* The number after ` name="` in the tag [t, gt), or dflt. */
+static double attr_num(const char *t, const char *gt, const char *name, double dflt)
+{
+    char key[32];
+    snprintf(key, sizeof key, " %s=\"", name);
+    const char *a = strstr(t, key);
+    return a && a < gt ? atof(a + strlen(key)) : dflt;
+}
+
+/* Characters of the text in [s, e): a UTF-8 code point or an entity each. */
+static int text_chars(const char *s, const char *e)
+{
+    int n = 0;
+    for (; s < e; s++) {
+        if (*s == '&') s = strchr(s, ';');
+        if (((unsigned char)*s & 0xC0) != 0x80) n++;
+    }
+    return n;
+}
+
+/* Every line of every <text> of doc lies inside the width x height canvas,
+ * its width estimated at 0.6 em a character as the writer and
+ * tests/chapters/lint.py estimate it (height: 0.8 em above the baseline,
+ * 0.2 em below; a rotate(-90 cx cy) turns it). The first that does not,
+ * and the smallest font size seen. */
+static int texts_inside(const char *doc, double width, double height, char *why, size_t why_size,
+                        double *min_size)
+{
+    *min_size = 1e9;
+    for (const char *t = strstr(doc, "<text "); t; t = strstr(t + 1, "<text ")) {
+        const char *gt = strchr(t, '>'), *end = strstr(t, "</text>");
+        if (!gt || !end) return snprintf(why, why_size, "an unclosed <text>"), 0;
+        double x = attr_num(t, gt, "x", 0), y = attr_num(t, gt, "y", 0);
+        double size = attr_num(t, gt, "font-size", 12);
+        *min_size = fmin(*min_size, size);
+        const char *anchor = strstr(t, "text-anchor=\"");
+        double shift = !anchor || anchor > gt ? 0 : !strncmp(anchor + 13, "middle", 6) ? 0.5
+                       : !strncmp(anchor + 13, "end", 3) ? 1 : 0;
+        const char *rot = strstr(t, "rotate(-90 ");
+        double cx = 0, cy = 0;
+        int turned = rot && rot < gt && sscanf(rot + 11, "%lf %lf", &cx, &cy) == 2;
+        const char *line = gt + 1, *stop = end, *span = strstr(line, "<tspan");
+        for (int more = 1; more;) {
+            if (span && span < end) { /* a line of its own: its x, and dy from the last */
+                const char *sgt = strchr(span, '>');
+                x = attr_num(span, sgt, "x", x);
+                y += attr_num(span, sgt, "dy", 0);
+                line = sgt + 1;
+                stop = strstr(line, "</tspan>");
+                span = strstr(stop, "<tspan");
+            } else {
+                more = 0;
+            }
+            double w = 0.6 * size * text_chars(line, stop);
+            double x0 = x - shift * w, x1 = x0 + w, y0 = y - 0.8 * size, y1 = y + 0.2 * size;
+            if (turned) { /* (x, y) -> (cx + (y - cy), cy - (x - cx)) */
+                double a0 = cx + (y0 - cy), a1 = cx + (y1 - cy), b0 = cy - (x1 - cx), b1 = cy - (x0 - cx);
+                x0 = a0, x1 = a1, y0 = b0, y1 = b1;
+            }
+            if (x0 < 0 || x1 > width || y0 < 0 || y1 > height)
+                return snprintf(why, why_size, "text '%.*s' at %.0f px spans [%.0f, %.0f] x [%.0f, %.0f] "
+                                "on a %.0f x %.0f canvas", (int)(stop - line > 60 ? 60 : stop - line), line,
+                                size, x0, x1, y0, y1, width, height), 0;
+            if (!span || span > end) more = 0;
+        }
+    }
+    return 1;
+}
+
+/* The words of s all in doc's text, in order, whatever lines they fell on. */
+static int words_kept(const char *doc, const char *s)
+{
+    char word[64];
+    const char *at = doc;
+    for (int n; sscanf(s, "%63s%n", word, &n) == 1; s += n) {
+        at = strstr(at, word);
+        if (!at) return 0;
+        at += strlen(word);
+    }
+    return 1;
+}
+
+TEST(metrics_svg_long_text_fits_the_canvas, 1)
+{
+    dt_test_see("lib/metrics/svg_out.h, svg_text_fit");
+    /* 08-memory.svg's title once ran 126 px past both edges of 640 px. */
+    const char *title89 = "rank 0 over one step, deep:64,512,8,10 on 4 ranks: model states at their "
+                          "highest in each part";
+    const char *title200 = "a title much longer than any canvas is wide, long enough that shrinking it to "
+                           "the smallest size still leaves it too wide, so that it has to be wrapped "
+                           "into lines: every word kept, every line inside";
+    const char *name = "a legend entry whose name is far longer than the third of the width left to it";
+    double x[] = {1, 2, 3}, y[] = {1, 4, 9};
+    char why[200];
+    double min_size;
+
+    dt_plot *plot = NULL;
+    EXPECT_OK(dt_plot_create(&plot, title89, "an x label", "a y label"));
+    EXPECT_OK(dt_plot_add_series(plot, "DDP", x, y, 3, DT_SERIES_LINE));
+    char *doc = plot_svg(plot, "fit89");
+    EXPECT(texts_inside(doc, 640, 420, why, sizeof why, &min_size), "%s", why);
+    EXPECT(!strstr(doc, "<tspan") && strstr(doc, title89), "an 89-character title shrinks onto one line");
+    EXPECT(min_size >= 10, "no text below 10 px, got %g", min_size);
+    free(doc);
+
+    EXPECT_OK(dt_plot_create(&plot, title200, title200, title89));
+    EXPECT_OK(dt_plot_add_series(plot, name, x, y, 3, DT_SERIES_POINTS_AND_LINE));
+    EXPECT_OK(dt_plot_add_series(plot, "short", x, x, 3, DT_SERIES_LINE));
+    doc = plot_svg(plot, "fit200");
+    EXPECT(texts_inside(doc, 640, 420, why, sizeof why, &min_size), "%s", why);
+    const char *leg = strstr(doc, "<g class=\"legend\">");
+    EXPECT(leg && words_kept(doc, title200) && words_kept(leg, name), "every word of the title and the name");
+    EXPECT(count_in(doc, NULL, "<tspan") >= 4, "the title and the name wrapped, got %zu lines",
+           count_in(doc, NULL, "<tspan"));
+    free(doc);
+
+    /* A text that fits is written as it always was. */
+    EXPECT_OK(dt_plot_create(&plot, "speedup", "ranks", "s"));
+    EXPECT_OK(dt_plot_add_series(plot, "measured", x, y, 3, DT_SERIES_LINE));
+    doc = plot_svg(plot, "fitshort");
+    EXPECT(strstr(doc, "text-anchor=\"middle\" class=\"title\" font-size=\"16\">speedup</text>") &&
+           strstr(doc, "y=\"52.0\">measured</text>"), "a short title and name unchanged");
+    free(doc);
+
+    dt_gantt *g = NULL;
+    EXPECT_OK(dt_gantt_create(&g, title200, "time", 2));
+    EXPECT_OK(dt_gantt_set_row_label(g, 0, "collectives and more"));
+    EXPECT_OK(dt_gantt_add(g, 0, 0, 1, name, "F0"));
+    EXPECT_OK(dt_gantt_add(g, 1, 1, 2, "compute", "B0"));
+    doc = gantt_svg(g, "fitgantt");
+    EXPECT(texts_inside(doc, 800, 10000, why, sizeof why, &min_size), "%s", why);
+    EXPECT(words_kept(doc, title200) && words_kept(doc, name), "every word of the chart's title and kind");
     free(doc);
 }
