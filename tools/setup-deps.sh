@@ -11,6 +11,11 @@
 #   mpi        Open MPI and MPICH: the mpi backend, `make test-mpi` (Open MPI
 #              stays the default mpicc; MPICC=mpicc.mpich picks MPICH)
 #   container  git and gdb, for working inside the development container
+#   book       pandoc, Node.js with npm, and Chromium: `make book` and its
+#              browser test `make test-book` (tools/book/; npm then installs
+#              the pinned playwright-core of tools/book/package-lock.json).
+#              Debian's npm package only where no npm is installed: a
+#              Node.js of another origin bundles its own and conflicts with it
 #
 # Only the packages not installed yet are installed (apt-get, with sudo
 # when not root); where all are present no apt-get runs at all, so the
@@ -31,9 +36,9 @@ for a in "$@"; do
     case $a in
         --check) check=1 ;;
         --list) list=1 ;;
-        build | staff | mpi | container) sets+=("$a") ;;
+        build | staff | mpi | container | book) sets+=("$a") ;;
         -h | --help) sed -n '2,/^set -euo/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//'; exit 0 ;;
-        *) echo "setup-deps.sh: '$a' is no set (build, staff, mpi, container) nor --check or --list" >&2
+        *) echo "setup-deps.sh: '$a' is no set (build, staff, mpi, container, book) nor --check or --list" >&2
            exit 2 ;;
     esac
 done
@@ -46,6 +51,8 @@ for s in "${sets[@]}"; do
         staff) pkgs+=(patch zip unzip python3) ;;
         mpi) pkgs+=(openmpi-bin libopenmpi-dev mpich libmpich-dev) ;;
         container) pkgs+=(git gdb) ;;
+        book) pkgs+=(pandoc nodejs chromium)
+              command -v npm >/dev/null || pkgs+=(npm) ;;
     esac
 done
 
