@@ -573,6 +573,19 @@ doctor:
 	@NVCC=$(NVCC) CUDA_HOME=$(CUDA_HOME) GPU_BUILD=$(GPU_BUILD) MAKE="$(MAKE)" tools/doctor.sh; \
 	  rc=$$?; [ $$rc -eq 77 ] && exit 0; exit $$rc
 
+# The workbook as a web book (tools/book/): the chapters and their hints
+# rendered into build/book/ (open build/book/index.html), which works
+# offline; test-book opens every page in headless Chromium with requests
+# outside the book refused, and plants faults in copies to show it fails.
+# Their tools: make deps-book (pandoc, Node.js, Chromium from Debian; npm
+# installs the pinned playwright-core on the first test-book).
+book:
+	@tools/book/build.sh build/book
+test-book: book
+	@tools/book/test.sh build/book
+deps-book:
+	@tools/setup-deps.sh book
+
 # The packages of every set (tools/setup-deps.sh: the script the development
 # container, the Gradescope image and CI run too): only the missing ones.
 deps:
@@ -601,6 +614,8 @@ help:
 	$(call HELP_ROW,make gpu-all,(part of make gpu$(,) with GPU=1) what the GPU build makes)
 	$(call HELP_ROW,make deps-graph,lib/'s include graph between layers and its call circles)
 	$(call HELP_ROW,make deps,install the Debian/Ubuntu packages that are missing)
+	$(call HELP_ROW,make book,the chapters as a web book: build/book/index.html (make deps-book first))
+	$(call HELP_ROW,make test-book,the book opened in headless Chromium$(,) offline$(,) every page checked)
 	$(call HELP_ROW,make headers,(part of make) each public header compiles alone)
 	$(call HELP_ROW,make lab-bins,(part of make) every lab's test program and own program)
 	$(call HELP_ROW,make bench-progs,(part of make bench) the benchmarks' programs)
@@ -638,7 +653,7 @@ endif
 clean:
 	rm -rf $(BUILD)
 
-.PHONY: all lab-bins headers run run-lab check check-chapters stress unit test test-kernels test-mpi test-mpi-netns deps-graph bench bench-progs dist-student gradescope gpu gpu-all doctor deps clean help
+.PHONY: all lab-bins headers run run-lab check check-chapters book test-book deps-book stress unit test test-kernels test-mpi test-mpi-netns deps-graph bench bench-progs dist-student gradescope gpu gpu-all doctor deps clean help
 .DELETE_ON_ERROR:
 # Objects between a source and a program are kept (make would delete them
 # as intermediate files, and rebuild them next time).

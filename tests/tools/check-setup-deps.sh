@@ -94,9 +94,9 @@ check "the build set installs gdb (the container's)" test ! -s "$WORK/calls"
 # ---------------------------------------------------------------- the names
 if command -v apt-cache >/dev/null && [ -n "$(ls /var/lib/apt/lists/ 2>/dev/null | grep -v -e lock -e partial -e auxfiles)" ]; then
     # one apt-cache for all (each loads the whole package cache)
-    known=$(apt-cache show --no-all-versions $("$deps" --list build staff mpi container) 2>/dev/null |
+    known=$(apt-cache show --no-all-versions $("$deps" --list build staff mpi container book) 2>/dev/null |
         sed -n 's/^Package: //p')
-    for p in $("$deps" --list build staff mpi container); do
+    for p in $("$deps" --list build staff mpi container book); do
         check "Debian does not know the package $p (apt-cache show)" grep -qx "$p" <<<"$known"
     done
 else

@@ -23,19 +23,20 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 out=${1:-$root/build/book}
-command -v pandoc >/dev/null || { echo "book: no pandoc: run tools/setup-deps.sh book (make deps-book)" >&2; exit 1; }
-command -v node >/dev/null || { echo "book: no node: run tools/setup-deps.sh book (make deps-book)" >&2; exit 1; }
+command -v pandoc >/dev/null || { echo "book: no pandoc: run make deps-book (tools/setup-deps.sh book)" >&2; exit 1; }
+command -v node >/dev/null || { echo "book: no node: run make deps-book (tools/setup-deps.sh book)" >&2; exit 1; }
 
 cd "$root"
 rm -rf "$out"
 mkdir -p "$out/figures" "$out/.work"
 work=$out/.work
-# The repository's files, for the filter to resolve the paths the text names.
+# The repository's files, for the filter to resolve the paths the text names:
+# never the solutions, hidden tests or mutants (the book is the students').
 if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
     git ls-files --cached --others --exclude-standard
 else
     find . -type f -not -path './build/*' -not -path './.git/*' | sed 's|^\./||'
-fi | LC_ALL=C sort >"$work/files"
+fi | grep -vE '^solutions/|^tests/[^/]*/(hidden_|mutants/)' | LC_ALL=C sort >"$work/files"
 : >"$work/linked"
 
 chapters=(chapters/[0-9][0-9]-*.md)
@@ -122,17 +123,24 @@ while read -r path; do
             -V root="$up" -M pagetitle="$path" -o "$out/src/${path}index.html"
     fi
 done <"$work/linked.sorted"
-cat "$work/linked.sorted" "$work/linked.more" 2>/dev/null | grep -v '/$' | LC_ALL=C sort -u |
-while read -r path; do
+# One pandoc a file, as many at once as there are cores.
+src_page() {   # src_page PATH: OUT/src/PATH.html
+    local path=$1 depth up lang fence='````````' md
     mkdir -p "$out/src/$(dirname "$path")"
     depth=$(($(tr -cd / <<<"src/$path" | wc -c)))
     up=$(printf '../%.0s' $(seq 1 "$depth"))
-    case $path in *.c | *.h) lang=c ;; *.sh) lang=bash ;; *.md) lang=markdown ;; *) lang=text ;; esac
-    fence='````````'
-    { printf '# `%s`\n\n%s {.%s .numberLines}\n' "$path" "$fence" "$lang"; cat "$path"; printf '\n%s\n' "$fence"; } >"$work/src.md"
-    pandoc "$work/src.md" -f markdown -t html5 --standalone --template "$here/page.html" \
+    case $path in *.c | *.h) lang=c ;; *.sh) lang=bash ;; *.py) lang=python ;; *.md) lang=markdown ;; *) lang=text ;; esac
+    md=$(mktemp "$work/src.XXXXXX")
+    { printf '# `%s`\n\n%s {.%s .numberLines}\n' "$path" "$fence" "$lang"; cat "$path"; printf '\n%s\n' "$fence"; } >"$md"
+    pandoc "$md" -f markdown -t html5 --standalone --template "$here/page.html" \
         -V root="$up" -M pagetitle="$path" -o "$out/src/$path.html"
-done
+    rm -f "$md"
+}
+export -f src_page
+export out work here
+cat "$work/linked.sorted" "$work/linked.more" 2>/dev/null | grep -v '/$' | LC_ALL=C sort -u |
+    xargs -r -d '\n' -P "$(getconf _NPROCESSORS_ONLN 2>/dev/null || echo 2)" -n 8 \
+        bash -c 'for p; do src_page "$p" || exit 255; done' src_page
 
 # The contents and the search index, from the rendered pages.
 node "$here/index.mjs" "$out" "$work/toc.md" "${chapters[@]}"

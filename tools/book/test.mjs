@@ -73,7 +73,8 @@ async function newContext(opts = {}) {
 // ---------------------------------------------------------------- every page
 const all = only || pages(dir).sort();
 // SKIP_PAGES=1 goes straight to the whole-book checks (while writing them).
-if (process.env.SKIP_PAGES === "1") all.length = 0;
+if (process.env.SKIP_PAGES === "1" && !only) all.length = 0;
+else check(all.length > 0, "no page to open");
 const ctx = await newContext();
 const page = await ctx.newPage();
 let current = "";
@@ -121,6 +122,10 @@ console.log(`pages: ${all.length} opened`);
 
 // ---------------------------------------------------------- the whole book
 if (!only) {
+  // The book is the students': no solution, hidden test or mutant in it.
+  const leaked = pages(dir).filter((p) => /^src\/(solutions\/|tests\/[^/]*\/(hidden_|mutants\/))/.test(p));
+  check(leaked.length === 0, `staff files in the book: ${leaked.join(" ")}`);
+
   // Hints: folded, open on a click; print emulation opens them all.
   await page.goto(url("03-hints.html"));
   const closed = await page.$$eval("details", (ds) => ds.map((d) => d.open));
