@@ -165,6 +165,10 @@ if (!only) {
     await page.fill("#search", term);
     const first = await page.$eval("#results a", (a) => a.getAttribute("href")).catch(() => "(no result)");
     check(first.startsWith(chapter), `search "${term}": first result ${first}, expected chapter ${chapter}`);
+    if (term === "bucketing") {
+      fs.mkdirSync(path.join(dir, "screenshots"), { recursive: true });
+      await page.screenshot({ path: path.join(dir, "screenshots", "search-bucketing.png") });
+    }
     if (first.startsWith(chapter)) {
       await page.press("#search", "Enter");
       await page.waitForURL((u) => u.href.includes(chapter));
