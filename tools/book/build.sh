@@ -30,13 +30,10 @@ cd "$root"
 rm -rf "$out"
 mkdir -p "$out/figures" "$out/.work"
 work=$out/.work
-# The repository's files, for the filter to resolve the paths the text names:
-# never the solutions, hidden tests or mutants (the book is the students').
-if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
-    git ls-files --cached --others --exclude-standard
-else
-    find . -type f -not -path './build/*' -not -path './.git/*' | sed 's|^\./||'
-fi | grep -vE '^solutions/|^tests/[^/]*/(hidden_|mutants/)' | LC_ALL=C sort >"$work/files"
+# The repository's files, for the filter to resolve the paths the text
+# names: those of the student tree (list-files.sh: no solutions, hidden
+# tests, mutants or instructors' notes), for the book is the students'.
+tests/grader/list-files.sh student | LC_ALL=C sort >"$work/files"
 : >"$work/linked"
 
 chapters=(chapters/[0-9][0-9]-*.md)
@@ -131,9 +128,12 @@ src_page() {   # src_page PATH: OUT/src/PATH.html
     up=$(printf '../%.0s' $(seq 1 "$depth"))
     case $path in *.c | *.h) lang=c ;; *.sh) lang=bash ;; *.py) lang=python ;; *.md) lang=markdown ;; *) lang=text ;; esac
     md=$(mktemp "$work/src.XXXXXX")
-    { printf '# `%s`\n\n%s {.%s .numberLines}\n' "$path" "$fence" "$lang"; cat "$path"; printf '\n%s\n' "$fence"; } >"$md"
+    { printf '# `%s`\n\n%s {.%s .numberLines tabindex="0"}\n' "$path" "$fence" "$lang"; cat "$path"; printf '\n%s\n' "$fence"; } >"$md"
+    # The line numbers are empty links (their number is CSS): out of the tab
+    # order and hidden from screen readers, which read the code itself.
     pandoc "$md" -f markdown -t html5 --standalone --template "$here/page.html" \
-        -V root="$up" -M pagetitle="$path" -o "$out/src/$path.html"
+        -V root="$up" -M pagetitle="$path" |
+        sed -E 's|<a href="#(cb[0-9]+-[0-9]+)"></a>|<a href="#\1" aria-hidden="true" tabindex="-1"></a>|g' >"$out/src/$path.html"
     rm -f "$md"
 }
 export -f src_page

@@ -16,7 +16,8 @@
 --   * inline code that names a file or folder of the repository
 --     (`labs/03-data-parallel/ddp.c`, `dt/comm.h`, or `ddp.h` of this
 --     chapter's lab) becomes a link to that file's page in the book;
---   * "chapter 08" becomes a link to chapter 08's page;
+--   * "chapter 08" becomes a link to chapter 08's page; code blocks are
+--     focusable (a keyboard scrolls a wide one);
 --   * a link to a chapter's Markdown (`hints/03.md`, `08-zero.md`) goes to
 --     its page, and one to another file of the repository to that file's.
 
@@ -119,6 +120,20 @@ function Link(l)
   return l
 end
 
+-- A code block scrolls sideways when long: focusable, so that a keyboard
+-- can scroll it too.
+function CodeBlock(cb)
+  cb.attributes.tabindex = "0"
+  return cb
+end
+
+-- A displayed formula may be wider than the page: it scrolls in a
+-- focusable box, as code does.
+function Math(m)
+  if m.mathtype ~= "DisplayMath" then return nil end
+  return pandoc.Span({m}, {class = "display-math", tabindex = "0"})
+end
+
 function Inlines(inl)
   local out = {}
   local i = 1
@@ -143,4 +158,4 @@ function Inlines(inl)
   return out
 end
 
-return {{Meta = load}, {Header = Header, Code = Code, Link = Link, Inlines = Inlines}}
+return {{Meta = load}, {Header = Header, Code = Code, Link = Link, CodeBlock = CodeBlock, Math = Math, Inlines = Inlines}}

@@ -5,7 +5,9 @@
 // refused (route interception), which proves the book works offline. On
 // each page: no console error, no raw TeX left ($$, \( or \[ outside code,
 // a math span pandoc could not convert), every image loaded, and every
-// link resolved: to a file of DIR and, with a #fragment, to an id there.
+// link resolved: to a file of DIR and, with a #fragment, to an id there;
+// on the book's own pages (not the repository files of src/), no serious
+// or critical accessibility violation (axe-core).
 // Then, on the whole book only: hints fold and unfold and print emulation
 // opens them all, search finds known terms in the right chapter, dark mode
 // follows the system and the toggle persists, ←/→ turn pages; screenshots
@@ -16,7 +18,17 @@
 import fs from "node:fs";
 import path from "node:path";
 import { pathToFileURL, fileURLToPath } from "node:url";
+import { createRequire } from "node:module";
 import { chromium } from "playwright-core";
+
+// axe-core, injected into a page as a script's text (not a request).
+const axeSource = fs.readFileSync(createRequire(import.meta.url).resolve("axe-core/axe.min.js"), "utf8");
+async function axeViolations(page) {
+  await page.addScriptTag({ content: axeSource });
+  return page.evaluate(async () => (await window.axe.run(document, { resultTypes: ["violations"] })).violations
+    .filter((v) => v.impact === "serious" || v.impact === "critical")
+    .map((v) => `${v.id} (${v.impact}, ${v.nodes.length}x, e.g. ${v.nodes[0].target})`));
+}
 
 const args = process.argv.slice(2);
 const dir = fs.realpathSync(args[0] || "build/book");
@@ -117,6 +129,10 @@ for (const p of all) {
     if (frag && !idsOf(f).has(decodeURIComponent(frag))) bad.push(`${href} (no such anchor)`);
   }
   check(bad.length === 0, `${p}: broken links: ${bad.join(", ")}`);
+  if (!p.includes(path.sep)) {
+    const v = await axeViolations(page);
+    check(v.length === 0, `${p}: accessibility: ${v.join("; ")}`);
+  }
 }
 console.log(`pages: ${all.length} opened`);
 
@@ -202,6 +218,12 @@ if (!only) {
   await dark.screenshot({ path: path.join(shots, "03-data-parallel-dark.png") });
   await dark.goto(url("03-data-parallel.html#sec-2"));
   await dark.screenshot({ path: path.join(shots, "03-data-parallel-math-dark.png") });
+  for (const p of ["03-data-parallel.html", "03-hints.html", "src/labs/03-data-parallel/ddp.h.html", "index.html"]) {
+    await dark.goto(url(p));
+    const v = await axeViolations(dark);
+    check(v.length === 0, `${p} (dark): accessibility: ${v.join("; ")}`);
+  }
+  await dark.goto(url("03-data-parallel.html#sec-2"));
   await dark.click("#theme");
   check((await lum(dark)) > 0.8, "the toggle turns a dark page light");
   await dark.goto(url("04-async.html"));

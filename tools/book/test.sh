@@ -5,7 +5,7 @@
 # fault in a chapter's page, must each fail it with the fault named, and an
 # unplanted copy must pass.
 #
-# playwright-core comes from npm at the version package-lock.json pins
+# playwright-core and axe-core come from npm at the versions package-lock.json pins
 # (npm ci, once); Chromium, pandoc and Node.js from Debian
 # (tools/setup-deps.sh book).
 set -euo pipefail
@@ -31,6 +31,7 @@ plants=(
     'a file outside the book|<img alt="" src="../outside.png">|requests outside the book'
     'a missing figure|<img alt="" src="figures/no-such.svg">|images not loaded'
     'a script error|<script>window.noSuchFunction()</script>|script error'
+    'a figure without alt text|<img src="figures/03-overlap.svg">|image-alt'
 )
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
