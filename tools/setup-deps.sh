@@ -13,7 +13,8 @@
 #   container  git and gdb, for working inside the development container
 #   book       pandoc, Node.js with npm, and Chromium: `make book` and its
 #              browser test `make test-book` (tools/book/; npm then installs
-#              the pinned playwright-core of tools/book/package-lock.json).
+#              the pinned playwright-core of tools/book/package-lock.json,
+#              1.61, the last that runs on Debian 12's Node.js 18).
 #              Debian's npm package only where no npm is installed: a
 #              Node.js of another origin bundles its own and conflicts with it
 #
