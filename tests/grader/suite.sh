@@ -85,8 +85,8 @@ check() { # impl dtgrade-flags...
 
 # Names a count line of a step's output ("N passed, N failed") with what
 # it counts: "unit, thread backend: 520 passed, 0 failed".
-label() { # what
-    sed -u -E "s/^([0-9]+ passed, [0-9]+ failed)/$1: \1/"
+label() { # what (any text: "/dev/shm" included, so not a sed pattern)
+    awk -v what="$1" '/^[0-9]+ passed, [0-9]+ failed/ { $0 = what ": " $0 } { print; fflush() }'
 }
 backend=${DT_BACKEND:-thread}
 
