@@ -43,7 +43,11 @@
 #include "dt/optim.h"
 #include "dt/train.h"
 
-typedef enum { LAB_DDP = 0, LAB_ZERO1 = 1 } lab_strategy;
+/* LAB_DDP_EF: DDP whose sync sends each rank's gradient compressed with
+ * error feedback (chapter 10, section 7): v = g + e, sent c = mean|v| sign(v)
+ * (1-bit, as 1-bit Adam's), residual e := v - c kept by the rank for its
+ * next step. The residuals are the sync hook's state (sync.residual). */
+typedef enum { LAB_DDP = 0, LAB_ZERO1 = 1, LAB_DDP_EF = 2 } lab_strategy;
 
 #define LAB_SPEC "mlp:6,10,8,3" /* 185 parameters: uneven ZeRO-1 blocks on 2, 3, 4 ranks */
 #define LAB_GLOBAL_BATCH 12     /* samples per step, all ranks together: B = 12 / ranks */
@@ -74,12 +78,13 @@ typedef struct lab_run {
                                 sample at global position j of the step gets row j */
     const dt_failure *fail;  /* the failure plan (NULL: none) */
     lab_guard guard;
+    float *residual;         /* LAB_DDP_EF: this rank's error-feedback residual e */
 } lab_run;
 
 /* ---------------------------------------------------------------- given (train.c) */
 
-/* A run on comm: the model from model_seed, the strategy's trainer (DDP:
- * SGD with momentum 0.9; ZeRO-1: AdamW), step 0. ranks must divide
+/* A run on comm: the model from model_seed, the strategy's trainer (DDP
+ * and DDP_EF: SGD with momentum 0.9; ZeRO-1: AdamW), step 0. ranks must divide
  * LAB_GLOBAL_BATCH and LAB_DATA_N. */
 dt_result lab_run_init(lab_run *r, dt_comm *comm, lab_strategy s, uint64_t model_seed,
                        const dt_failure *fail);
