@@ -17,6 +17,7 @@
  *   2. ckpt.c     lab_save                            the commit protocol
  *   3. ckpt.c     lab_load                            a resume, or a refusal
  *   4. reshard.c  lab_reshard_load                    ZeRO-1 from N ranks to M
+ *   5. quorum.c   lab_quorum_step                     training through a failure
  *
  * The records (the tests read them):
  *   a shard, kind DT_CKPT_SHARD, rank r of ranks: exactly dt_train_state's
@@ -163,5 +164,53 @@ dt_result lab_load(lab_run *r, const char *root);
  * checkpoint is refused (DT_ERR_UNSUPPORTED, saying why); checks and
  * refusals as lab_load. */
 dt_result lab_reshard_load(lab_run *r, const char *root);
+
+/* ---------------------------------------------------------------- given (replica.c)
+ * Replica groups (chapter 14, section 8): LAB_REPLICAS replicas of a DDP
+ * model (SGD, momentum 0.9), rank j of comm playing replica ids[j]. The
+ * batch of replica k at step s is samples (s R + k) B + i mod LAB_DATA_N,
+ * i < LAB_REPLICA_BATCH: it depends on the replica, not on the world, so
+ * 2 ranks playing replicas 0 and 1 compute what those two compute among 3.
+ * The sync hook allgathers every rank's gradient and sets each rank's to
+ *     g = (1 / size) x sum over the members k of the quorum, in the order
+ *         of the ranks, of g_k
+ * (q->member and q->size, which lab_quorum_step sets before the step). */
+enum { LAB_REPLICAS = 3, LAB_REPLICA_BATCH = 4 };
+
+typedef struct {
+    dt_comm *comm;
+    int rank, ranks;
+    int ids[LAB_REPLICAS];      /* the replica rank j plays */
+    int member[LAB_REPLICAS];   /* the quorum of the last step (1: in), by replica */
+    int size;                   /* and its size */
+    dt_model model;
+    dt_trainer trainer;         /* its step: steps done */
+    dt_dataset data;
+    float *all;                 /* ranks x num_params: the gathered gradients */
+} lab_replica;
+
+/* ranks (1 to LAB_REPLICAS) ranks, rank j playing replica ids[j] (distinct,
+ * below LAB_REPLICAS); every replica in the quorum of "step 0". */
+dt_result lab_replica_init(lab_replica *q, dt_comm *comm, const int *ids, uint64_t model_seed);
+void lab_replica_free(lab_replica *q);
+
+/* The batch of this rank's replica at the trainer's step, then
+ * dt_train_step (the sync hook above). */
+dt_result lab_replica_train_step(lab_replica *q);
+
+/* ================================================================ task 5 (quorum.c) */
+
+/* Collective: one step of the replica group. alive[k] (k < LAB_REPLICAS,
+ * the same on every rank: the failure plan's view of who answers) says
+ * whether replica k is up for this step. The step's quorum is the alive
+ * replicas; it trains on, its mean over its own members (q->member,
+ * q->size, then lab_replica_train_step). A replica that is alive but was
+ * not in the last quorum (it healed) first takes the state of a live
+ * peer of the last quorum by broadcast: the parameters, the optimizer's
+ * state and step, and the trainer's step. A replica that is down runs the
+ * step too (the emulator's ranks stay in the collectives) but its state
+ * counts for nothing until it rejoins. No replica alive, or none alive
+ * that was in the last quorum to heal from: DT_ERR_PEER_DIED, saying so. */
+dt_result lab_quorum_step(lab_replica *q, const int *alive);
 
 #endif /* LAB_FT_H */
