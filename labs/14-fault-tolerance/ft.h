@@ -18,6 +18,8 @@
  *   3. ckpt.c     lab_load                            a resume, or a refusal
  *   4. reshard.c  lab_reshard_load                    ZeRO-1 from N ranks to M
  *   5. quorum.c   lab_quorum_step                     training through a failure
+ *   6. straggler.c lab_straggler_batches,             a batch per worker's speed
+ *                 lab_straggler_weight                and the gradient's weights
  *
  * The records (the tests read them):
  *   a shard, kind DT_CKPT_SHARD, rank r of ranks: exactly dt_train_state's
@@ -212,5 +214,22 @@ dt_result lab_replica_train_step(lab_replica *q);
  * counts for nothing until it rejoins. No replica alive, or none alive
  * that was in the last quorum to heal from: DT_ERR_PEER_DIED, saying so. */
 dt_result lab_quorum_step(lab_replica *q, const int *alive);
+
+/* ================================================================ task 6 (straggler.c) */
+
+/* Detection and the adaptive batch (chapter 14, section 9). t[i] is rank
+ * i's compute time of its last step on b_prev[i] samples (i < ranks, each
+ * > 0). *imbalance := (max t - min t) / mean t. When it exceeds threshold,
+ * b[i] := B speed_i / sum_j speed_j with speed_i = b_prev[i] / t[i],
+ * rounded to integers that sum to B, each at least 1 (the largest
+ * remainders round up; ties to the lower rank); else b := b_prev.
+ * DT_ERR_INVALID_ARG naming the value for t <= 0, b_prev < 1, B < ranks. */
+dt_result lab_straggler_batches(const double *t, const int *b_prev, int ranks, int B,
+                                double threshold, int *b, double *imbalance);
+
+/* The factor w_i by which rank i multiplies its gradient (the mean over
+ * its b_i samples) before the ranks' gradients are summed, so that the sum
+ * is the mean over all B = sum_j b_j samples of the step. */
+double lab_straggler_weight(int b_i, int B, int ranks);
 
 #endif /* LAB_FT_H */
