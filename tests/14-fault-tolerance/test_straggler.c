@@ -20,7 +20,7 @@ typedef struct {
     int b[R];
     double compute[R], step[R];  /* modeled seconds of each rank */
     float params[P];             /* rank 0's after the step */
-    double w;                    /* this rank's weight */
+    double w[R];                 /* each rank's weight */
 } sjob;
 
 typedef struct {
@@ -75,7 +75,7 @@ static dt_result one_step(dt_comm *w, const int *b, sjob *j)
     if (r == DT_OK)
         r = dt_train_step(&t, &(dt_batch){x, NULL, y, n, 1, 1});
     if (r == DT_OK) {
-        j->compute[me] = t1 - t0, j->step[me] = (w ? dt_clock(w) : 0) - t0, j->w = s.w;
+        j->compute[me] = t1 - t0, j->step[me] = (w ? dt_clock(w) : 0) - t0, j->w[me] = s.w;
         if (me == 0)
             memcpy(j->params, m.params, sizeof j->params);
     }
@@ -133,7 +133,7 @@ TEST_T(ft_straggler_adaptive_batch_shortens_the_step, 3, 60)
                                 fmax(1, fabs((double)full.params[i])));
     EXPECT(worst < 1e-5, "after one step of lr 1, the parameters differ from the full batch's "
            "by %.3g (relative above 1): the gradient is not the mean over the 12 samples (rank 0's "
-           "weight %g)", worst, adapted.w);
+           "weight %g)", worst, adapted.w[0]);
 }
 
 TEST_T(ft_straggler_batches_contract, 1, 30)
