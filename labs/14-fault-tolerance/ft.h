@@ -17,6 +17,9 @@
  *   2. ckpt.c     lab_save                            the commit protocol
  *   3. ckpt.c     lab_load                            a resume, or a refusal
  *   4. reshard.c  lab_reshard_load                    ZeRO-1 from N ranks to M
+ *   5. quorum.c   lab_quorum_step                     training through a failure
+ *   6. straggler.c lab_straggler_batches,             a batch per worker's speed
+ *                 lab_straggler_weight                and the gradient's weights
  *
  * The records (the tests read them):
  *   a shard, kind DT_CKPT_SHARD, rank r of ranks: exactly dt_train_state's
@@ -43,7 +46,11 @@
 #include "dt/optim.h"
 #include "dt/train.h"
 
-typedef enum { LAB_DDP = 0, LAB_ZERO1 = 1 } lab_strategy;
+/* LAB_DDP_EF: DDP whose sync sends each rank's gradient compressed with
+ * error feedback (chapter 10, section 7): v = g + e, sent c = mean|v| sign(v)
+ * (1-bit, as 1-bit Adam's), residual e := v - c kept by the rank for its
+ * next step. The residuals are the sync hook's state (sync.residual). */
+typedef enum { LAB_DDP = 0, LAB_ZERO1 = 1, LAB_DDP_EF = 2 } lab_strategy;
 
 #define LAB_SPEC "mlp:6,10,8,3" /* 185 parameters: uneven ZeRO-1 blocks on 2, 3, 4 ranks */
 #define LAB_GLOBAL_BATCH 12     /* samples per step, all ranks together: B = 12 / ranks */
@@ -74,12 +81,13 @@ typedef struct lab_run {
                                 sample at global position j of the step gets row j */
     const dt_failure *fail;  /* the failure plan (NULL: none) */
     lab_guard guard;
+    float *residual;         /* LAB_DDP_EF: this rank's error-feedback residual e */
 } lab_run;
 
 /* ---------------------------------------------------------------- given (train.c) */
 
-/* A run on comm: the model from model_seed, the strategy's trainer (DDP:
- * SGD with momentum 0.9; ZeRO-1: AdamW), step 0. ranks must divide
+/* A run on comm: the model from model_seed, the strategy's trainer (DDP
+ * and DDP_EF: SGD with momentum 0.9; ZeRO-1: AdamW), step 0. ranks must divide
  * LAB_GLOBAL_BATCH and LAB_DATA_N. */
 dt_result lab_run_init(lab_run *r, dt_comm *comm, lab_strategy s, uint64_t model_seed,
                        const dt_failure *fail);
@@ -158,5 +166,70 @@ dt_result lab_load(lab_run *r, const char *root);
  * checkpoint is refused (DT_ERR_UNSUPPORTED, saying why); checks and
  * refusals as lab_load. */
 dt_result lab_reshard_load(lab_run *r, const char *root);
+
+/* ---------------------------------------------------------------- given (replica.c)
+ * Replica groups (chapter 14, section 8): LAB_REPLICAS replicas of a DDP
+ * model (SGD, momentum 0.9), rank j of comm playing replica ids[j]. The
+ * batch of replica k at step s is samples (s R + k) B + i mod LAB_DATA_N,
+ * i < LAB_REPLICA_BATCH: it depends on the replica, not on the world, so
+ * 2 ranks playing replicas 0 and 1 compute what those two compute among 3.
+ * The sync hook allgathers every rank's gradient and sets each rank's to
+ *     g = (1 / size) x sum over the members k of the quorum, in the order
+ *         of the ranks, of g_k
+ * (q->member and q->size, which lab_quorum_step sets before the step). */
+enum { LAB_REPLICAS = 3, LAB_REPLICA_BATCH = 4 };
+
+typedef struct {
+    dt_comm *comm;
+    int rank, ranks;
+    int ids[LAB_REPLICAS];      /* the replica rank j plays */
+    int member[LAB_REPLICAS];   /* the quorum of the last step (1: in), by replica */
+    int size;                   /* and its size */
+    dt_model model;
+    dt_trainer trainer;         /* its step: steps done */
+    dt_dataset data;
+    float *all;                 /* ranks x num_params: the gathered gradients */
+} lab_replica;
+
+/* ranks (1 to LAB_REPLICAS) ranks, rank j playing replica ids[j] (distinct,
+ * below LAB_REPLICAS); every replica in the quorum of "step 0". */
+dt_result lab_replica_init(lab_replica *q, dt_comm *comm, const int *ids, uint64_t model_seed);
+void lab_replica_free(lab_replica *q);
+
+/* The batch of this rank's replica at the trainer's step, then
+ * dt_train_step (the sync hook above). */
+dt_result lab_replica_train_step(lab_replica *q);
+
+/* ================================================================ task 5 (quorum.c) */
+
+/* Collective: one step of the replica group. alive[k] (k < LAB_REPLICAS,
+ * the same on every rank: the failure plan's view of who answers) says
+ * whether replica k is up for this step. The step's quorum is the alive
+ * replicas; it trains on, its mean over its own members (q->member,
+ * q->size, then lab_replica_train_step). A replica that is alive but was
+ * not in the last quorum (it healed) first takes the state of a live
+ * peer of the last quorum by broadcast: the parameters, the optimizer's
+ * state and step, and the trainer's step. A replica that is down runs the
+ * step too (the emulator's ranks stay in the collectives) but its state
+ * counts for nothing until it rejoins. No replica alive, or none alive
+ * that was in the last quorum to heal from: DT_ERR_PEER_DIED, saying so. */
+dt_result lab_quorum_step(lab_replica *q, const int *alive);
+
+/* ================================================================ task 6 (straggler.c) */
+
+/* Detection and the adaptive batch (chapter 14, section 9). t[i] is rank
+ * i's compute time of its last step on b_prev[i] samples (i < ranks, each
+ * > 0). *imbalance := (max t - min t) / mean t. When it exceeds threshold,
+ * b[i] := B speed_i / sum_j speed_j with speed_i = b_prev[i] / t[i],
+ * rounded to integers that sum to B, each at least 1 (the largest
+ * remainders round up; ties to the lower rank); else b := b_prev.
+ * DT_ERR_INVALID_ARG naming the value for t <= 0, b_prev < 1, B < ranks. */
+dt_result lab_straggler_batches(const double *t, const int *b_prev, int ranks, int B,
+                                double threshold, int *b, double *imbalance);
+
+/* The factor w_i by which rank i multiplies its gradient (the mean over
+ * its b_i samples) before the ranks' gradients are summed, so that the sum
+ * is the mean over all B = sum_j b_j samples of the step. */
+double lab_straggler_weight(int b_i, int B, int ranks);
 
 #endif /* LAB_FT_H */

@@ -4,18 +4,43 @@
 #include "ft.h"
 
 #include <dirent.h>
+#include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-/* The trainer's sync hook: the after-backward failure point, then the
- * library's exchange. Its own state is none (the library's hook keeps
- * its state where it did: ZeRO-1's with its update). */
+/* Error feedback (chapter 10, section 7): v = g + e; the gradient sent is
+ * c = (sum_i |v_i| / n) sign(v); e := v - c stays with the rank. */
+static void compress_ef(float *g, float *e, size_t n)
+{
+    double scale = 0;
+    for (size_t i = 0; i < n; i++)
+        scale += fabsf(g[i] + e[i]);
+    scale /= (double)n;
+    for (size_t i = 0; i < n; i++) {
+        float v = g[i] + e[i], c = v >= 0 ? (float)scale : -(float)scale;
+        e[i] = v - c, g[i] = c;
+    }
+}
+
+/* The trainer's sync hook: the after-backward failure point, the
+ * compression (LAB_DDP_EF), then the library's exchange. Its own state is
+ * the residual (LAB_DDP_EF) or none (the library's hook keeps its state
+ * where it did: ZeRO-1's with its update). */
 static dt_result guarded_sync(dt_trainer *t, void *self)
 {
     lab_guard *g = self;
     DT_CHECK(dt_failure_point(g->run->comm, g->run->fail, t->step, DT_PHASE_AFTER_BACKWARD));
+    if (g->run->residual)
+        compress_ef(t->model->grads, g->run->residual, t->model->num_params);
     return g->inner.run ? g->inner.run(t, g->inner.self) : DT_OK;
+}
+
+static dt_result visit_residual(dt_trainer *t, void *self, dt_ckpt_io *io)
+{
+    lab_guard *g = self;
+    return dt_ckpt_io_f32(io, "residual", g->run->residual, t->model->num_params);
 }
 
 dt_result lab_run_init(lab_run *r, dt_comm *comm, lab_strategy s, uint64_t model_seed,
@@ -29,6 +54,8 @@ dt_result lab_run_init(lab_run *r, dt_comm *comm, lab_strategy s, uint64_t model
                        "batch %d and the data set's %d samples", r->ranks, LAB_GLOBAL_BATCH,
                        LAB_DATA_N);
     dt_trainer_config tc = {0};
+    if (s != LAB_DDP && s != LAB_ZERO1 && s != LAB_DDP_EF)
+        return dt_fail(DT_ERR_INVALID_ARG, "lab_run_init: strategy %d is none of ft.h's", (int)s);
     tc.optim = s == LAB_ZERO1 ? dt_adamw_config(0.01f) : dt_sgd_config(0.05f, 0.9f, 0.01f);
     dt_rng_init(&r->augment, 11, 0); /* one stream for all ranks */
     DT_CHECK(dt_data_blobs(&r->data, LAB_DATA_N, LAB_INPUTS, 3, 2.0f, 8, 0));
@@ -37,10 +64,14 @@ dt_result lab_run_init(lab_run *r, dt_comm *comm, lab_strategy s, uint64_t model
     DT_CHECK(dt_trainer_init(&r->trainer, &r->model, comm, &tc));
     if (s == LAB_ZERO1)
         DT_CHECK(dt_train_use_zero1(&r->trainer));
+    if (s == LAB_DDP_EF && !(r->residual = calloc(r->model.num_params, sizeof(float))))
+        return dt_fail(DT_ERR_NOMEM, "lab_run_init: the residual");
     r->guard = (lab_guard){r->trainer.sync, r};
     /* the library's hook is kept in the guard, not released */
-    r->trainer.sync = (dt_hook){r->guard.inner.name, guarded_sync, NULL, NULL, &r->guard};
-    return dt_train_set_state(&r->trainer, &r->trainer.sync, &(dt_hook_state){NULL, NULL});
+    r->trainer.sync = (dt_hook){s == LAB_DDP_EF ? "ef_sign" : r->guard.inner.name, guarded_sync,
+                                NULL, NULL, &r->guard};
+    return dt_train_set_state(&r->trainer, &r->trainer.sync,
+                              &(dt_hook_state){s == LAB_DDP_EF ? visit_residual : NULL, NULL});
 }
 
 void lab_run_free(lab_run *r)
@@ -48,6 +79,7 @@ void lab_run_free(lab_run *r)
     dt_trainer_free(&r->trainer);
     dt_model_free(&r->model);
     dt_dataset_free(&r->data);
+    free(r->residual);
 }
 
 dt_result lab_run_step(lab_run *r)
