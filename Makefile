@@ -454,7 +454,7 @@ deps-graph: $(LIBDT)
 check-chapters: all
 	@test -n "$(STAFF_TREE)" || { echo "check-chapters: the staff's (its blocks run solutions/)"; exit 2; }
 	@python3 tests/chapters/lint.py
-	@env -u MAKEFLAGS -u MAKELEVEL -u MFLAGS BUILD=$(BUILD) python3 tests/chapters/numbers.py --build $(BUILD)
+	@env -u MAKEFLAGS -u MAKELEVEL -u MFLAGS BUILD=$(BUILD) python3 tests/chapters/numbers.py --build $(BUILD) $(if $(filter 1,$(WALL)),--wall)
 
 test:
 	@env -u MAKEFLAGS -u MAKELEVEL -u MFLAGS BUILD=$(BUILD) SAN=$(SAN) WERROR="$(WERROR)" \
@@ -632,6 +632,7 @@ ifneq ($(STAFF_TREE),)
 	$(call HELP_ROW,make test-kernels,unit tests and solutions under each OpenBLAS kernel set this)
 	$(call HELP_ROW,,CPU runs (KERNELS='A B' to choose) and without OpenBLAS)
 	$(call HELP_ROW,make check-chapters,the chapters' text lint; every number they quote$(,) rerun)
+	$(call HELP_ROW,,(WALL=1: judge the wall-clock figures too$(,) on a quiet machine))
 	$(call HELP_ROW,make stress,the flake hunt: every solution graded ROUNDS=N times$(,) cores busy)
 	$(call HELP_ROW,make check IMPL=solutions,grade the reference solutions (BACKEND=proc|mpi: on that backend))
 	$(call HELP_ROW,make dist-student,the student tree$(,) in $(BUILD)/dist/)
