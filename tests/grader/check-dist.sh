@@ -66,7 +66,7 @@ check "links to files absent from the student tree: $broken" test -z "$broken"
 
 if (cd "$dist" && "$MAKE" -n help >/dev/null 2>&1); then
     help=$(cd "$dist" && "$MAKE" --no-print-directory help 2>&1)
-    for staff in 'make test' 'dist-student' 'gradescope' 'make stress' 'IMPL=solutions'; do
+    for staff in 'make test ' 'dist-student' 'gradescope' 'make stress' 'IMPL=solutions'; do
         check "the student tree's make help lists '$staff'" bash -c "! grep -qF -- '$staff' <<<\"\$0\"" "$help"
     done
 fi
