@@ -152,7 +152,9 @@ dt_result lab_save(lab_run *r, const char *root);
  * shard, the fingerprint, the world size) before anything is copied; if
  * any rank refuses, every rank returns an error and r is unchanged on
  * every rank. A refusal names the file: DT_ERR_IO for a missing one,
- * DT_ERR_INVALID_ARG for a damaged, truncated or foreign one. */
+ * DT_ERR_INVALID_ARG for a damaged, truncated or foreign one; a rank that
+ * refuses returns its own reason even when a peer has ended the job first
+ * (a peer's failure must not replace the message naming its file). */
 dt_result lab_load(lab_run *r, const char *root);
 
 /* ================================================================ task 4 (reshard.c) */

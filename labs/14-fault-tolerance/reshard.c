@@ -5,6 +5,7 @@
  * ranges say. */
 #include "ft.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 

@@ -97,10 +97,17 @@ dt_result lab_save(lab_run *r, const char *root)
  * failure, or one naming the rank that refused. */
 static dt_result agree(lab_run *r, dt_result mine)
 {
-    int bad = mine != DT_OK ? r->rank + 1 : 0, worst = 0;
-    DT_CHECK(dt_allreduce(&bad, &worst, 1, DT_I32, DT_MAX, r->comm));
+    /* this rank's own reason outlives the collective: a peer that refused
+     * may end the job before our allreduce returns, and its failure would
+     * replace the message that names our file */
+    char why[1024] = "";
     if (mine != DT_OK)
-        return mine;
+        snprintf(why, sizeof why, "%s", dt_last_error());
+    int bad = mine != DT_OK ? r->rank + 1 : 0, worst = 0;
+    dt_result res = dt_allreduce(&bad, &worst, 1, DT_I32, DT_MAX, r->comm);
+    if (mine != DT_OK)
+        return dt_fail(mine, "%s", why);
+    DT_CHECK(res);
     return worst ? dt_fail(DT_ERR_INVALID_ARG, "rank %d refused the checkpoint", worst - 1)
                  : DT_OK;
 }

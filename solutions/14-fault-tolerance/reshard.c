@@ -5,6 +5,7 @@
  * ranges say. */
 #include "ft.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -126,9 +127,14 @@ dt_result lab_reshard_load(lab_run *r, const char *root)
         res = dt_fail(DT_ERR_INTERNAL, "lab_reshard_load: rank %d's optimizer is not AdamW over "
                       "its block [%zu, +%zu)", r->rank, off, len);
     /* every rank read every file before any copies */
+    char why[1024] = ""; /* this rank's reason, which a peer's failure must not replace */
+    if (res != DT_OK)
+        snprintf(why, sizeof why, "%s", dt_last_error());
     int bad = res != DT_OK, any = 0;
     dt_result ag = dt_allreduce(&bad, &any, 1, DT_I32, DT_MAX, r->comm);
-    if (res == DT_OK && ag != DT_OK)
+    if (res != DT_OK)
+        res = dt_fail(res, "%s", why);
+    else if (ag != DT_OK)
         res = ag;
     if (res == DT_OK && any)
         res = dt_fail(DT_ERR_INVALID_ARG, "another rank refused the checkpoint");
