@@ -22,6 +22,8 @@
 #include "dt/sched.h"
 #include "dt/sim.h"
 #include "dt/train.h"
+#include "dt/train_state.h" /* (train.h includes these two) */
+#include "dt/parallel.h"
 #include "dt/cli.h"
 
 #endif

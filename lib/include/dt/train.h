@@ -279,54 +279,6 @@ void dt_pipe_cut(int L, int S, int *first);
  * every rank of the pipeline must call it with the same schedule. */
 dt_result dt_train_use_pipeline(dt_trainer *t, const dt_pipe_config *c);
 
-/* ---------------------------------------------------------------- 3D parallelism
- * Data, tensor and pipeline parallelism together (chapter 13;
- * parallel.c). A world of D x P x T ranks is laid out TP innermost (the
- * fastest links: consecutive ranks, one node), PP next, DP outermost:
- *
- *   world rank w = (d P + p) T + t
- *   tp group:  the T ranks of the same (d, p)   - a layer's shards
- *   pp group:  the P ranks of the same (d, t)   - a pipeline, in stage order
- *   dp group:  the D ranks of the same (p, t)   - replicas of one shard of
- *                                                 one stage
- *
- * so there are D P tensor-parallel groups, D T pipelines and P T
- * data-parallel groups. Each rank holds the shard (over its tp group) of
- * its stages' layers; a step runs the pipeline's schedule, the layers'
- * collectives inside it, and averages each shard's gradients over its dp
- * group. */
-typedef struct {
-    int T, P, D;               /* the group sizes: world = D P T */
-    int tp_rank, pp_rank, dp_rank;
-    dt_comm *tp, *pp, *dp;     /* owned (dt_groups_free) */
-} dt_groups;
-
-/* Splits world into the three groups of a layout of tp x pp ranks per
- * replica (D = world / (tp pp)). Collective over world. DT_ERR_INVALID_ARG,
- * naming the numbers, when tp or pp is below 1 or tp pp does not divide
- * the world's size; g is then zeroed. */
-dt_result dt_groups_create(dt_groups *g, dt_comm *world, int tp, int pp);
-void dt_groups_free(dt_groups *g);
-
-/* A rank of a 3D run: its groups, its model (the shard of the whole model
- * over groups.tp: dt_tp_shard; a copy when T = 1) and a trainer on it whose
- * communicator is groups.dp (the sampler shards the data over the D
- * replicas only), with the pipeline runner over groups.pp when P > 1
- * (schedule: for P ranks; NULL when P = 1, where the sync is DDP's
- * allreduce over groups.dp). tc as dt_trainer_init's. Must stay where it
- * is until dt_parallel_free (the trainer points into it). Collective over
- * world; on failure x is left freed, with the first failure's message. */
-typedef struct {
-    dt_groups groups;
-    dt_model model;
-    dt_trainer trainer;
-    int have_trainer;
-} dt_parallel;
-
-dt_result dt_parallel_init(dt_parallel *x, dt_comm *world, const dt_model *whole, int tp, int pp,
-                           const dt_schedule *schedule, const dt_trainer_config *tc);
-void dt_parallel_free(dt_parallel *x);
-
 /* ---------------------------------------------------------------- units
  * ZeRO-2 and -3 and FSDP (chapters 08, 09; lib/train/units.c) run the
  * model as consecutive groups of layers, units, and keep each unit's
@@ -415,64 +367,6 @@ dt_result dt_train_fsdp_params(dt_trainer *t, float *out);
 dt_result dt_train_fused_sgd_applies(const dt_trainer *t);
 dt_result dt_train_use_fused_sgd(dt_trainer *t);
 
-/* ---------------------------------------------------------------- checkpoints
- * Everything the next steps depend on, saved and loaded through a
- * dt_ckpt_io (dt/ckpt.h) by one call, dt_train_state. Its records:
- *
- *   trainer.step       i64              steps done
- *   model.params       f32 [num_params] when the model holds them (not under FSDP)
- *   SLOT.hook          u8 [len]         the hook's name, checked on load
- *   SLOT.*             the hook's state, for each slot (forward, backward,
- *                      sync, update, weight) whose hook keeps one:
- *     update "sgd", "adamw"  update.optimizer.*   (dt_optim_state)
- *     update "zero1"         update.shard.*: the optimizer of this rank's block
- *     update "fsdp"          update.units (u64 [n, 2], each unit's offset and
- *                            count, checked), update.unitI.params (f32 [c],
- *                            this rank's shard), update.unitI.optimizer.*
- *     update "own_layers"    update.runI.* for each run of owned layers
- *     update "pipeline"      update.runI.*: the own-layers update it runs (the
- *                            pipeline keeps nothing else between steps)
- *     forward "units"        (nothing between steps)
- *
- * A hook whose self is NULL keeps nothing. A hook with a self must have a
- * state (dt_train_set_state), or share its self with a slot that has one
- * (ZeRO-1's sync and update): otherwise dt_train_state fails, naming it,
- * rather than write a checkpoint that silently lacks what the hook keeps
- * (chapter 10, section 7: error-feedback residuals lost on a resume).
- * What lies outside the trainer (the sampler's position, RNG streams) the
- * caller adds to the same io: dt_sampler_state, dt_ckpt_io_rng. */
-
-/* Gives the hook now in *slot (one of t's five) its state s (copied). It
- * holds while the slot keeps that hook (the same run and self); another
- * call for the slot replaces it. */
-dt_result dt_train_set_state(dt_trainer *t, const dt_hook *slot, const dt_hook_state *s);
-
-/* Visits t's state through io: saves it, or loads it (all or nothing: the
- * values land at dt_ckpt_io_end, and a failed load changes nothing).
- * Between steps; every rank of a collective strategy on its own file
- * (chapter 14 adds the manifest). Loading needs a trainer set up as the
- * saved one was (model, strategy, ranks, optimizer kind). */
-dt_result dt_train_state(dt_trainer *t, dt_ckpt_io *io);
-
-/* The optimizers t's update steps, for a checkpoint or a look at their
- * state: up to max of them into o, *n how many there are. The default
- * update: 1 over every parameter, made at once if no update has run (a
- * zeroed state, step 0, as the first update would make it); ZeRO-1: 1
- * (over this rank's block of the allreduce's cut); FSDP: one per
- * unit, over this rank's shard of it; own layers and a pipeline: one per
- * run of this rank's layers; fused SGD and a hook whose self is NULL: 0.
- * An update that keeps state and has none given (dt_train_set_state) is
- * DT_ERR_UNSUPPORTED, naming it. */
-dt_result dt_train_optimizers(dt_trainer *t, dt_optimizer **o, int max, int *n);
-
-/* The optimizer of the default update (the optimizer over every
- * parameter): its state (o->slots x o->count floats, momentum or Adam's
- * moments) and its step count may be read and written between steps.
- * Before the first update the state is made now, zeroed at step 0, as
- * that update would make it. DT_ERR_UNSUPPORTED when t's update is another
- * hook: dt_train_optimizers gives those of every update of the library. */
-dt_result dt_train_optimizer(dt_trainer *t, dt_optimizer **o);
-
 /* ---------------------------------------------------------------- for hooks */
 
 /* A backward hook calls this as each layer's gradients are complete: it
@@ -556,5 +450,10 @@ dt_result dt_evaluate(dt_model *m, const dt_dataset *d, size_t batch, float *acc
 #ifdef __cplusplus
 }
 #endif
+
+/* A trainer's state for checkpoints, and data, tensor and pipeline
+ * parallelism together (chapter 13). */
+#include "dt/train_state.h"
+#include "dt/parallel.h"
 
 #endif /* DT_TRAIN_H */
