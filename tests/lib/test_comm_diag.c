@@ -76,7 +76,7 @@ static dt_result absent_rank(dt_comm *c, void *arg)
     (void)arg;
     float x[1000] = {0};
     if (dt_comm_rank(c) == 2) {
-        dt_sleep(1.0); /* never joins */
+        dt_sleep(2.0); /* never joins (longer than any timeout under load) */
         return DT_OK;
     }
     return dt_allreduce(x, x, 1000, DT_F32, DT_SUM, c);
@@ -110,19 +110,19 @@ TEST_T(comm_timeout_reports_every_rank, 3, 20)
     double t0 = dt_now();
     EXPECT_ERR(dt_launch(&o, absent_rank, NULL), DT_ERR_TIMEOUT);
     const char *m = dt_last_error();
-    EXPECT(dt_now() - t0 < 5, "the timeout took %g s", dt_now() - t0);
+    EXPECT(dt_now() - t0 < 10, "the timeout took %g s", dt_now() - t0);
     EXPECT(strstr(m, "timeout after 0.3 s in allreduce #1: "), "report: '%s'", m);
     if (mpi)
         EXPECT(strstr(m, "waits in allreduce #1 (count 1000)"), "report: '%s'", m);
     else
-        EXPECT(strstr(m, "rank 0 waits in allreduce #1 (count 1000)"), "report: '%s'", m);
+        EXPECT(tc_waits_in(m, 0, "allreduce #1 (count 1000)"), "report: '%s'", m);
     EXPECT(strstr(m, "rank 2 is in no communication call"), "report names rank 2: '%s'", m);
     /* ranks in different calls (different collectives are a mismatch:
      * test_comm_mismatch.c) */
     EXPECT_ERR(dt_launch(&o, wrong_call_rank, NULL), DT_ERR_TIMEOUT);
     m = dt_last_error();
     int in_allreduce = strstr(m, "waits in allreduce #3 (count 1000)") != NULL;
-    int in_recv = strstr(m, "rank 2 waits in recv #1 (count 1000, peer 1)") != NULL;
+    int in_recv = tc_waits_in(m, 2, "recv #1 (count 1000, peer 1)");
     if (mpi)
         EXPECT(in_allreduce || in_recv, "report: '%s'", m);
     else

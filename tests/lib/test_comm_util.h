@@ -11,6 +11,7 @@
 #include "dt/comm.h"
 #include "grader.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -97,6 +98,18 @@ static inline void *tc_alloc(size_t count, dt_dtype t)
     EXPECT(p != NULL, "out of memory");
     memset(p, 0xab, count * dt_dtype_size(t) + 64);
     return p;
+}
+
+/* A timeout's report: is rank `rank` in `call` (e.g. "recv #1 (count 2,
+ * peer 1)")? Whether a waiting rank is described as waiting or as timed
+ * out depends on whose deadline came first (a call that ran past its
+ * deadline still counts as waiting, in words of its own): either is right. */
+static inline int tc_waits_in(const char *report, int rank, const char *call)
+{
+    char waits[160], timed_out[160];
+    snprintf(waits, sizeof waits, "rank %d waits in %s", rank, call);
+    snprintf(timed_out, sizeof timed_out, "rank %d timed out in %s", rank, call);
+    return strstr(report, waits) || strstr(report, timed_out);
 }
 
 static inline dt_launch_opts tc_opts(int n, dt_algo algo)
