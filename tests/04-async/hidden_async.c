@@ -119,10 +119,14 @@ TEST_HIDDEN_T(hidden_ps_compute_straggler, 2, 30, .race = 1)
         EXPECT_OK(lab_ps_launch(&o, &cfg, &res));
         ref_check_staleness(&res, G, sync ? 0 : -1);
         t[sync] = hidden_job_time(res.clock, 1 + K);
+        /* against an equal share and the fastest worker, not each: a fast
+         * worker kept off the CPU on a loaded machine pushes few too */
+        int fastest = res.pushed[0] > res.pushed[1] ? res.pushed[0] : res.pushed[1];
         if (!sync)
-            EXPECT(res.pushed[2] < res.pushed[0] && res.pushed[2] < res.pushed[1],
+            EXPECT(res.pushed[2] < G / K && res.pushed[2] < fastest,
                    "asynchronous: the straggler pushed %d gradients, the others %d and %d: "
-                   "expected fewer", res.pushed[2], res.pushed[0], res.pushed[1]);
+                   "expected fewer than an equal share (%d) and than the fastest",
+                   res.pushed[2], res.pushed[0], res.pushed[1], G / K);
         lab_ps_result_free(&res);
     }
     /* synchronous: 10 rounds of at least 100 ms; asynchronous: about
@@ -147,9 +151,15 @@ TEST_HIDDEN_T(hidden_hogwild_straggler_claims_less, 2, 30, .race = 1)
     EXPECT(res.steps[0] + res.steps[1] + res.steps[2] == cfg.updates,
            "%d + %d + %d gradients applied, expected %d in all", res.steps[0], res.steps[1],
            res.steps[2], cfg.updates);
-    EXPECT(res.steps[1] < res.steps[0] && res.steps[1] < res.steps[2],
-           "the straggler applied %d gradients, the others %d and %d: expected fewer",
-           res.steps[1], res.steps[0], res.steps[2]);
+    /* Claims race in wall time: on a loaded machine one fast worker may be
+     * kept off the CPU for the whole run (1 gradient against 56, seen at a
+     * load of 35), so the straggler is compared with an equal share and
+     * with the fastest worker, not with each. */
+    int fastest = res.steps[0] > res.steps[2] ? res.steps[0] : res.steps[2];
+    EXPECT(res.steps[1] < cfg.updates / 3 && res.steps[1] < fastest,
+           "the straggler applied %d gradients, the others %d and %d: expected fewer than "
+           "an equal share (%d) and than the fastest", res.steps[1], res.steps[0], res.steps[2],
+           cfg.updates / 3);
     double t = hidden_job_time(res.clock, 3);
     EXPECT(t < 20 * 20e-3, "Hogwild! run took %.3f modeled s: the fast workers should not "
            "wait for the straggler's 20 shares of 20 ms", t);
