@@ -16,7 +16,8 @@ DEVICES=${DEVICES:-4096}
 make --no-print-directory -s BUILD="$BUILD" "$BUILD/bin/dtsim" || exit 1
 DTSIM=$BUILD/bin/dtsim
 
-echo "CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'), $(nproc) cores;" \
+# the cores online: not nproc, which counts OMP_NUM_THREADS (1 here)
+echo "CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'), $(getconf _NPROCESSORS_ONLN) cores;" \
     "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "$ROUNDS rounds; $DEVICES devices"
 echo

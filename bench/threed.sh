@@ -11,7 +11,8 @@ cd "$(dirname "$0")/.."
 . bench/lib.sh
 bench_settings 5 1
 make --no-print-directory -s BUILD="$BUILD" "$BUILD/bench/threed" || exit 1
-echo "CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'), $(nproc) cores;" \
+# the cores online: not nproc, which counts OMP_NUM_THREADS (1 here)
+echo "CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'), $(getconf _NPROCESSORS_ONLN) cores;" \
     "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "thread backend, 8 ranks; wall: median of $ROUNDS runs"
 echo

@@ -173,7 +173,9 @@ def within(x, spec):
 def parse_num(s):
     """The value of a matched number and half a unit of its last digit."""
     s = s.replace("−", "-").replace("–", "-")
-    m = re.match(r"([-+]?)([\d,\u2009\u202f\u00a0 ]+)(?:\.(\d+))?(.*)$", s)
+    # re.S: a figure of the text may break its line inside (1.270 \times
+    # 10^{19} across two lines)
+    m = re.match(r"([-+]?)([\d,\u2009\u202f\u00a0 ]+)(?:\.(\d+))?(.*)$", s, re.S)
     sign, ints, frac, rest = m.group(1), m.group(2), m.group(3) or "", m.group(4)
     ints = re.sub(r"[,\u2009\u202f\u00a0 ]", "", ints)
     exp = 0

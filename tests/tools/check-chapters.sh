@@ -8,7 +8,8 @@
 #     passes on untouched copies of two blocks' chapters and fails on copies
 #     with one digit changed: in worked arithmetic (chapter 04's first
 #     block) and in a table a command prints (chapter 01's dtsim presets),
-#     naming the file, the line, the text's number and the program's.
+#     naming the file, the line, the text's number and the program's;
+#     and a figure whose line breaks inside it is read whole.
 # The whole of `make check-chapters` runs in CI, a step of its own.
 #   tests/tools/check-chapters.sh BUILD
 set -uo pipefail
@@ -94,6 +95,16 @@ rc=$?
 check "numbers.py passes nvlink at 310 GB/s (dtsim says 300) at $ch:$line" test $rc -ne 0
 check "numbers.py does not name the file, line and both numbers: $(grep -A1 FAIL "$tmp/n01.out")" \
     has n01 "FAIL: $tmp/01.md:$line: row 'nvlink': the text says 310, the program 300"
+
+# A figure whose line breaks inside it (1.500 \times, then 10^{19}): read
+# whole, compared, and refused when wrong (it once crashed the reader).
+printf '# t\n\n<!-- check\n"a step of ${}$ FLOPs" = 1.5e19\n-->\n\na step of $1.500 \\times\n10^{19}$ FLOPs\n' >"$tmp/99-wrap.md"
+python3 tests/chapters/numbers.py --build "$BUILD" "$tmp/99-wrap.md" >"$tmp/nwrap.out" 2>&1
+check "numbers.py does not read a figure broken across lines: $(tail -n 3 "$tmp/nwrap.out")" has nwrap "1 numbers in 1 blocks"
+sed -i 's/1\.500 /1.600 /' "$tmp/99-wrap.md"
+python3 tests/chapters/numbers.py --build "$BUILD" "$tmp/99-wrap.md" >"$tmp/nwrap.out" 2>&1
+check "numbers.py passes 1.600e19 for 1.5e19 across a line break: $(tail -n 3 "$tmp/nwrap.out")" \
+    has nwrap "the text says 1.600"
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
