@@ -13,7 +13,7 @@
  * multiplies reach, was fitted on ONE published run (Korthikanti et al.
  * 2022, Table 5: GPT 175B with full recomputation on 64 A100s, 18.13 s a
  * step) and is the same for every other run the tests predict
- * (tests/lib/test_sim_plan_published.c). net_eff, the share of a link's
+ * (tests/lib/test_sim_published.c). net_eff, the share of a link's
  * bandwidth the collectives reach, is nccl-tests' measured allreduce bus
  * bandwidth over the NVLink peak on 8 A100 SXM4 (about 208 GB/s of 300,
  * NVIDIA/nccl-tests issue 178; 200 GB/s in issue 149): 0.7. The H100 and
