@@ -75,16 +75,24 @@ dt_result dt_mpi_init_once(void)
 
 /* ---------------------------------------------------------------- open and close */
 
+/* The processes' meeting at a launch waits at least this long, whatever
+ * the job's timeout: a process may still be in its own code before the
+ * launch (the last job's teardown on a loaded machine), which a job's
+ * short timeout for its calls says nothing about; a 0.3 s timeout failed
+ * the launch itself under a load of 25. */
+#define LAUNCH_MEET_MIN_S 10.0
+
 dt_result dt_mpi_launch_open(dt_mpi_launch *l, double timeout_s)
 {
     memset(l, 0, sizeof *l);
+    double meet_s = timeout_s > LAUNCH_MEET_MIN_S ? timeout_s : LAUNCH_MEET_MIN_S;
     int me = 0;
     MPI_Comm_rank(MPI_COMM_WORLD, &me);
     MPI_Request req;
     int rc = MPI_Comm_idup(MPI_COMM_WORLD, &l->ctl, &req);
     if (rc != MPI_SUCCESS)
         return dt_mpi_fail(rc, "MPI_Comm_idup");
-    double deadline = dt_now() + timeout_s;
+    double deadline = dt_now() + meet_s;
     for (;;) {
         int flag = 0;
         MPI_Test(&req, &flag, MPI_STATUS_IGNORE);
@@ -92,7 +100,7 @@ dt_result dt_mpi_launch_open(dt_mpi_launch *l, double timeout_s)
             break;
         if (dt_now() >= deadline) /* the others never came: keep what it made */
             return dt_fail(DT_ERR_TIMEOUT, "dt_launch (mpi): rank %d waited %g s for every "
-                           "process of the MPI job to come to this launch", me, timeout_s);
+                           "process of the MPI job to come to this launch", me, meet_s);
         sched_yield();
     }
     MPI_Comm_set_errhandler(l->ctl, MPI_ERRORS_RETURN);

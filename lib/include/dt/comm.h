@@ -133,8 +133,8 @@ typedef struct {
                               bw=10GB/s") or a topology ("dgx-h100"), as
                               dt_net_topo_parse (dt/net.h) reads it; NULL:
                               env DT_NET, else "none" (a zero-cost network) */
-    double timeout_s;      /* deadline of each blocking wait, 0.001 .. 1e6 s;
-                              0: env DT_TIMEOUT, else 30 s */
+    double timeout_s;      /* deadline of each blocking wait, 0.001 .. 1e6 s; 0:
+                              env DT_TIMEOUT, else 30 s (mpi launch: >= 10 s) */
     int debug;             /* 1: check that collectives match across ranks;
                               -1: env DT_DEBUG (default 0) */
     dt_algo algo;          /* default algorithm; AUTO: env DT_ALGO, else auto */
