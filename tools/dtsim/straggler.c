@@ -88,8 +88,26 @@ int dtsim_straggler_main(int argc, char **argv)
                          o.slow_rank, o.slow_speed, o.p_slow, (uint64_t)o.seed, o.steps};
     if (dt_net_link(o.net, &s.link) != DT_OK)
         return dt_cli_fail(&cli, "%s", dt_last_error());
+    if (o.batch % o.workers)
+        return dt_cli_fail(&cli, "--batch %d: not a multiple of --workers %d", o.batch,
+                           o.workers);
+    if (o.drop >= o.workers)
+        return dt_cli_fail(&cli, "--drop %d: the step needs one of --workers %d at least",
+                           o.drop, o.workers);
+    if (o.slow_rank >= o.workers)
+        return dt_cli_fail(&cli, "--slow-rank %d: not one of --workers %d", o.slow_rank,
+                           o.workers);
+    const dt_sim_straggle_policy order[] = {DT_STRAGGLE_WAIT_ALL, DT_STRAGGLE_BACKUP,
+                                            DT_STRAGGLE_DROP, DT_STRAGGLE_ADAPTIVE};
+    dt_sim_straggle_out res[4];
+    for (int i = 0; i < 4; i++) {
+        dt_sim_straggle_policy p = order[i];
+        s.extra = p == DT_STRAGGLE_BACKUP ? o.backup : p == DT_STRAGGLE_DROP ? o.drop : 0;
+        if (dt_sim_stragglers(&s, p, &res[i]) != DT_OK)
+            return dt_cli_fail(&cli, "%s", dt_last_error());
+    }
     printf("K = %d workers, B = %d samples (%d a worker), %.6g ms a sample at speed 1; ",
-           o.workers, o.batch, o.batch / (o.workers ? o.workers : 1), 1e3 * o.sample);
+           o.workers, o.batch, o.batch / o.workers, 1e3 * o.sample);
     if (o.slow_rank >= 0)
         printf("worker %d at speed %g every step", o.slow_rank, o.slow_speed);
     if (o.p_slow > 0)
@@ -100,14 +118,10 @@ int dtsim_straggler_main(int argc, char **argv)
     printf("\n%d steps; the allreduce of %zu bytes on %s\n\n", o.steps, o.grad_bytes, o.net);
     printf("%-22s %7s %10s %12s %8s %9s %10s %10s\n", "policy", "workers", "step (ms)",
            "compute (ms)", "used", "computed", "share min", "share max");
-    const dt_sim_straggle_policy order[] = {DT_STRAGGLE_WAIT_ALL, DT_STRAGGLE_BACKUP,
-                                            DT_STRAGGLE_DROP, DT_STRAGGLE_ADAPTIVE};
     for (int i = 0; i < 4; i++) {
         dt_sim_straggle_policy p = order[i];
         s.extra = p == DT_STRAGGLE_BACKUP ? o.backup : p == DT_STRAGGLE_DROP ? o.drop : 0;
-        dt_sim_straggle_out r;
-        if (dt_sim_stragglers(&s, p, &r) != DT_OK)
-            return dt_cli_fail(&cli, "%s", dt_last_error());
+        const dt_sim_straggle_out r = res[i];
         char name[40] = "";
         if (s.extra) /* "backup workers +1", "drop the slowest 1" */
             snprintf(name, sizeof name, " %s%d", p == DT_STRAGGLE_BACKUP ? "+" : "", s.extra);
