@@ -140,15 +140,8 @@ typedef struct {
     dt_algo algo;          /* default algorithm; AUTO: env DT_ALGO, else auto */
     const char *trace_path; /* Chrome trace written at the end of the job;
                                NULL: env DT_TRACE, else none */
-    int trace_append;      /* 1: this job's events go after those of the
-                              trace an earlier job wrote at trace_path (a
-                              run and its resume in one file), its clocks
-                              continuing: wall time from the first job's
-                              start, modeled time from the end of the
-                              last job this process wrote there (mpi: each
-                              job's wall time from its start). A file that
-                              is not a trace DT_TRACE wrote is refused;
-                              none: a new one. Default 0: a new file */
+    int trace_append;      /* 1: after an earlier job's trace at trace_path
+                              (a run, then its resume), clocks going on */
     const char *fault;     /* fault injection; NULL: env DT_FAULT, else none.
                               "kill:rank=2:at=allreduce#5": rank 2 dies when
                               it enters its 5th allreduce (proc backend: by
@@ -473,15 +466,9 @@ dt_result dt_compute_end(dt_comm *comm);
  * compute step priced as flops / device_flops_per_s. */
 dt_result dt_clock_advance(dt_comm *comm, double seconds);
 
-/* A program's own marks in the trace (dt_launch_opts.trace_path): its
- * phases (a step, a save, a recovery) on the rank's track, beside its
- * compute and communication regions, on both clocks. A region runs from
- * dt_trace_begin to dt_trace_end (regions nest, 8 deep at most; an end
- * closes the last one begun: DT_ERR_STATE when none is open); an instant
- * marks a moment. The failure plans of dt/failure.h and DT_FAULT's kills
- * mark theirs ("killed: mid-save"). A name is 1 to 31 printable characters
- * without '"' or '\' (DT_ERR_INVALID_ARG). Without a trace they check
- * their arguments and record nothing. */
+/* A program's marks in its trace: regions dt_trace_begin .. dt_trace_end
+ * (8 nested at most; DT_ERR_STATE past it or ending none), instants (kills
+ * mark theirs). Names: 1 to 31 printable chars, no '"' or backslash. */
 dt_result dt_trace_begin(dt_comm *comm, const char *name);
 dt_result dt_trace_end(dt_comm *comm);
 dt_result dt_trace_instant(dt_comm *comm, const char *name);
