@@ -30,7 +30,7 @@ while IFS='|' read -r name args killed recovery; do
     case "$name" in \#*) continue ;; esac
     trace=$tmp/$name.json
     out=$(env -u MAKEFLAGS -u MAKELEVEL -u MFLAGS make -s --no-print-directory BUILD="$BUILD" \
-        SAN="${SAN:-}" run-lab LAB=14 IMPL=solutions \
+        SAN="${SAN:-}" ${CC:+CC="$CC"} run-lab LAB=14 IMPL=solutions \
         ARGS="--dir $tmp --trace $trace $args" 2>&1)
     rc=$?
     [ $rc -eq 0 ] && ok || bad "$name: make run-lab exited with status $rc: $(echo "$out" | tail -n 3)"
