@@ -98,7 +98,9 @@ void lab_run_free(lab_run *r);
 dt_result lab_run_step(lab_run *r);
 
 /* Steps until the trainer's step is `until`, with lab_save(r, root) after
- * every step that is a multiple of every (every 0: never). */
+ * every step that is a multiple of every (every 0: never); each step and
+ * save a region of the job's trace ("step 7", "save step 6"; dt/comm.h's
+ * dt_trace_begin). */
 dt_result lab_train(lab_run *r, const char *root, long until, long every);
 
 /* What a checkpoint must agree with to be loaded into r: the strategy, the

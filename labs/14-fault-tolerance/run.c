@@ -11,7 +11,11 @@
  *   4. the resume from it (lab_load; lab_reshard_load on --resume-ranks M
  *      ranks), on to step 12, and whether its parameters are the bits of
  *      the run that never stopped (M = K), or how far from them (M != K:
- *      the sums are rounded in another order). */
+ *      the sums are rounded in another order).
+ * The killed run and the resume also go into one trace (--trace, default
+ * BUILD/lab14-trace.json) that Perfetto (ui.perfetto.dev) opens: each
+ * rank's steps and saves, the kill, and the recovery's load, after the
+ * failure on the modeled clock, beside the compute and the collectives. */
 #include "ft.h"
 #include "dt/cli.h"
 
@@ -24,7 +28,7 @@
 enum { STEPS = 12, EVERY = 3 };
 
 typedef struct {
-    const char *phase, *dir;
+    const char *phase, *dir, *trace;
     long step;
     int victim, ranks, resume_ranks;
 } options;
@@ -35,12 +39,13 @@ typedef struct {
     dt_failure plan;
     int resume;          /* 0: from scratch; 1: lab_load; 2: lab_reshard_load */
     int print;           /* rank 0 prints its timeline */
+    const char *trace;   /* the trace file, "" for none */
     float *params;       /* rank 0's parameters at the end (num_params floats) */
 } job;
 
 static int parse(int argc, char **argv, options *o)
 {
-    *o = (options){"before-manifest", dt_cli_build_dir(), 6, 0, 3, 0};
+    *o = (options){"before-manifest", dt_cli_build_dir(), NULL, 6, 0, 3, 0};
     const dt_opt opts[] = {
         {"--phase", DT_OPT_TEXT, &o->phase, .help = "where the victim dies: mid-allreduce, "
          "after-backward, mid-save, before-manifest, before-rename"},
@@ -52,6 +57,8 @@ static int parse(int argc, char **argv, options *o)
         {"--resume-ranks", DT_OPT_INT, &o->resume_ranks, .help = "ranks M of the resume "
          "(default K; another M reshards)", .lo = 1, .hi = 12, .flags = DT_OPT_NO_DEFAULT},
         {"--dir", DT_OPT_DIR, &o->dir, .help = "where the checkpoints go (a folder made in it)"},
+        {"--trace", DT_OPT_FILE, &o->trace, .help = "the trace of the killed run and the "
+         "resume, for Perfetto (default: lab14-trace.json in --dir)", .flags = DT_OPT_NO_DEFAULT},
     };
     dt_cli cli = {.prog = "run", .opts = opts, .nopts = (int)(sizeof opts / sizeof opts[0]),
                   .about = "Lab 14: a ZeRO-1 run that checkpoints, is killed, and resumes, "
@@ -94,8 +101,20 @@ static dt_result rank_fn(dt_comm *w, void *arg)
     lab_run r;
     int me = dt_comm_rank(w);
     dt_result res = lab_run_init(&r, w, LAB_ZERO1, j->resume ? 77 : 5, &j->plan);
-    if (res == DT_OK && j->resume)
-        res = j->resume == 1 ? lab_load(&r, j->root) : lab_reshard_load(&r, j->root);
+    if (res == DT_OK && j->resume) {
+        /* the recovery: a region of the trace around the load */
+        res = dt_trace_begin(w, j->resume == 1 ? "recovery: lab_load" : "recovery: "
+                             "lab_reshard_load");
+        if (res == DT_OK)
+            res = j->resume == 1 ? lab_load(&r, j->root) : lab_reshard_load(&r, j->root);
+        dt_result e = dt_trace_end(w);
+        res = res != DT_OK ? res : e;
+    }
+    if (res == DT_OK && j->resume) {
+        char mark[32];
+        snprintf(mark, sizeof mark, "resumed at step %ld", r.trainer.step);
+        res = dt_trace_instant(w, mark);
+    }
     if (res == DT_OK && j->resume && me == 0 && j->print)
         printf("  resume  at step %ld on %d ranks (%s)\n", r.trainer.step, r.ranks,
                j->resume == 1 ? "lab_load" : "lab_reshard_load");
@@ -120,6 +139,9 @@ static dt_result launch(job *j, int ranks)
     lo.nranks = ranks;
     lo.backend = DT_BACKEND_THREAD;
     lo.timeout_s = 20;
+    lo.net = "eth10"; /* collectives priced: the trace's modeled track moves */
+    lo.trace_path = j->trace;
+    lo.trace_append = j->resume != 0; /* the resume after the killed run */
     return dt_launch(&lo, rank_fn, j);
 }
 
@@ -136,7 +158,11 @@ int main(int argc, char **argv)
     float *straight = malloc(4096 * sizeof(float)), *resumed = malloc(4096 * sizeof(float));
     if (!straight || !resumed)
         return fprintf(stderr, "run: out of memory\n"), 1;
-    job j = {&o, root, {.rank = -1}, 0, 0, straight};
+    char trace[LAB_PATH + 32];
+    snprintf(trace, sizeof trace, "%s", o.trace ? o.trace : "");
+    if (!o.trace)
+        snprintf(trace, sizeof trace, "%s/lab14-trace.json", o.dir);
+    job j = {&o, root, {.rank = -1}, 0, 0, "", straight};
     printf("1. the run that never stops: ZeRO-1 on %d ranks, %d steps\n", o.ranks, STEPS);
     char quiet[LAB_PATH + 16];
     snprintf(quiet, sizeof quiet, "%s/straight", root);
@@ -147,13 +173,14 @@ int main(int argc, char **argv)
         return fprintf(stderr, "run: %s\n", dt_last_error()), 1;
     snprintf(spec, sizeof spec, "rank=%d:step=%ld:phase=%s", o.victim, o.step, o.phase);
     dt_failure_parse(spec, &j.plan);
-    j.root = root, j.print = 1, j.params = resumed;
+    j.root = root, j.print = 1, j.params = resumed, j.trace = trace;
     printf("\n2. the same run with saves every %d steps, and the failure plan %s\n", EVERY, spec);
     r = launch(&j, o.ranks);
     printf("  FAILURE %s\n", r == DT_OK ? "none: the plan's point was never reached"
                                         : dt_last_error());
     if (lab_read_latest(latest, sizeof latest, root) != DT_OK) {
         printf("\n3. no checkpoint committed (%s): the run starts again\n", dt_last_error());
+        printf("(the trace of the steps, saves and the kill, for Perfetto: %s)\n", trace);
         return 0;
     }
     long at = atol(strrchr(latest, '-') + 1);
@@ -175,6 +202,7 @@ int main(int argc, char **argv)
         printf("\nthe parameters at step %d differ from the run that never stopped by at most "
                "%.3g\n", STEPS, gap);
     printf("(the checkpoints: %s)\n", root);
+    printf("(the trace of steps, saves, the kill and the recovery, for Perfetto: %s)\n", trace);
     free(straight), free(resumed);
     return 0;
 }

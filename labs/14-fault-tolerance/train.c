@@ -101,12 +101,26 @@ dt_result lab_run_step(lab_run *r)
     return dt_train_step(&r->trainer, &b);
 }
 
+/* Ends the trace's region of a step or a save (dt_trace_begin) when it
+ * failed too: a kill's instant lies inside the region it hit. */
+static dt_result end_region(lab_run *r, dt_result res)
+{
+    dt_result e = dt_trace_end(r->comm);
+    return res != DT_OK ? res : e;
+}
+
 dt_result lab_train(lab_run *r, const char *root, long until, long every)
 {
+    char name[32];
     while (r->trainer.step < until) {
-        DT_CHECK(lab_run_step(r));
-        if (every > 0 && r->trainer.step % every == 0)
-            DT_CHECK(lab_save(r, root));
+        snprintf(name, sizeof name, "step %ld", r->trainer.step + 1);
+        DT_CHECK(dt_trace_begin(r->comm, name));
+        DT_CHECK(end_region(r, lab_run_step(r)));
+        if (every > 0 && r->trainer.step % every == 0) {
+            snprintf(name, sizeof name, "save step %ld", r->trainer.step);
+            DT_CHECK(dt_trace_begin(r->comm, name));
+            DT_CHECK(end_region(r, lab_save(r, root)));
+        }
     }
     return DT_OK;
 }

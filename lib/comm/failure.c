@@ -97,6 +97,9 @@ dt_result dt_failure_parse(const char *spec, dt_failure *f)
  * plan's point. */
 static dt_result die(dt_comm *comm, long step, dt_phase phase)
 {
+    char mark[DT_TRACE_NAME];
+    snprintf(mark, sizeof mark, "killed: %s", dt_phase_name(phase));
+    dt_trace_mark(comm->rc, mark);
     dt_result r = dt_fail(DT_ERR_FAULT, "killed by the failure plan at step %ld, %s (modeled "
                           "time %.6g s)", step, dt_phase_name(phase), comm->rc->clock);
     return comm->rc->ops->kill(comm->rc, r);

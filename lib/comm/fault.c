@@ -87,6 +87,9 @@ dt_result dt_fault_check(dt_comm *comm, int kind)
         }
         if (f->type != DT_FAULT_KILL || f->kind != kind || f->at != n)
             continue;
+        char mark[DT_TRACE_NAME];
+        snprintf(mark, sizeof mark, "killed: %s #%ld", dt_coll_name(kind), n);
+        dt_trace_mark(rc, mark);
         dt_result r = dt_fail(DT_ERR_FAULT, "killed by DT_FAULT at %s #%ld",
                               dt_coll_name(kind), n);
         return rc->ops->kill(rc, r);

@@ -56,6 +56,8 @@ typedef struct dt_rank_ctx {
     dt_trace_ev *trace;
     size_t ntrace, captrace;
     int tracing;
+    dt_trace_open open[DT_TRACE_DEPTH]; /* dt_trace_begin's regions not ended */
+    int nopen;
     struct dt_comm *comms; /* every handle of the rank, freed at its end */
 } dt_rank_ctx;
 

@@ -12,7 +12,9 @@
 #   - `dtsim search` ranks layouts that fit, fastest first, and its best
 #     layout priced again by `dtsim --json` gives the same step;
 #   - the network mode works as before;
-#   - --checkpoint gives Daly's worked figures (chapter 14).
+#   - --checkpoint gives Daly's worked figures (chapter 14);
+#   - --stragglers gives the one-slow-worker steps worked by hand, and
+#     refuses a bad configuration by name.
 # Figures only: no check depends on the machine's speed.
 #   tests/tools/check-dtsim.sh BUILD
 set -uo pipefail
@@ -163,6 +165,21 @@ for mw in "24h 116.6898" "6h 56.7130" "15min 9.1409"; do
 done
 "$DTSIM" --checkpoint --cost 5 --restart 1min --mtbf 1week >/dev/null 2>&1 &&
     bad "--mtbf 1week accepted" || ok
+
+# ---- the straggler mode: one worker at half speed, 16 samples of 1 ms
+# each: waiting takes 32 ms, a spare or a drop 16, the adaptive batch 19
+# after its first step (the library's test works them by hand)
+out=$("$DTSIM" --stragglers --workers 4 --batch 64 --sample 1ms --slow-rank 3 --steps 10 2>&1)
+for rw in "wait 32.0000" "backup 16.0000" "drop 16.0000" "adaptive 20.3000"; do
+    read -r row want <<<"$rw"
+    got=$(awk -v r="$row" '$1 == r {for (i = 2; i <= NF; i++) if ($i ~ /[.]/) {print $i; exit}}' <<<"$out")
+    [ "$got" = "$want" ] && ok || bad "--stragglers: the $row row's step '$got' ms, want $want: $(head -n 8 <<<"$out")"
+done
+for a in "--batch 63" "--drop 4" "--slow-rank 4" "--slow-speed 0"; do
+    # shellcheck disable=SC2086
+    out=$("$DTSIM" --stragglers $a 2>&1)
+    [ $? -eq 2 ] && grep -qF -- "${a%% *}" <<<"$out" && ok || bad "--stragglers $a: not refused by name: $out"
+done
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

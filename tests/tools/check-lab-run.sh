@@ -103,6 +103,7 @@ done <<'TABLE'
 2 | --out: no such option any more: it is --figures         | $L12 --out build
 2 | --victim 5: the run has 3 ranks                       | $L14 --victim 5
 2 | bad failure plan 'rank=0:step=6:phase=nap'           | $L14 --phase nap
+2 | --trace '/nonexistent-dtlab/t.json': no folder         | $L14 --trace /nonexistent-dtlab/t.json
 TABLE
 echo "$pass passed, $fail failed"
 [ $fail -eq 0 ]

@@ -5,7 +5,8 @@
  *   plan_args.c   the planner's flags: a table of their own, read by dt/cli.h
  *   plan_print.c  a plan as text, JSON or term by term (--explain)
  *   search.c      dtsim search: every layout of a cluster, ranked
- *   ckpt.c        dtsim --checkpoint: Young's and Daly's intervals, the waste */
+ *   ckpt.c        dtsim --checkpoint: Young's and Daly's intervals, the waste
+ *   straggler.c   dtsim --stragglers: the straggler policies' step times */
 #ifndef DTSIM_H
 #define DTSIM_H
 
@@ -52,5 +53,9 @@ int dtsim_search_main(int argc, char **argv);
 /* ckpt.c */
 int dtsim_ckpt_main(int argc, char **argv);
 void dtsim_ckpt_usage(FILE *out);
+
+/* straggler.c */
+int dtsim_straggler_main(int argc, char **argv);
+void dtsim_straggler_usage(FILE *out);
 
 #endif /* DTSIM_H */

@@ -12,6 +12,8 @@
  *                      --model gpt3-175b --global-batch 1536
  *   checkpoint  Young's and Daly's checkpoint intervals and the waste
  *                dtsim --checkpoint --cost 5min --restart 10min --mtbf 24h
+ *   stragglers  a step's time under the straggler policies
+ *                dtsim --stragglers --workers 4 --slow-rank 3
  *
  * A command line with any of the planner's flags is the planner's; the
  * rest go to the network mode, as before the planner existed. */
@@ -48,11 +50,16 @@ int main(int argc, char **argv)
             dtsim_plan_usage(stdout);
             printf("\n");
             dtsim_ckpt_usage(stdout);
+            printf("\n");
+            dtsim_straggler_usage(stdout);
             return 0;
         }
     for (int i = 1; i < argc; i++)
         if (!strcmp(argv[i], "--checkpoint"))
             return dtsim_ckpt_main(argc, argv);
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "--stragglers"))
+            return dtsim_straggler_main(argc, argv);
     if (argc > 1 && !strcmp(argv[1], "search"))
         return dtsim_search_main(argc - 1, argv + 1);
     for (int i = 1; i < argc; i++)

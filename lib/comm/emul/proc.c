@@ -102,7 +102,7 @@ void dt_proc_export_trace(dt_proc_header *h, dt_rank_ctx *rc)
     h->traces[rc->world_rank].n = rc->ntrace;
 }
 
-static dt_result write_trace(dt_proc_header *h, const char *path, double wall0)
+static dt_result write_trace(dt_proc_header *h, const char *path, int append, double wall0)
 {
     int n = h->nranks;
     dt_rank_ctx *rcs = calloc((size_t)n, sizeof *rcs);
@@ -115,7 +115,7 @@ static dt_result write_trace(dt_proc_header *h, const char *path, double wall0)
             rcs[i].ntrace = h->traces[i].n;
             ptrs[i] = &rcs[i];
         }
-        r = dt_trace_write(path, ptrs, n, wall0);
+        r = dt_trace_write(path, append, ptrs, n, wall0);
     }
     free(rcs);
     free(ptrs);
@@ -345,7 +345,7 @@ static dt_result run_job(const dt_resolved *res, const proc_body *body, void *hi
     char keep[512];
     snprintf(keep, sizeof keep, "%s", dt_last_error());
     if (res->o.trace_path && res->o.trace_path[0]) {
-        dt_result tr = write_trace(h, res->o.trace_path, wall0);
+        dt_result tr = write_trace(h, res->o.trace_path, res->o.trace_append, wall0);
         if (r == DT_OK)
             r = tr;
         else

@@ -70,7 +70,7 @@ dt_result dt_launch_threads(const dt_resolved *res, dt_rank_fn fn, void *arg)
             dt_rank_ctx **rcs = malloc(sizeof *rcs * (size_t)n);
             for (int i = 0; rcs && i < n; i++)
                 rcs[i] = &t[i].rc;
-            dt_result tr = rcs ? dt_trace_write(res->o.trace_path, rcs, n, wall0) : DT_ERR_NOMEM;
+            dt_result tr = rcs ? dt_trace_write(res->o.trace_path, res->o.trace_append, rcs, n, wall0) : DT_ERR_NOMEM;
             free(rcs);
             if (r == DT_OK)
                 r = tr;

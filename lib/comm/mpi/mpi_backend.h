@@ -259,10 +259,11 @@ int dt_mpi_take_early(dt_mpi_group *g, int peer, char **buf, int *bytes, MPI_Req
 int dt_mpi_user_matched(dt_mpi_group *g, int peer);
 
 /* DT_TRACE (mpi_trace.c): this rank's events ev[0..nev) (wall times from
- * the launch's start wall0) go to rank 0's process, which writes path with
- * the n ranks' events; every rank of the launch calls it. */
-dt_result dt_mpi_trace(dt_mpi_launch *l, int n, const char *path, dt_trace_ev *ev, size_t nev,
-                       double wall0);
+ * the launch's start wall0) go to rank 0's process, which writes path (or
+ * appends to it: dt_launch_opts.trace_append) with the n ranks' events;
+ * every rank of the launch calls it. */
+dt_result dt_mpi_trace(dt_mpi_launch *l, int n, const char *path, int append, dt_trace_ev *ev,
+                       size_t nev, double wall0);
 
 /* dt_init and dt_finalize inside an MPI job (mpi_init.c): a process that
  * mpirun started (and not dtrun) joins as its MPI rank. */

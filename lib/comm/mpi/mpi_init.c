@@ -103,7 +103,8 @@ dt_result dt_mpi_leave(dt_comm *world)
     dt_rank_free_comms(&j->rc);
     dt_result r = DT_OK;
     if (j->rc.tracing)
-        r = dt_mpi_trace(&j->l, n, j->res.o.trace_path, j->rc.trace, j->rc.ntrace, j->wall0);
+        r = dt_mpi_trace(&j->l, n, j->res.o.trace_path, j->res.o.trace_append, j->rc.trace,
+                         j->rc.ntrace, j->wall0);
     dt_rank_end(&j->job, me, r, r == DT_OK ? "" : dt_last_error());
     j->l.board = NULL;
     dt_mpi_end end = {(int32_t)r, 1, 0, ""};

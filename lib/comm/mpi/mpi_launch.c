@@ -257,8 +257,8 @@ static dt_result run_rank(const dt_resolved *res, dt_mpi_launch *l, MPI_Comm wor
         snprintf(mine->msg, sizeof mine->msg, "%s", dt_last_error());
     }
     if (res->o.trace_path && res->o.trace_path[0]) { /* every rank, or rank 0 waits */
-        dt_result tr = dt_mpi_trace(l, n, res->o.trace_path, ran ? rc->trace : NULL,
-                                    ran ? rc->ntrace : 0, wall0);
+        dt_result tr = dt_mpi_trace(l, n, res->o.trace_path, res->o.trace_append,
+                                    ran ? rc->trace : NULL, ran ? rc->ntrace : 0, wall0);
         if (r == DT_OK && tr != DT_OK) {
             r = tr;
             snprintf(mine->msg, sizeof mine->msg, "%s", dt_last_error());

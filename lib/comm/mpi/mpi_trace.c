@@ -47,8 +47,8 @@ static dt_result trace_wait(dt_mpi_launch *l, MPI_Request *reqs, int k, const ch
 
 /* Rank 0: the others' event counts, room for them, "send" or "keep them"
  * to each, their events (in rank order in the file). */
-static dt_result write_all(dt_mpi_launch *l, int n, const char *path, dt_trace_ev *mine,
-                           size_t nmine)
+static dt_result write_all(dt_mpi_launch *l, int n, const char *path, int append,
+                           dt_trace_ev *mine, size_t nmine)
 {
     dt_rank_ctx *rcs = calloc((size_t)n, sizeof *rcs);
     dt_rank_ctx **ptrs = calloc((size_t)n, sizeof *ptrs);
@@ -86,22 +86,22 @@ static dt_result write_all(dt_mpi_launch *l, int n, const char *path, dt_trace_e
             r = dt_fail(DT_ERR_NOMEM, "DT_TRACE: out of memory for rank %d's %llu events", i,
                         (unsigned long long)count[i]);
     if (r == DT_OK)
-        r = dt_trace_write(path, ptrs, n, 0);
+        r = dt_trace_write(path, append, ptrs, n, 0);
     for (int i = 1; i < n; i++)
         free(rcs[i].trace);
     free(rcs), free(ptrs), free(count), free(go), free(reqs);
     return r;
 }
 
-dt_result dt_mpi_trace(dt_mpi_launch *l, int n, const char *path, dt_trace_ev *ev, size_t nev,
-                       double wall0)
+dt_result dt_mpi_trace(dt_mpi_launch *l, int n, const char *path, int append, dt_trace_ev *ev,
+                       size_t nev, double wall0)
 {
     for (size_t e = 0; e < nev; e++) {
         ev[e].w0 -= wall0;
         ev[e].w1 -= wall0;
     }
     if (l->me == 0)
-        return write_all(l, n, path, ev, nev);
+        return write_all(l, n, path, append, ev, nev);
     uint64_t count = nev;
     unsigned char go = 0;
     MPI_Request reqs[2];

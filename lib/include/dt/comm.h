@@ -140,6 +140,8 @@ typedef struct {
     dt_algo algo;          /* default algorithm; AUTO: env DT_ALGO, else auto */
     const char *trace_path; /* Chrome trace written at the end of the job;
                                NULL: env DT_TRACE, else none */
+    int trace_append;      /* 1: after an earlier job's trace at trace_path
+                              (a run, then its resume), clocks going on */
     const char *fault;     /* fault injection; NULL: env DT_FAULT, else none.
                               "kill:rank=2:at=allreduce#5": rank 2 dies when
                               it enters its 5th allreduce (proc backend: by
@@ -463,6 +465,13 @@ dt_result dt_compute_end(dt_comm *comm);
 /* Advances the clock by a known modeled time (seconds >= 0), e.g. a
  * compute step priced as flops / device_flops_per_s. */
 dt_result dt_clock_advance(dt_comm *comm, double seconds);
+
+/* A program's marks in its trace: regions dt_trace_begin .. dt_trace_end
+ * (8 nested at most; DT_ERR_STATE past it or ending none), instants (kills
+ * mark theirs). Names: 1 to 31 printable chars, no '"' or backslash. */
+dt_result dt_trace_begin(dt_comm *comm, const char *name);
+dt_result dt_trace_end(dt_comm *comm);
+dt_result dt_trace_instant(dt_comm *comm, const char *name);
 
 /* dt_comm_link's alpha (seconds) and beta (bytes/s; INFINITY for "none"). */
 dt_result dt_comm_net(const dt_comm *comm, double *alpha, double *beta);

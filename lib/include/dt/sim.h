@@ -371,6 +371,66 @@ double dt_sim_job_mtbf(double device_mtbf, int n);
 double dt_sim_ckpt_run(double work, double tau, double delta, double R, double M, uint64_t seed,
                        long *failures);
 
+/* ---------------------------------------------------------------- stragglers (chapter 14, section 9)
+ *
+ * Synchronous data-parallel steps on the modeled clock: a global batch of
+ * B samples, a sample costing sample_s / speed of compute on a worker of
+ * that speed, then a ring allreduce of grad_bytes among the workers whose
+ * gradients the step uses (dt_net_ring_allreduce on link). A worker's
+ * speed is 1, but slow_rank's is slow_speed every step, and each worker's
+ * is slow_speed at each step with probability p_slow (drawn from seed,
+ * one stream a worker). The policies:
+ *   WAIT_ALL  K workers of B / K samples; the step waits for the slowest:
+ *             max_i b_i sample_s / speed_i.
+ *   BACKUP    K + extra workers of B / K samples (Chen et al., 2016); the
+ *             step takes the first K gradients (equal times: in turn from
+ *             worker step mod (K + extra) on, so none is always last) and
+ *             drops the rest: their samples are lost, the mean is over the
+ *             K B / K = B that arrived.
+ *   DROP      K workers; the step takes the first K - extra gradients:
+ *             B (K - extra) / K samples a step, their mean.
+ *   ADAPTIVE  K workers, b_i = B speed_i / sum_j speed_j of the speeds
+ *             measured at the step before (equal shares at the first),
+ *             rounded by largest remainder, each at least 1; every sample
+ *             counts, with the weights b_i / B.
+ * B must be a multiple of K; extra < K for DROP. */
+typedef enum {
+    DT_STRAGGLE_WAIT_ALL,
+    DT_STRAGGLE_BACKUP,
+    DT_STRAGGLE_DROP,
+    DT_STRAGGLE_ADAPTIVE,
+    DT_NUM_STRAGGLE
+} dt_sim_straggle_policy;
+
+typedef struct {
+    int workers;       /* K, 1 .. 1024 */
+    int extra;         /* BACKUP: spare workers; DROP: gradients not waited for */
+    int batch;         /* B */
+    double sample_s;   /* one sample's compute at speed 1 (> 0) */
+    double grad_bytes; /* the gradient's bytes (>= 0) */
+    dt_net link;       /* its allreduce's link */
+    int slow_rank;     /* -1: none */
+    double slow_speed; /* in (0, 1] */
+    double p_slow;     /* in [0, 1] */
+    uint64_t seed;
+    int steps;         /* >= 1 */
+} dt_sim_straggle;
+
+typedef struct {
+    double step_s;    /* mean over the steps: compute waited for + allreduce */
+    double compute_s; /* mean of the compute waited for */
+    double used;      /* mean samples in a step's update */
+    double computed;  /* mean samples computed a step, the dropped included */
+    double share_min, share_max; /* over the workers: of the samples dealt to
+                                    one, the fraction that reached an update */
+} dt_sim_straggle_out;
+
+/* The policy's figures over s->steps steps. DT_ERR_INVALID_ARG naming a
+ * bad field. */
+dt_result dt_sim_stragglers(const dt_sim_straggle *s, dt_sim_straggle_policy p,
+                            dt_sim_straggle_out *out);
+const char *dt_sim_straggle_name(dt_sim_straggle_policy p);
+
 #ifdef __cplusplus
 }
 #endif
