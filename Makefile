@@ -577,10 +577,12 @@ doctor:
 # rendered into build/book/ (open build/book/index.html), which works
 # offline; test-book opens every page in headless Chromium with requests
 # outside the book refused, and plants faults in copies to show it fails.
-# Their tools: make deps-book (pandoc, Node.js, Chromium from Debian; npm
-# installs the pinned playwright-core on the first test-book).
+# Their tools: make deps-book (pandoc, Node.js, Chromium, and clang's
+# wasm32 target for the planner in the page, from Debian; npm installs the
+# pinned playwright-core on the first test-book). Without clang's wasm32
+# target the book is built without its planner, and test-book fails.
 book:
-	@tools/book/build.sh build/book
+	@CC="$(CC)" WERROR="$(WERROR)" tools/book/build.sh build/book
 test-book: book
 	@tools/book/test.sh build/book
 deps-book:
@@ -615,7 +617,7 @@ help:
 	$(call HELP_ROW,make deps-graph,lib/'s include graph between layers and its call circles)
 	$(call HELP_ROW,make deps,install the Debian/Ubuntu packages that are missing)
 	$(call HELP_ROW,make book,the chapters as a web book: build/book/index.html)
-	$(call HELP_ROW,make deps-book,install the book's tools: pandoc$(,) Node.js$(,) Chromium)
+	$(call HELP_ROW,make deps-book,install the book's tools: pandoc$(,) Node.js$(,) Chromium$(,) clang for wasm32)
 	$(call HELP_ROW,make test-book,the book opened in headless Chromium$(,) offline$(,) every page checked)
 	$(call HELP_ROW,make headers,(part of make) each public header compiles alone)
 	$(call HELP_ROW,make lab-bins,(part of make) every lab's test program and own program)

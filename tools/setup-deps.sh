@@ -14,7 +14,9 @@
 #   book       pandoc, Node.js with npm, and Chromium: `make book` and its
 #              browser test `make test-book` (tools/book/; npm then installs
 #              the pinned playwright-core of tools/book/package-lock.json,
-#              1.61, the last that runs on Debian 12's Node.js 18).
+#              1.61, the last that runs on Debian 12's Node.js 18); clang,
+#              lld, wasi-libc and the wasm32 builtins of compiler-rt: the
+#              planner in the page, lib/sim built for WebAssembly.
 #              Debian's npm package only where no npm is installed: a
 #              Node.js of another origin bundles its own and conflicts with it
 #
@@ -52,7 +54,7 @@ for s in "${sets[@]}"; do
         staff) pkgs+=(patch zip unzip python3) ;;
         mpi) pkgs+=(openmpi-bin libopenmpi-dev mpich libmpich-dev) ;;
         container) pkgs+=(git gdb) ;;
-        book) pkgs+=(pandoc nodejs chromium)
+        book) pkgs+=(pandoc nodejs chromium clang lld wasi-libc libclang-rt-dev-wasm32)
               command -v npm >/dev/null || pkgs+=(npm) ;;
     esac
 done

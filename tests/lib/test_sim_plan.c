@@ -7,25 +7,18 @@
 #include "grader.h"
 
 #include "dt/sim.h"
+#include "sim_vectors.h"
 
 #include <math.h>
 #include <string.h>
-
-static const dt_sim_model gpt175 = {96, 12288, 96, 4 * 12288, 2048, 51200, 1};
-
-static dt_sim_layout layout(int tp, int pp, int dp, int vpp, int B, int b, dt_sim_recompute r)
-{
-    dt_sim_layout l = {tp, pp, dp, vpp, 0, B, b, r, 0, DT_SIM_BF16, DT_SIM_1F1B};
-    return l;
-}
 
 static const dt_sim_cluster *a100(void) { return dt_sim_cluster_preset("dgx-a100-80gb"); }
 
 TEST(sim_plan_params_and_flops_closed_forms, 2)
 {
-    dt_sim_layout l = layout(8, 8, 1, 1, 64, 1, DT_SIM_RECOMPUTE_FULL);
+    dt_sim_layout l = sim_layout(8, 8, 1, 1, 64, 1, DT_SIM_RECOMPUTE_FULL);
     dt_sim_cost k;
-    EXPECT_OK(dt_sim_plan(&gpt175, &l, a100(), &k));
+    EXPECT_OK(dt_sim_plan(&sim_gpt175, &l, a100(), &k));
     double L = 96, h = 12288, s = 2048, V = 51200, B = 64;
     /* Megatron: P = 12 l h^2 (1 + 13/(12h) + (V + s)/(12 l h)), plus the last layernorm */
     double P = 12 * L * h * h * (1 + 13 / (12 * h) + (V + s) / (12 * L * h)) + 2 * h;
@@ -35,7 +28,7 @@ TEST(sim_plan_params_and_flops_closed_forms, 2)
     EXPECT_NEAR(k.hw_flops, 96 * B * s * L * h * h * (1 + s / (6 * h) + V / (16 * L * h)), 1e-12);
     /* selective recomputes QK^T and scores x V: 4 B s^2 l h more */
     l.recompute = DT_SIM_RECOMPUTE_SELECTIVE;
-    EXPECT_OK(dt_sim_plan(&gpt175, &l, a100(), &k));
+    EXPECT_OK(dt_sim_plan(&sim_gpt175, &l, a100(), &k));
     EXPECT_NEAR(k.hw_flops - k.model_flops, 4 * B * s * s * L * h, 1e-9);
     EXPECT_NEAR(k.mfu, k.tflops_per_device * 1e12 / 312e12, 1e-12);
     EXPECT_NEAR(k.tokens_per_s, B * s / k.step_s, 1e-12);
@@ -47,7 +40,7 @@ TEST(sim_plan_params_and_flops_closed_forms, 2)
 TEST(sim_plan_memory_by_kind, 2)
 {
     dt_sim_model m = {4, 256, 8, 1024, 128, 1000, 1};
-    dt_sim_layout l = layout(1, 1, 1, 1, 8, 2, DT_SIM_RECOMPUTE_NONE);
+    dt_sim_layout l = sim_layout(1, 1, 1, 1, 8, 2, DT_SIM_RECOMPUTE_NONE);
     dt_sim_cost k;
     EXPECT_OK(dt_sim_plan(&m, &l, a100(), &k));
     dt_sim_memory st = dt_sim_zero_memory(0, k.params, 1, dt_sim_mixed_precision_adam());
@@ -77,15 +70,15 @@ TEST(sim_plan_memory_by_kind, 2)
  * layers' worth interleaved (Korthikanti et al. 4.2.3), all m under GPipe. */
 TEST(sim_plan_micro_batches_in_flight, 1)
 {
-    dt_sim_layout l = layout(8, 8, 1, 1, 64, 1, DT_SIM_RECOMPUTE_SELECTIVE);
+    dt_sim_layout l = sim_layout(8, 8, 1, 1, 64, 1, DT_SIM_RECOMPUTE_SELECTIVE);
     dt_sim_cost k;
-    EXPECT_OK(dt_sim_plan(&gpt175, &l, a100(), &k));
+    EXPECT_OK(dt_sim_plan(&sim_gpt175, &l, a100(), &k));
     EXPECT(k.inflight == 8, "1F1B: %g in flight, want p = 8", k.inflight);
     l.vpp = 3;
-    EXPECT_OK(dt_sim_plan(&gpt175, &l, a100(), &k));
+    EXPECT_OK(dt_sim_plan(&sim_gpt175, &l, a100(), &k));
     EXPECT_NEAR(k.inflight, 8 * (1 + 7.0 / 24), 1e-12);
     l.vpp = 1, l.schedule = DT_SIM_GPIPE;
-    EXPECT_OK(dt_sim_plan(&gpt175, &l, a100(), &k));
+    EXPECT_OK(dt_sim_plan(&sim_gpt175, &l, a100(), &k));
     EXPECT(k.inflight == 64, "GPipe: %g in flight, want m = 64", k.inflight);
 }
 
@@ -94,9 +87,9 @@ TEST(sim_plan_micro_batches_in_flight, 1)
 TEST(sim_plan_step_is_its_terms, 2)
 {
     const dt_sim_cluster *c = a100();
-    dt_sim_layout l = layout(8, 4, 2, 2, 64, 2, DT_SIM_RECOMPUTE_NONE);
+    dt_sim_layout l = sim_layout(8, 4, 2, 2, 64, 2, DT_SIM_RECOMPUTE_NONE);
     dt_sim_cost k;
-    EXPECT_OK(dt_sim_plan(&gpt175, &l, c, &k));
+    EXPECT_OK(dt_sim_plan(&sim_gpt175, &l, c, &k));
     EXPECT(k.microbatches == 16, "m = 64 / (2 x 2) = 16, got %d", k.microbatches);
     EXPECT_NEAR(k.bubble, 3.0 / (2 * 16), 1e-15);
     EXPECT_NEAR(k.step_s, k.t_compute + k.t_tp + k.t_pp + k.t_bubble + k.t_dp + k.t_optimizer,
@@ -128,29 +121,19 @@ TEST(sim_plan_step_is_its_terms, 2)
  * pays the NVLink, one spanning nodes the InfiniBand. */
 TEST(sim_plan_groups_find_their_links, 1)
 {
-    dt_sim_model m = {32, 4096, 32, 16384, 2048, 51200, 1};
-    struct {
-        int tp, pp, dp, tp_inter, pp_inter, dp_inter;
-    } cases[] = {
-        {8, 2, 2, 0, 1, 1},  /* TP fills a node: PP and DP cross */
-        {2, 4, 2, 0, 0, 1},  /* TP x PP = 8: a pipeline inside a node */
-        {2, 2, 2, 0, 0, 0},  /* 8 devices: one node */
-        {16, 1, 2, 1, 0, 1}, /* TP across two nodes */
-        {1, 1, 16, 0, 0, 1}, /* DP across two nodes */
-        {4, 1, 2, 0, 0, 0},  /* two TP groups of 4 in one node */
-    };
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        dt_sim_layout l = layout(cases[i].tp, cases[i].pp, cases[i].dp, 1, 64, 1,
-                                 DT_SIM_RECOMPUTE_FULL);
+    const dt_sim_model m = sim_links_model;
+    for (size_t i = 0; i < sizeof sim_link_cases / sizeof sim_link_cases[0]; i++) {
+        const sim_link_case *c = &sim_link_cases[i];
+        dt_sim_layout l = sim_layout(c->tp, c->pp, c->dp, 1, 64, 1, DT_SIM_RECOMPUTE_FULL);
         dt_sim_cost k;
         EXPECT_OK(dt_sim_plan(&m, &l, a100(), &k));
         for (int j = 0; j < k.ncomm; j++) {
             const dt_sim_comm *x = &k.comm[j];
-            int want = x->group == DT_SIM_GROUP_TP   ? cases[i].tp_inter
-                       : x->group == DT_SIM_GROUP_PP ? cases[i].pp_inter
-                                                     : cases[i].dp_inter;
+            int want = x->group == DT_SIM_GROUP_TP   ? c->tp_inter
+                       : x->group == DT_SIM_GROUP_PP ? c->pp_inter
+                                                     : c->dp_inter;
             EXPECT(x->inter == want, "tp %d pp %d dp %d: %s group on the %s link, want %s",
-                   cases[i].tp, cases[i].pp, cases[i].dp, x->what, x->inter ? "inter" : "intra",
+                   c->tp, c->pp, c->dp, x->what, x->inter ? "inter" : "intra",
                    want ? "inter" : "intra");
         }
     }
@@ -159,17 +142,17 @@ TEST(sim_plan_groups_find_their_links, 1)
 /* A layout that does not fit says so; a slower network only slows it. */
 TEST(sim_plan_fits_and_links_matter, 1)
 {
-    dt_sim_layout l = layout(1, 1, 1, 1, 8, 1, DT_SIM_RECOMPUTE_NONE);
+    dt_sim_layout l = sim_layout(1, 1, 1, 1, 8, 1, DT_SIM_RECOMPUTE_NONE);
     dt_sim_cost k;
-    EXPECT_OK(dt_sim_plan(&gpt175, &l, a100(), &k));
+    EXPECT_OK(dt_sim_plan(&sim_gpt175, &l, a100(), &k));
     EXPECT(!k.fits && k.mem_bytes > 16 * 174e9, "175B on one GPU: %g bytes, fits %d", k.mem_bytes,
            k.fits);
     dt_sim_cluster slow = *a100();
-    dt_sim_layout l2 = layout(8, 8, 2, 1, 64, 1, DT_SIM_RECOMPUTE_FULL);
+    dt_sim_layout l2 = sim_layout(8, 8, 2, 1, 64, 1, DT_SIM_RECOMPUTE_FULL);
     dt_sim_cost fast_k, slow_k;
-    EXPECT_OK(dt_sim_plan(&gpt175, &l2, &slow, &fast_k));
+    EXPECT_OK(dt_sim_plan(&sim_gpt175, &l2, &slow, &fast_k));
     slow.inter.beta /= 10;
-    EXPECT_OK(dt_sim_plan(&gpt175, &l2, &slow, &slow_k));
+    EXPECT_OK(dt_sim_plan(&sim_gpt175, &l2, &slow, &slow_k));
     EXPECT(slow_k.t_pp > fast_k.t_pp && slow_k.t_dp > fast_k.t_dp &&
                slow_k.t_tp == fast_k.t_tp && slow_k.t_compute == fast_k.t_compute,
            "a slower inter-node link slows PP and DP only");
@@ -182,20 +165,14 @@ TEST(sim_plan_refuses_naming_the_field, 2)
         dt_sim_layout l;
         const char *field, *other;
     } cases[] = {
-        {layout(5, 1, 1, 1, 8, 1, 0), "tp", "heads"},
-        {layout(1, 5, 1, 1, 8, 1, 0), "pp", "layers"},
-        {layout(1, 1, 1, 2, 8, 1, 0), "vpp", "pp"},
-        {layout(1, 8, 1, 5, 64, 1, 0), "vpp", "layers"},
-        {layout(1, 8, 1, 2, 12, 1, 0), "global_batch", "pp"},
-        {layout(1, 1, 3, 1, 8, 1, 0), "global_batch", "micro_batch"},
-        {layout(0, 1, 1, 1, 8, 1, 0), "tp", 0},
-        {layout(1, 1, 1, 1, 8, 0, 0), "micro_batch", 0},
-        {layout(1, 1, 1, 1, 8, 1, (dt_sim_recompute)7), "recompute", 0},
+#define ROW(l, field, other) {l, field, other},
+        SIM_REFUSALS(ROW)
+#undef ROW
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         dt_sim_cost k;
         dt_sim_bad bad = {0};
-        EXPECT(dt_sim_plan_eval(&gpt175, &cases[i].l, a100(), &k, &bad) == DT_ERR_INVALID_ARG,
+        EXPECT(dt_sim_plan_eval(&sim_gpt175, &cases[i].l, a100(), &k, &bad) == DT_ERR_INVALID_ARG,
                "case %zu accepted", i);
         EXPECT(bad.field && !strcmp(bad.field, cases[i].field), "case %zu: field %s, want %s", i,
                bad.field ? bad.field : "(none)", cases[i].field);
@@ -204,20 +181,20 @@ TEST(sim_plan_refuses_naming_the_field, 2)
                "case %zu: checked against %s, want %s", i, bad.other ? bad.other : "(none)",
                cases[i].other ? cases[i].other : "(none)");
     }
-    dt_sim_layout l = layout(1, 1, 1, 1, 8, 1, 0);
+    dt_sim_layout l = sim_layout(1, 1, 1, 1, 8, 1, 0);
     l.zero = 4;
     dt_sim_cost k;
-    EXPECT(dt_sim_plan(&gpt175, &l, a100(), &k) == DT_ERR_INVALID_ARG, "ZeRO 4 accepted");
+    EXPECT(dt_sim_plan(&sim_gpt175, &l, a100(), &k) == DT_ERR_INVALID_ARG, "ZeRO 4 accepted");
     EXPECT(strstr(dt_last_error(), "zero = 4"), "message: %s", dt_last_error());
     l.zero = 0;
-    dt_sim_model m = gpt175;
+    dt_sim_model m = sim_gpt175;
     m.heads = 100; /* does not divide 12288 */
     EXPECT(dt_sim_plan(&m, &l, a100(), &k) == DT_ERR_INVALID_ARG, "100 heads accepted");
     EXPECT(strstr(dt_last_error(), "heads = 100") && strstr(dt_last_error(), "hidden = 12288"),
            "message: %s", dt_last_error());
     dt_sim_cluster c = *a100();
     c.matmul_eff = 0;
-    EXPECT(dt_sim_plan(&gpt175, &l, &c, &k) == DT_ERR_INVALID_ARG, "efficiency 0 accepted");
+    EXPECT(dt_sim_plan(&sim_gpt175, &l, &c, &k) == DT_ERR_INVALID_ARG, "efficiency 0 accepted");
     EXPECT(strstr(dt_last_error(), "matmul_eff"), "message: %s", dt_last_error());
     EXPECT(dt_sim_plan(NULL, &l, a100(), &k) == DT_ERR_INVALID_ARG, "NULL model accepted");
 }

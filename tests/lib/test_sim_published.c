@@ -11,63 +11,10 @@
 #include "grader.h"
 
 #include "dt/sim.h"
+#include "sim_vectors.h"
 
 #include <math.h>
 #include <stdio.h>
-
-typedef struct {
-    const char *name;
-    int layers, hidden, heads;
-    int tp, pp, gpus, batch, micro, vpp, sp;
-    dt_sim_recompute recompute;
-    double published; /* TFLOP/s per GPU (tflops = 1) or seconds a step */
-    int tflops;
-} run;
-
-/* Narayanan et al., "Efficient Large-Scale Language Model Training on GPU
- * Clusters Using Megatron-LM" (SC 2021), Table 1 (weak scaling): sequence
- * 2,048, vocabulary 51,200, fp16, full recomputation; the achieved
- * TFLOP/s per GPU count 96 B s l h^2 (1 + s/6h + V/16lh) a step (the
- * paper's eq. 3: our hw_flops). The table gives no micro-batch size or
- * interleaving: assumed 1 and none. Columns: parameters (billions),
- * heads, hidden, layers, TP, PP, GPUs, batch, TFLOP/s per GPU. */
-static const run megatron2021[] = {
-    {"1.7B (Table 1)", 24, 2304, 24, 1, 1, 32, 512, 1, 1, 0, DT_SIM_RECOMPUTE_FULL, 137, 1},
-    {"3.6B (Table 1)", 30, 3072, 32, 2, 1, 64, 512, 1, 1, 0, DT_SIM_RECOMPUTE_FULL, 138, 1},
-    {"7.5B (Table 1)", 36, 4096, 32, 4, 1, 128, 512, 1, 1, 0, DT_SIM_RECOMPUTE_FULL, 142, 1},
-    {"18.4B (Table 1)", 40, 6144, 48, 8, 1, 256, 1024, 1, 1, 0, DT_SIM_RECOMPUTE_FULL, 135, 1},
-    {"39.1B (Table 1)", 48, 8192, 64, 8, 2, 512, 1536, 1, 1, 0, DT_SIM_RECOMPUTE_FULL, 138, 1},
-    {"76.1B (Table 1)", 60, 10240, 80, 8, 4, 1024, 1792, 1, 1, 0, DT_SIM_RECOMPUTE_FULL, 140, 1},
-    {"145.6B (Table 1)", 80, 12288, 96, 8, 8, 1536, 2304, 1, 1, 0, DT_SIM_RECOMPUTE_FULL, 148, 1},
-    {"310.1B (Table 1)", 96, 16384, 128, 8, 16, 1920, 2160, 1, 1, 0, DT_SIM_RECOMPUTE_FULL, 155, 1},
-    {"529.6B (Table 1)", 105, 20480, 128, 8, 35, 2520, 2520, 1, 1, 0, DT_SIM_RECOMPUTE_FULL, 163,
-     1},
-    {"1008B (Table 1)", 128, 25600, 160, 8, 64, 3072, 3072, 1, 1, 0, DT_SIM_RECOMPUTE_FULL, 163, 1},
-};
-
-/* Korthikanti et al., "Reducing Activation Recomputation in Large
- * Transformer Models" (MLSys 2023), Table 5: seconds a step with full
- * recomputation, and with selective recomputation and sequence
- * parallelism ("present work"); the models and layouts of its Table 3 as
- * Calculon's validation encodes them (calculon-ai/calculon,
- * validation/NAME_full.json and NAME_seqsel.json: micro-batch 1, 4 for 22B; interleaving 3 for 175B
- * and 530B), one pipeline (no DP), fp16. */
-static const run korthikanti2022[] = {
-    {"22B full (Table 5)", 48, 6144, 64, 8, 1, 8, 4, 4, 1, 0, DT_SIM_RECOMPUTE_FULL, 1.42, 0},
-    {"22B selective+SP (Table 5)", 48, 6144, 64, 8, 1, 8, 4, 4, 1, 1,
-     DT_SIM_RECOMPUTE_SELECTIVE, 1.10, 0},
-    {"175B full (Table 5)", 96, 12288, 96, 8, 8, 64, 64, 1, 3, 0, DT_SIM_RECOMPUTE_FULL, 18.13, 0},
-    {"175B selective+SP (Table 5)", 96, 12288, 96, 8, 8, 64, 64, 1, 3, 1,
-     DT_SIM_RECOMPUTE_SELECTIVE, 13.75, 0},
-    {"530B full (Table 5)", 105, 20480, 128, 8, 35, 280, 280, 1, 3, 0, DT_SIM_RECOMPUTE_FULL, 49.05,
-     0},
-    {"530B selective+SP (Table 5)", 105, 20480, 128, 8, 35, 280, 280, 1, 3, 1,
-     DT_SIM_RECOMPUTE_SELECTIVE, 37.83, 0},
-    {"1T full (Table 5)", 128, 25600, 160, 8, 64, 512, 512, 1, 1, 0, DT_SIM_RECOMPUTE_FULL, 94.42,
-     0},
-    {"1T selective+SP (Table 5)", 128, 25600, 160, 8, 64, 512, 512, 1, 1, 1,
-     DT_SIM_RECOMPUTE_SELECTIVE, 71.49, 0},
-};
 
 #define CALIBRATION (&korthikanti2022[2])
 #define TARGET 0.15 /* the relative error every predicted row must stay within */
@@ -76,11 +23,11 @@ static const dt_sim_cluster *selene(void) { return dt_sim_cluster_preset("dgx-a1
 
 /* The planner's figure for a run: TFLOP/s per GPU as the paper counts
  * them, or seconds a step; NaN if the planner refuses the run. */
-static double predict(const run *r, const dt_sim_cluster *c, dt_sim_cost *k)
+static double predict(const sim_run *r, const dt_sim_cluster *c, dt_sim_cost *k)
 {
-    dt_sim_model m = {r->layers, r->hidden, r->heads, 4 * r->hidden, 2048, 51200, 1};
-    dt_sim_layout l = {r->tp, r->pp, r->gpus / (r->tp * r->pp), r->vpp, r->sp, r->batch,
-                       r->micro, r->recompute, 0, DT_SIM_FP16, DT_SIM_1F1B};
+    dt_sim_model m;
+    dt_sim_layout l;
+    sim_run_args(r, &m, &l);
     if (dt_sim_plan(&m, &l, c, k) != DT_OK)
         return NAN;
     return r->tflops ? k->hw_tflops_per_device : k->step_s;
@@ -109,7 +56,7 @@ TEST(sim_published_calibration_is_one_row, 1)
            "the A100 presets share their efficiencies");
 }
 
-static void check_rows(const run *rows, int n, double *sum, double *max, int *count)
+static void check_rows(const sim_run *rows, int n, double *sum, double *max, int *count)
 {
     for (int i = 0; i < n; i++) {
         dt_sim_cost k;

@@ -13,6 +13,10 @@
 #   figures/              the chapters' SVG figures
 #   search-index.js       the search index, made here (a script, not JSON
 #                         fetched at view time: file:// forbids fetch)
+#   planner.js, planner-wasm.js   the planner in the page: a form in each
+#                         chapter's ::: {.planner} block that runs lib/sim's
+#                         dt_sim_plan compiled to WebAssembly (planner.sh;
+#                         its test vectors go to OUT-planner/)
 #
 # Math is rendered here, by pandoc, into MathML: reading the book needs no
 # JavaScript and no font beyond the browser's. A formula pandoc cannot
@@ -37,6 +41,14 @@ tests/grader/list-files.sh student | LC_ALL=C sort >"$work/files"
 : >"$work/linked"
 
 chapters=(chapters/[0-9][0-9]-*.md)
+# The planner first: the chapters that hold one load its scripts only when
+# it was built (planner.sh says why it was not).
+"$here/planner.sh" "$out" "$out-planner"
+planner=0
+if [ -f "$out/planner-wasm.js" ]; then
+    planner=1
+    cp "$here/planner.js" "$out/"
+fi
 title() { sed -n '1s/^# *//p' "$1"; }
 fail_on_math() {   # pandoc's warnings: an unconverted formula is an error here
     if grep -q 'Could not convert TeX math' "$1"; then
@@ -67,6 +79,9 @@ for ((i = 0; i < n; i++)); do
     if ((i + 1 < n)); then
         x=$(basename "${chapters[$((i + 1))]}" .md)
         args+=(-V next="$x.html" -V nexttitle="${x%%-*}")
+    fi
+    if [ "$planner" = 1 ] && grep -q '^::: *{[^}]*\.planner' "$c"; then
+        args+=(-V planner=1)
     fi
     if [ -f "chapters/hints/$nn.md" ]; then
         args+=(-V hints="$nn-hints.html")
@@ -148,3 +163,6 @@ render "$work/toc.md" "$out/index.html" -M pagetitle="Contents" \
     -V next="$(basename "${chapters[0]}" .md).html" -V nexttitle="${chapters[0]:9:2}"
 rm -rf "$work"
 echo "book: $out/index.html ($(find "$out" -name '*.html' | wc -l) pages)"
+if [ "$planner" = 0 ]; then
+    echo "book: built WITHOUT the planner: $(cat "$out-planner/skipped")" >&2
+fi

@@ -13,6 +13,14 @@
 // follows the system and the toggle persists, ←/→ turn pages; screenshots
 // of a chapter go to DIR/screenshots/.
 //
+// The planner (planner.js, on the pages with a div.planner): the vectors
+// of the C tests, with the native planner's figures (planner.sh writes
+// them to BOOK-planner/vectors.json; --vectors FILE names another), are
+// replayed through the page's form, and every figure the page holds must
+// equal the native one exactly, every refusal give the same message; a
+// book built without the planner fails here. A screenshot of it goes to
+// DIR/screenshots/ too.
+//
 // --pages limits the run to those pages (the planted-fault tests).
 // CHROMIUM names the browser (default /usr/bin/chromium).
 import fs from "node:fs";
@@ -33,6 +41,7 @@ async function axeViolations(page) {
 const args = process.argv.slice(2);
 const dir = fs.realpathSync(args[0] || "build/book");
 const only = args.includes("--pages") ? args[args.indexOf("--pages") + 1].split(",") : null;
+const vectorsFile = args.includes("--vectors") ? args[args.indexOf("--vectors") + 1] : `${dir}-planner/vectors.json`;
 const exe = process.env.CHROMIUM || "/usr/bin/chromium";
 if (!fs.existsSync(exe)) {
   console.error(`test-book: no browser at ${exe}: run tools/setup-deps.sh book (or set CHROMIUM)`);
@@ -84,6 +93,7 @@ async function newContext(opts = {}) {
 
 // ---------------------------------------------------------------- every page
 const all = only || pages(dir).sort();
+const plannerPages = [];
 // SKIP_PAGES=1 goes straight to the whole-book checks (while writing them).
 if (process.env.SKIP_PAGES === "1" && !only) all.length = 0;
 else check(all.length > 0, "no page to open");
@@ -98,6 +108,12 @@ for (const p of all) {
   errors.length = 0;
   const before = refused.length;
   await page.goto(url(p), { waitUntil: "load" });
+  // The planner builds its form once its module is compiled: wait for it,
+  // so that the checks below (accessibility too) see the form.
+  if (await page.$("div.planner")) {
+    await page.waitForSelector("div.planner .planner-out > *", { timeout: 10000 }).catch(() => {});
+    plannerPages.push(p);
+  }
   const r = await page.evaluate(() => {
     const raw = [];
     const walk = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT, {
@@ -135,6 +151,89 @@ for (const p of all) {
   }
 }
 console.log(`pages: ${all.length} opened`);
+
+// ---------------------------------------------------------------- the planner
+// One vector through the form of the page's first planner: its arguments
+// set in the form's controls, an input event, the figures read back from
+// the cells' data-value. A value the form cannot hold (a choice out of
+// range, as a refusal's vector has) goes to dtPlanner.plan, which the form
+// calls, instead.
+function replay(v) {
+  const box = document.querySelector("div.planner"), f = box.querySelector("form");
+  let viaForm = true;
+  for (const [k, val] of Object.entries(v.args)) {
+    const c = f.elements[k];
+    if (!c) return { missing: k };
+    if (c.type === "checkbox") c.checked = !!val;
+    else if (c.tagName === "SELECT") {
+      const o = [...c.options].find((o) => (k === "cluster" ? o.textContent : o.value) === String(val));
+      if (!o) { viaForm = false; break; }
+      c.value = o.value;
+    } else c.value = String(val);
+  }
+  if (!viaForm) {
+    const a = { ...v.args, cluster: window.dtPlanner.choices.cluster.indexOf(v.args.cluster) };
+    return { viaForm, r: window.dtPlanner.plan(a) };
+  }
+  f.dispatchEvent(new Event("input", { bubbles: true }));
+  const err = box.querySelector("[data-error]");
+  if (err) return { viaForm, r: { error: err.dataset.error } };
+  const cost = {};
+  for (const td of box.querySelectorAll("[data-field]")) cost[td.dataset.field] = Number(td.dataset.value);
+  return { viaForm, r: { cost } };
+}
+
+function differences(v, got) {
+  if (v.error !== undefined || got.error !== undefined)
+    return got.error === v.error ? [] : [`refusal: page ${JSON.stringify(got.error)}, native ${JSON.stringify(v.error)}`];
+  const out = [];
+  for (const k of new Set([...Object.keys(v.cost), ...Object.keys(got.cost)]))
+    if (!Object.is(got.cost[k], v.cost[k])) out.push(`${k}: page ${got.cost[k]}, native ${v.cost[k]}`);
+  return out;
+}
+
+const plannerExpected = only ? plannerPages : ["13-3d-parallel.html", "08-zero.html"];
+if (plannerExpected.length) {
+  const skipped = path.join(path.dirname(vectorsFile), "skipped");
+  if (!fs.existsSync(vectorsFile)) {
+    check(false, `planner: not built: ${fs.existsSync(skipped) ? fs.readFileSync(skipped, "utf8").trim()
+      : `no ${vectorsFile}`} (make book skipped it; make deps-book installs clang's wasm32 target)`);
+  } else {
+    const vectors = JSON.parse(fs.readFileSync(vectorsFile, "utf8"));
+    check(vectors.length > 0, `planner: no vectors in ${vectorsFile}`);
+    for (const p of plannerExpected) {
+      check(fs.readFileSync(path.join(dir, p), "utf8").includes('<div class="planner"'), `planner: ${p} holds no planner`);
+      await page.goto(url(p), { waitUntil: "load" });
+      const ready = await page.waitForSelector("div.planner .planner-out > *", { timeout: 10000 })
+        .then(() => true, () => false);
+      check(ready, `planner: ${p}: the form never showed a plan`);
+      if (!ready) continue;
+      let viaForm = 0, equal = 0;
+      for (const v of vectors) {
+        const g = await page.evaluate(replay, v);
+        if (g.missing) { check(false, `planner: ${p}: the form has no field ${g.missing}`); break; }
+        viaForm += g.viaForm ? 1 : 0;
+        const d = differences(v, g.r);
+        check(d.length === 0, `planner: ${p}: "${v.name}" differs from the native planner: ${d.slice(0, 4).join("; ")}`);
+        equal += d.length === 0 ? 1 : 0;
+      }
+      console.log(`planner: ${p}: ${equal} of ${vectors.length} vectors equal to the native planner's ` +
+        `(${viaForm} through the form, ${vectors.length - viaForm} through dtPlanner.plan)`);
+    }
+    // A person's look: the chapter's own example, as the page opens.
+    const shots = path.join(dir, "screenshots");
+    fs.mkdirSync(shots, { recursive: true });
+    for (const p of plannerExpected) {
+      await page.goto(url(p), { waitUntil: "load" });
+      const box = await page.waitForSelector("div.planner .planner-out > *", { timeout: 10000 })
+        .then(() => page.$("div.planner"), () => null);
+      if (!box) continue;
+      const f = path.join(shots, `planner-${p.replace(/\.html$/, "")}.png`);
+      await box.screenshot({ path: f });
+      console.log(`planner: screenshot ${f}`);
+    }
+  }
+}
 
 // ---------------------------------------------------------- the whole book
 if (!only) {

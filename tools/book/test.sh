@@ -3,7 +3,8 @@
 # by build.sh) in headless Chromium (test.mjs), then proof that the test
 # can fail: copies of the book in a temporary folder, each with one planted
 # fault in a chapter's page, must each fail it with the fault named, and an
-# unplanted copy must pass.
+# unplanted copy must pass; the same for the planner (a wrong module, a
+# wrong expected figure, no planner at all), with BOOK-planner's vectors.
 #
 # playwright-core and axe-core come from npm at the versions package-lock.json pins
 # (npm ci, once); Chromium, pandoc and Node.js from Debian
@@ -58,5 +59,59 @@ for p in "${plants[@]}"; do
         passed=$((passed + 1)); echo "ok   planted $what: caught ($expect)"
     fi
 done
+
+# The planner's plants, on chapter 13's page: a module that computes
+# otherwise (the cluster presets' fitted matmul_eff, 0.6846, made 0.6847
+# in the module's data), an expected figure off by one bit, and a book
+# built without the planner (no vectors): each must fail the planner's check.
+ppage=13-3d-parallel.html
+vectors=$book-planner/vectors.json
+if [ ! -f "$vectors" ]; then
+    failed=$((failed + 1))
+    echo "FAIL the planner was not built: $(cat "$book-planner/skipped" 2>/dev/null || echo "no $vectors")"
+else
+    copy
+    if node "$here/test.mjs" "$tmp/book" --pages "$ppage" --vectors "$vectors" >"$tmp/log" 2>&1; then
+        passed=$((passed + 1))
+    else
+        failed=$((failed + 1)); echo "FAIL the unplanted copy of $ppage fails:"; cat "$tmp/log"
+    fi
+    plants=(
+        'a wrong planner module|module|differs from the native planner'
+        'a wrong test vector|vector|differs from the native planner'
+        'a book without the planner|absent|planner: not built'
+    )
+    for p in "${plants[@]}"; do
+        IFS='|' read -r what how expect <<<"$p"
+        copy
+        cp "$vectors" "$tmp/vectors.json"
+        how=$how node -e '
+            const fs = require("fs"), [book, vec] = process.argv.slice(1);
+            if (process.env.how === "module") {
+                const f = book + "/planner-wasm.js", s = fs.readFileSync(f, "utf8");
+                const b64 = s.match(/"([A-Za-z0-9+\/=]+)"/)[1], wasm = Buffer.from(b64, "base64");
+                const from = Buffer.alloc(8), to = Buffer.alloc(8);
+                from.writeDoubleLE(0.6846); to.writeDoubleLE(0.6847);
+                let n = 0;
+                for (let i = wasm.indexOf(from); i >= 0; i = wasm.indexOf(from, i + 8), n++) to.copy(wasm, i);
+                if (!n) process.exit(1);
+                fs.writeFileSync(f, s.replace(b64, wasm.toString("base64")));
+            } else if (process.env.how === "vector") {
+                const v = JSON.parse(fs.readFileSync(vec, "utf8")), c = v.find((x) => x.cost).cost;
+                const d = new Float64Array([c.step_s]), u = new BigUint64Array(d.buffer);
+                u[0] += 1n;   /* the next double up */
+                c.step_s = d[0];
+                fs.writeFileSync(vec, JSON.stringify(v));
+            } else fs.unlinkSync(vec);' "$tmp/book" "$tmp/vectors.json" ||
+            { failed=$((failed + 1)); echo "FAIL could not plant $what"; continue; }
+        if node "$here/test.mjs" "$tmp/book" --pages "$ppage" --vectors "$tmp/vectors.json" >"$tmp/log" 2>&1; then
+            failed=$((failed + 1)); echo "FAIL the test passed $what"
+        elif ! grep -qF -- "$expect" "$tmp/log"; then
+            failed=$((failed + 1)); echo "FAIL with $what the test failed without saying '$expect':"; cat "$tmp/log"
+        else
+            passed=$((passed + 1)); echo "ok   planted $what: caught ($expect)"
+        fi
+    done
+fi
 echo "planted faults: $passed passed, $failed failed"
 [ "$failed" = 0 ]
