@@ -270,7 +270,8 @@ static dt_result check_span(dt_stream *s, const long *known, const char *what, d
 {
     dt_device *d = s->dev;
     const char *lo = sp.ptr, *hi = lo + sp.bytes;
-    for (size_t i = 0; i < d->nacc; i++) {
+    /* newest first: the message names the access the missing wait was for */
+    for (size_t i = d->nacc; i-- > 0;) {
         const access_rec *a = &d->acc[i];
         if (a->stream == s->idx || (!write && !a->write) || a->hi <= lo || hi <= a->lo ||
             known[a->stream] >= a->seq)
