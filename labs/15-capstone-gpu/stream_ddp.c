@@ -219,7 +219,7 @@ dt_result lab_sddp_backward(lab_sddp *d)
     /* Postcondition: as stream_ddp.h says. Enqueue only (the given step
      * synchronizes), with lab_sddp_enqueue_backward,
      * lab_sddp_enqueue_allreduce and the events of dt/stream.h (chapter 15,
-     * section "Streams and events"). */
+     * sections 3 and 9). */
     (void)d;
     return dt_fail(DT_ERR_NOT_IMPLEMENTED, "lab_sddp_backward");
     /* END STUDENT CODE */

@@ -1,6 +1,6 @@
 /* stream_ddp.h - lab 15: data parallelism on a device's streams, the way
- * it runs on a GPU. Read chapters/15-capstone-gpu.md first (its section
- * "The lab: streams, events, overlap").
+ * it runs on a GPU. Read chapters/15-capstone-gpu.md first (sections 2,
+ * 3 and 9).
  *
  * Lab 03 overlapped the gradients' allreduces with the backward through
  * requests (dt_iallreduce). On a GPU, work is not called but ENQUEUED on
@@ -23,7 +23,7 @@
  *   1. lab_sddp_make_buckets   the buckets, last layers first (chapter 03,
  *                              section 6, as in lab 03)
  *   2. lab_sddp_backward       the backward and the allreduces, overlapped
- *                              (chapter 15, section "Streams and events") */
+ *                              (chapter 15, sections 3 and 9) */
 #ifndef LAB_STREAM_DDP_H
 #define LAB_STREAM_DDP_H
 

@@ -216,7 +216,7 @@ static void launch(int K, size_t cap, int watch)
 
 TEST_T(overlapped_ddp_equals_bucketed_ddp, 3, 30, .race = 1)
 {
-    dt_test_see("chapter 15, section \"Streams and events\"");
+    dt_test_see("chapter 15, sections 3 and 9");
     static const size_t caps[] = {800, 4000, 1 << 20};
     for (int K = 1; K <= 3; K++)
         for (size_t c = 0; c < sizeof caps / sizeof caps[0]; c++)
@@ -225,7 +225,7 @@ TEST_T(overlapped_ddp_equals_bucketed_ddp, 3, 30, .race = 1)
 
 TEST_T(allreduces_overlap_the_backward, 3, 40, .race = 1)
 {
-    dt_test_see("chapter 15, section \"Streams and events\"");
+    dt_test_see("chapter 15, sections 3 and 9");
     launch(2, 800, 1); /* 4 buckets: layers 4-3, 2, 1, 0 */
     launch(3, 1, 1);   /* one bucket per layer */
 }
