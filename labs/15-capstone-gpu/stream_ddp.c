@@ -105,8 +105,46 @@ dt_result lab_sddp_enqueue_allreduce(lab_sddp *d, dt_stream *s, int k)
 static dt_result update_task(void *p)
 {
     lab_sddp *d = *(lab_sddp **)p;
-    dt_optim_config cfg = dt_sgd_config(d->lr, 0, 0);
-    return dt_sgd_update(&cfg, d->model->params, d->model->grads, NULL, d->model->num_params);
+    return dt_optim_step(&d->opt, d->model->params, d->model->grads);
+}
+
+dt_result lab_sddp_enqueue_update(lab_sddp *d, dt_stream *s)
+{
+    if (!d || !s)
+        return dt_fail(DT_ERR_INVALID_ARG, "lab_sddp_enqueue_update: d or s is NULL");
+    size_t o = d->opt.offset, n = d->opt.count * sizeof(float);
+    dt_span g = {d->model->grads + o, n}, p = {d->model->params + o, n};
+    return dt_stream_launch(s, "sgd update", update_task, &d, sizeof d, &g, 1, &p, 1);
+}
+
+static dt_result reduce_scatter_task(void *p)
+{
+    lab_sddp *d = *(lab_sddp **)p;
+    return dt_allreduce_scatter(d->model->grads, d->model->num_params, DT_F32, DT_AVG, d->comm);
+}
+
+dt_result lab_sddp_enqueue_reduce_scatter(lab_sddp *d, dt_stream *s)
+{
+    if (!d || !s)
+        return dt_fail(DT_ERR_INVALID_ARG, "lab_sddp_enqueue_reduce_scatter: d or s is NULL");
+    dt_span g = {d->model->grads, d->model->num_params * sizeof(float)};
+    return dt_stream_launch(s, "reduce-scatter of the gradients", reduce_scatter_task, &d,
+                            sizeof d, &g, 1, &g, 1);
+}
+
+static dt_result allgather_task(void *p)
+{
+    lab_sddp *d = *(lab_sddp **)p;
+    return dt_allreduce_gather(d->model->params, d->model->num_params, DT_F32, d->comm);
+}
+
+dt_result lab_sddp_enqueue_allgather(lab_sddp *d, dt_stream *s)
+{
+    if (!d || !s)
+        return dt_fail(DT_ERR_INVALID_ARG, "lab_sddp_enqueue_allgather: d or s is NULL");
+    dt_span p = {d->model->params, d->model->num_params * sizeof(float)};
+    return dt_stream_launch(s, "allgather of the parameters", allgather_task, &d, sizeof d, &p,
+                            1, &p, 1);
 }
 
 dt_result lab_sddp_step(lab_sddp *d, const float *x, const int32_t *labels, float *loss)
@@ -116,17 +154,24 @@ dt_result lab_sddp_step(lab_sddp *d, const float *x, const int32_t *labels, floa
     dt_model *m = d->model;
     size_t n = m->num_params * sizeof(float);
     dt_span all_p = {m->params, n}, all_g = {m->grads, n};
-    dt_span in[2] = {{x, rows_bytes(d, m->in_width)}, {labels, d->B * sizeof *labels}};
+    dt_span in[3] = {{x, rows_bytes(d, m->in_width)}, {labels, d->B * sizeof *labels}};
     forward_arg fa = {d, x, labels};
     /* the forward writes the stages' activations too; only the backward of
      * the same stream reads them, so the spans name the shared buffers */
-    dt_result r = dt_stream_launch(d->compute, "forward", forward_task, &fa, sizeof fa, in, 2,
+    in[2] = all_p;
+    dt_result r = dt_stream_launch(d->compute, "forward", forward_task, &fa, sizeof fa, in, 3,
                                    &all_g, 1);
-    if (r == DT_OK)
-        r = lab_sddp_backward(d);
-    if (r == DT_OK)
-        r = dt_stream_launch(d->compute, "sgd update", update_task, &d, sizeof d, &all_g, 1,
-                             &all_p, 1);
+    if (d->mode == LAB_SDDP_DDP) {
+        if (r == DT_OK)
+            r = lab_sddp_backward(d);
+        if (r == DT_OK)
+            r = lab_sddp_enqueue_update(d, d->compute);
+    } else {
+        for (int l = m->num_layers - 1; r == DT_OK && l >= 0; l--)
+            r = lab_sddp_enqueue_backward(d, d->compute, l);
+        if (r == DT_OK)
+            r = lab_sddp_zero1_update(d);
+    }
     /* whatever failed, both queues are drained before the host goes on */
     dt_result rc = dt_stream_synchronize(d->compute);
     dt_result rm = dt_stream_synchronize(d->comm_stream);
@@ -148,6 +193,9 @@ void lab_sddp_free(lab_sddp *d)
         dt_event_destroy(d->buckets[k].reduced);
     }
     free(d->buckets);
+    for (int i = 0; i < 4; i++)
+        dt_event_destroy(d->ev[i]);
+    dt_optim_free(&d->opt);
     for (int l = 0; d->model && l < d->model->num_layers; l++) {
         if (d->acts)
             dt_acts_free(d->acts[l]);
@@ -160,15 +208,17 @@ void lab_sddp_free(lab_sddp *d)
     memset(d, 0, sizeof *d);
 }
 
-dt_result lab_sddp_init(lab_sddp *d, dt_comm *comm, dt_model *m, size_t B, size_t bucket_bytes,
-                        float lr)
+dt_result lab_sddp_init(lab_sddp *d, dt_comm *comm, dt_model *m, lab_sddp_mode mode, size_t B,
+                        size_t bucket_bytes, float lr)
 {
-    if (!d || !comm || !m || !m->grads || B == 0 || m->kind != DT_MODEL_MLP)
+    if (!d || !comm || !m || !m->grads || B == 0 || m->kind != DT_MODEL_MLP ||
+        (mode != LAB_SDDP_DDP && mode != LAB_SDDP_ZERO1))
         return dt_fail(DT_ERR_INVALID_ARG, "lab_sddp_init: %s",
                        !d || !comm || !m ? "a NULL argument" : !m->grads ? "the model has no "
-                       "gradients" : B == 0 ? "B is 0" : "the model is not an MLP");
+                       "gradients" : B == 0 ? "B is 0" : m->kind != DT_MODEL_MLP ?
+                       "the model is not an MLP" : "no such mode");
     memset(d, 0, sizeof *d);
-    d->comm = comm, d->model = m, d->B = B, d->lr = lr;
+    d->comm = comm, d->model = m, d->mode = mode, d->B = B, d->lr = lr;
     dt_result r = dt_broadcast(m->params, m->params, m->num_params, DT_F32, 0, comm);
     if (r == DT_OK)
         r = dt_device_create(&d->dev, 0);
@@ -186,8 +236,21 @@ dt_result lab_sddp_init(lab_sddp *d, dt_comm *comm, dt_model *m, size_t B, size_
         if (r == DT_OK && l && !(d->dinp[l] = calloc(B * m->layers[l].in_width, sizeof(float))))
             r = dt_fail(DT_ERR_NOMEM, "lab_sddp_init: no memory");
     }
-    if (r == DT_OK)
+    if (r == DT_OK && mode == LAB_SDDP_DDP)
         r = lab_sddp_make_buckets(m, bucket_bytes, &d->buckets, &d->num_buckets);
+    d->shard_count = m->num_params;
+    if (r == DT_OK && mode == LAB_SDDP_ZERO1)
+        r = lab_sddp_zero1_shard(m->num_params, dt_comm_size(comm), dt_comm_rank(comm),
+                                 &d->shard_offset, &d->shard_count);
+    if (r == DT_OK && (d->shard_offset > m->num_params ||
+                       d->shard_count > m->num_params - d->shard_offset))
+        r = dt_fail(DT_ERR_INVALID_ARG, "lab_sddp_init: the shard [%zu, +%zu) is outside the "
+                    "%zu parameters", d->shard_offset, d->shard_count, m->num_params);
+    dt_optim_config cfg = dt_sgd_config(lr, 0.9f, 0);
+    if (r == DT_OK)
+        r = dt_optim_init(&d->opt, &cfg, d->shard_offset, d->shard_count);
+    for (int i = 0; r == DT_OK && i < 4; i++)
+        r = dt_event_create(d->dev, &d->ev[i]);
     for (int k = 0; r == DT_OK && k < d->num_buckets; k++) {
         r = dt_event_create(d->dev, &d->buckets[k].ready);
         if (r == DT_OK)
@@ -222,5 +285,30 @@ dt_result lab_sddp_backward(lab_sddp *d)
      * sections 3 and 9). */
     (void)d;
     return dt_fail(DT_ERR_NOT_IMPLEMENTED, "lab_sddp_backward");
+    /* END STUDENT CODE */
+}
+
+/* ================================================================ task 3 */
+
+dt_result lab_sddp_zero1_shard(size_t count, int K, int rank, size_t *offset,
+                               size_t *shard_count)
+{
+    /* BEGIN STUDENT CODE */
+    /* Postcondition: as stream_ddp.h says (chapter 08, section 6). */
+    (void)count, (void)K, (void)rank, (void)offset, (void)shard_count;
+    return dt_fail(DT_ERR_NOT_IMPLEMENTED, "lab_sddp_zero1_shard");
+    /* END STUDENT CODE */
+}
+
+/* ================================================================ task 4 */
+
+dt_result lab_sddp_zero1_update(lab_sddp *d)
+{
+    /* BEGIN STUDENT CODE */
+    /* Postcondition: as stream_ddp.h says. Enqueue only, with the three
+     * given lab_sddp_enqueue_* of ZeRO-1 and d->ev (chapter 08, section 4;
+     * chapter 15, section 9). */
+    (void)d;
+    return dt_fail(DT_ERR_NOT_IMPLEMENTED, "lab_sddp_zero1_update");
     /* END STUDENT CODE */
 }

@@ -10,6 +10,7 @@
 #include "dt/optim.h"
 
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -80,9 +81,9 @@ static void batch(int rank, int step, const dt_model *m, float *x, int32_t *y)
 }
 
 /* The reference: bucketed DDP without streams, on this thread. */
-static dt_result reference_step(dt_comm *w, dt_model *m, dt_acts *a, int nb, const size_t off[],
-                                const size_t cnt[], const float *x, const int32_t *y,
-                                float *loss)
+static dt_result reference_step(dt_comm *w, dt_model *m, dt_acts *a, dt_optimizer *o, int nb,
+                                const size_t off[], const size_t cnt[], const float *x,
+                                const int32_t *y, float *loss)
 {
     DT_CHECK(dt_model_zero_grads(m));
     DT_CHECK(dt_model_forward(m, a, x, NULL));
@@ -90,8 +91,7 @@ static dt_result reference_step(dt_comm *w, dt_model *m, dt_acts *a, int nb, con
     DT_CHECK(dt_model_backward(m, a, NULL, NULL, NULL, NULL));
     for (int k = 0; k < nb; k++)
         DT_CHECK(dt_allreduce(m->grads + off[k], m->grads + off[k], cnt[k], DT_F32, DT_AVG, w));
-    dt_optim_config cfg = dt_sgd_config(LR, 0, 0);
-    return dt_sgd_update(&cfg, m->params, m->grads, NULL, m->num_params);
+    return dt_optim_step(o, m->params, m->grads);
 }
 
 /* ---------------------------------------------------------------- the probe */
@@ -139,7 +139,8 @@ static void observe(void *arg, const char *event, int index)
 /* ---------------------------------------------------------------- the rank */
 
 typedef struct {
-    size_t cap;
+    lab_sddp_mode mode;
+    size_t cap; /* DDP's buckets; ZeRO-1 is compared with DDP of one bucket */
     int watch;  /* 1: observe the overlap */
 } run_cfg;
 
@@ -152,7 +153,10 @@ static dt_result rank_fn(dt_comm *w, void *arg)
     DT_CHECK(dt_model_create_spec(&ref, SPEC, 11));
     int first[8], last[8];
     size_t off[8], cnt[8];
-    int nb = plan(&m, c->cap, first, last, off, cnt);
+    int nb = plan(&m, c->mode == LAB_SDDP_DDP ? c->cap : SIZE_MAX, first, last, off, cnt);
+    dt_optimizer ropt;
+    dt_optim_config cfg = dt_sgd_config(LR, 0.9f, 0);
+    DT_CHECK(dt_optim_init(&ropt, &cfg, 0, ref.num_params));
     dt_acts *a = NULL;
     float x[B * 12];
     int32_t y[B];
@@ -162,12 +166,21 @@ static dt_result rank_fn(dt_comm *w, void *arg)
     pthread_mutex_init(&o.mu, NULL);
     pthread_cond_init(&o.cv, NULL);
     dt_result res = dt_acts_create(&a, &ref, 0, ref.num_layers, B, 1);
+    dt_mem_stats m0, m1;
+    dt_mem_stats_get(&m0);
     if (res == DT_OK)
-        res = lab_sddp_init(&d, w, &m, B, c->cap, LR);
+        res = lab_sddp_init(&d, w, &m, c->mode, B, c->cap, LR);
     if (res != DT_OK) {
-        dt_acts_free(a), dt_model_free(&m), dt_model_free(&ref);
+        dt_optim_free(&ropt), dt_acts_free(a), dt_model_free(&m), dt_model_free(&ref);
         return res;
     }
+    dt_mem_stats_get(&m1);
+    size_t boff, blen, held = m1.current[DT_MEM_OPTIM] - m0.current[DT_MEM_OPTIM];
+    dt_block(m.num_params, K, r, &boff, &blen);
+    if (c->mode == LAB_SDDP_ZERO1 && held != blen * sizeof(float))
+        res = dt_fail(DT_ERR_MISMATCH, "ZeRO-1 on %d ranks: rank %d holds %zu bytes of "
+                      "optimizer state, expected %zu (momentum for its %zu parameters of %zu)",
+                      K, r, held, blen * sizeof(float), blen, m.num_params);
     if (c->watch)
         o.d = &d, d.probe = observe, d.probe_arg = &o;
     for (int s = 0; res == DT_OK && s < STEPS; s++) {
@@ -177,7 +190,7 @@ static dt_result rank_fn(dt_comm *w, void *arg)
         batch(r, s, &m, x, y);
         res = lab_sddp_step(&d, x, y, &l1);
         if (res == DT_OK)
-            res = reference_step(w, &ref, a, nb, off, cnt, x, y, &l2);
+            res = reference_step(w, &ref, a, &ropt, nb, off, cnt, x, y, &l2);
         if (res == DT_OK && c->watch && o.fail[0])
             res = dt_fail(DT_ERR_MISMATCH, "step %d on %d ranks: %s", s, K, o.fail);
         for (int k = 0; res == DT_OK && c->watch && k < nb; k++)
@@ -190,12 +203,15 @@ static dt_result rank_fn(dt_comm *w, void *arg)
             res = dt_fail(DT_ERR_MISMATCH, "step %d: loss %.9g, the reference's %.9g", s, l1, l2);
         for (size_t i = 0; res == DT_OK && i < m.num_params; i++)
             if (m.params[i] != ref.params[i])
-                res = dt_fail(DT_ERR_MISMATCH, "%d ranks, bucket_bytes %zu, after step %d: "
-                              "rank %d's params[%zu] = %.9g, bucketed DDP without streams "
-                              "gives %.9g (the same sums: bit for bit)", K, c->cap, s, r, i,
-                              m.params[i], ref.params[i]);
+                res = dt_fail(DT_ERR_MISMATCH, "%s on %d ranks, bucket_bytes %zu, after step "
+                              "%d: rank %d's params[%zu] = %.9g, %s DDP without streams "
+                              "gives %.9g (the same sums: bit for bit)",
+                              c->mode == LAB_SDDP_DDP ? "DDP" : "ZeRO-1", K, c->cap, s, r, i,
+                              m.params[i], c->mode == LAB_SDDP_DDP ? "bucketed" : "flat",
+                              ref.params[i]);
     }
     lab_sddp_free(&d);
+    dt_optim_free(&ropt);
     dt_acts_free(a);
     dt_model_free(&m);
     dt_model_free(&ref);
@@ -204,13 +220,13 @@ static dt_result rank_fn(dt_comm *w, void *arg)
     return res;
 }
 
-static void launch(int K, size_t cap, int watch)
+static void launch(lab_sddp_mode mode, int K, size_t cap, int watch)
 {
     dt_launch_opts opt;
     dt_launch_opts_init(&opt);
     opt.nranks = K;
     opt.net = "none";
-    run_cfg c = {cap, watch};
+    run_cfg c = {mode, cap, watch};
     EXPECT_OK(dt_launch(&opt, rank_fn, &c));
 }
 
@@ -220,12 +236,41 @@ TEST_T(overlapped_ddp_equals_bucketed_ddp, 3, 30, .race = 1)
     static const size_t caps[] = {800, 4000, 1 << 20};
     for (int K = 1; K <= 3; K++)
         for (size_t c = 0; c < sizeof caps / sizeof caps[0]; c++)
-            launch(K, caps[c], 0);
+            launch(LAB_SDDP_DDP, K, caps[c], 0);
 }
 
 TEST_T(allreduces_overlap_the_backward, 3, 40, .race = 1)
 {
     dt_test_see("chapter 15, sections 3 and 9");
-    launch(2, 800, 1); /* 4 buckets: layers 4-3, 2, 1, 0 */
-    launch(3, 1, 1);   /* one bucket per layer */
+    launch(LAB_SDDP_DDP, 2, 800, 1); /* 4 buckets: layers 4-3, 2, 1, 0 */
+    launch(LAB_SDDP_DDP, 3, 1, 1);   /* one bucket per layer */
+}
+
+/* ---------------------------------------------------------------- ZeRO-1 */
+
+TEST(zero1_shard_is_the_collectives_block, 1)
+{
+    dt_test_see("chapter 08, section 6");
+    static const size_t counts[] = {0, 1, 2, 5, 7, 950, 1000003};
+    for (int K = 1; K <= 9; K++)
+        for (size_t i = 0; i < sizeof counts / sizeof counts[0]; i++)
+            for (int r = 0; r < K; r++) {
+                size_t o = 12345, n = 12345, wo, wn;
+                dt_block(counts[i], K, r, &wo, &wn);
+                EXPECT_OK(lab_sddp_zero1_shard(counts[i], K, r, &o, &n));
+                EXPECT(o == wo && n == wn, "%zu floats on %d ranks, rank %d: the shard "
+                       "[%zu, +%zu); dt_allreduce_scatter leaves [%zu, +%zu) reduced there",
+                       counts[i], K, r, o, n, wo, wn);
+            }
+    size_t o, n;
+    EXPECT_ERR(lab_sddp_zero1_shard(10, 0, 0, &o, &n), DT_ERR_INVALID_ARG);
+    EXPECT_ERR(lab_sddp_zero1_shard(10, 2, 2, &o, &n), DT_ERR_INVALID_ARG);
+    EXPECT_ERR(lab_sddp_zero1_shard(10, 2, 0, NULL, &n), DT_ERR_INVALID_ARG);
+}
+
+TEST_T(zero1_on_streams_equals_ddp, 3, 30, .race = 1)
+{
+    dt_test_see("chapter 08, section 4; chapter 15, section 9");
+    for (int K = 1; K <= 4; K++) /* 950 parameters: uneven shards on 3 and 4 ranks */
+        launch(LAB_SDDP_ZERO1, K, 0, 0);
 }
