@@ -34,7 +34,8 @@
  *   3. lab_sddp_zero1_shard    this rank's shard (chapter 08, section 6;
  *                              the cut of chapter 02)
  *   4. lab_sddp_zero1_update   ZeRO-1's update on the two streams (chapter
- *                              08, section 4; chapter 15, section 9) */
+ *                              08, section 4; chapter 15, section 9)
+ * Tasks 5 and 6, the tensor-parallel MLP, are in stream_tp.h. */
 #ifndef LAB_STREAM_DDP_H
 #define LAB_STREAM_DDP_H
 
