@@ -364,8 +364,10 @@ dt_result dt_stream_synchronize(dt_stream *s)
     if (s->failed != DT_OK)
         r = dt_fail(s->failed, "%s", s->err);
     else if (s->done < target)
+        /* the task it is stuck at: a wait names the stream it waits for */
         r = dt_fail(DT_ERR_TIMEOUT, "dt_stream_synchronize: stream '%s' still had %ld tasks "
-                    "after %.1f s", s->name, target - s->done, d->timeout_s);
+                    "after %.1f s, the first '%s'", s->name, target - s->done, d->timeout_s,
+                    s->head ? s->head->what : "?");
     else
         merge(d->host_known, s->known);
     pthread_mutex_unlock(&d->mu);

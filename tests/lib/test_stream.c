@@ -109,7 +109,9 @@ TEST(stream_failure_is_sticky_and_waits_time_out, 1)
            "the failure says: %s", dt_last_error());
     EXPECT_ERR(dt_stream_launch(a, "later", set_task, &(set_arg){&cell, 1}, sizeof(set_arg),
                                 NULL, 0, NULL, 0), DT_ERR_STATE);
-    /* B waits for an event behind a task that does not finish: a timeout */
+    /* B waits for an event behind a task that does not finish: a timeout,
+     * B's wait's or the synchronize's (the same deadline: whichever comes
+     * first), and either names the stream waited for */
     dt_stream *c;
     EXPECT_OK(dt_stream_create(d, "C", &c));
     EXPECT_OK(dt_stream_launch(c, "gate", gate_task, &gp, sizeof gp, NULL, 0, NULL, 0));
