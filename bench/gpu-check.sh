@@ -13,7 +13,9 @@
 #              loopback): exact results, speed meaningless
 #   capstone   the graded tests of chapters 03, 07 and 08 with BACKEND=nccl,
 #              unchanged (host buffers staged; NCCL_HOSTID route on one GPU),
-#              and the capstone lab's tests (labs/15-capstone-gpu), where it exists
+#              and the capstone lab's tests (labs/15-capstone-gpu) against the
+#              GPU build's libdt: they run on dt/stream.h's host device (its
+#              streams CPU threads), which has no CUDA implementation yet
 #   allreduce  dt_allreduce on the nccl backend beside a raw ncclAllReduce
 #              loop, nccl-tests' table each, device buffers (bench/gpu_allreduce.c);
 #              and dtbench --backend nccl, host buffers staged through the GPU

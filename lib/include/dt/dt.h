@@ -14,6 +14,7 @@
 #include "dt/callsite.h"
 #include "dt/failure.h"
 #include "dt/tensor.h"
+#include "dt/stream.h"
 #include "dt/nn.h"
 #include "dt/tp.h"
 #include "dt/optim.h"
