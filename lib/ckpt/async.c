@@ -85,8 +85,9 @@ static dt_result persist(ckpt_snap *f, const uint64_t *bytes, const uint32_t *su
     if (f->pointer)
         return dt_ckpt_write_atomic(f->path, f->recs[0].data, f->recs[0].bytes);
     dt_ckpt_writer *w;
-    DT_CHECK(dt_ckpt_create(&w, f->path, f->kind, f->rank, f->ranks));
-    dt_result r = DT_OK;
+    dt_result r = dt_ckpt_create(&w, f->path, f->kind, f->rank, f->ranks);
+    if (r != DT_OK)
+        return r; /* the writer's message, naming the file, is what the wait returns */
     size_t n = (size_t)f->ranks;
     if (f->table) /* first, as dt_ckpt_io_save_manifest writes them */
         r = dt_ckpt_put(w, "shards.bytes", DT_CKPT_U64, 1, &n, bytes);
@@ -252,8 +253,9 @@ dt_result dt_ckpt_saver_begin(dt_ckpt_saver *s, double timeout_s)
     pthread_mutex_lock(&s->mu);
     int busy = s->state != SAVE_IDLE;
     pthread_mutex_unlock(&s->mu);
-    if (busy)
-        DT_CHECK(dt_ckpt_saver_wait(s, timeout_s));
+    dt_result r = busy ? dt_ckpt_saver_wait(s, timeout_s) : DT_OK;
+    if (r != DT_OK)
+        return r; /* the save before: its failure, or still running */
     s->state = SAVE_OPEN; /* the thread reads state never; the caller alone writes it now */
     s->used = 0;
     return DT_OK;
@@ -364,7 +366,9 @@ dt_result ckpt_snap_put(ckpt_snap *f, const char *name, dt_ckpt_type type, int n
                         const size_t *shape, const void *data)
 {
     size_t bytes;
-    DT_CHECK(ckpt_check_record(f->path, name, type, ndim, shape, data, &bytes));
+    dt_result r = ckpt_check_record(f->path, name, type, ndim, shape, data, &bytes);
+    if (r != DT_OK)
+        return r;
     int dup = f->table && (!strcmp(name, "shards.bytes") || !strcmp(name, "shards.checksum"));
     for (size_t i = 0; !dup && i < f->n; i++)
         dup = !strcmp(f->recs[i].name, name);

@@ -229,7 +229,9 @@ dt_result ckpt_check_record(const char *path, const char *name, dt_ckpt_type typ
 static dt_result check_record(dt_ckpt_writer *w, const char *name, dt_ckpt_type type, int ndim,
                               const size_t *shape, const void *data, size_t *bytes)
 {
-    DT_CHECK(ckpt_check_record(w->path, name, type, ndim, shape, data, bytes));
+    dt_result r = ckpt_check_record(w->path, name, type, ndim, shape, data, bytes);
+    if (r != DT_OK)
+        return r; /* its message as it is: the file and the record */
     for (uint64_t i = 0; i < w->records; i++)
         if (!strcmp(w->names[i], name))
             return dt_fail(DT_ERR_INVALID_ARG, "%s: record \"%s\" twice (records %llu and %llu)",
