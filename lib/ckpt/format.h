@@ -42,6 +42,24 @@ int ckpt_name_ok(const char *name, size_t len);
 int ckpt_shape_bytes(dt_ckpt_type type, int ndim, const size_t *shape, size_t *count,
                      size_t *bytes);
 
+/* DT_OK when a record called name of type, shape and data may be written
+ * into the file at path (a good name, type and shape, data for its
+ * elements); else DT_ERR_INVALID_ARG naming both. *bytes := its data's
+ * size. Duplicates are the caller's to find. */
+dt_result ckpt_check_record(const char *path, const char *name, dt_ckpt_type type, int ndim,
+                            const size_t *shape, const void *data, size_t *bytes);
+
+/* An asynchronous save's file being snapshotted (async.c): io.c's
+ * visits put records into it instead of a writer, and its end hands it to
+ * the saver's thread (queue) or drops it. */
+typedef struct ckpt_snap ckpt_snap;
+dt_result ckpt_snap_new(ckpt_snap **f, dt_ckpt_saver *s, const char *path, dt_ckpt_kind kind,
+                        int rank, int ranks, int table);
+dt_result ckpt_snap_put(ckpt_snap *f, const char *name, dt_ckpt_type type, int ndim,
+                        const size_t *shape, const void *data);
+dt_result ckpt_snap_queue(ckpt_snap *f); /* takes f, queued or not */
+void ckpt_snap_drop(ckpt_snap *f);       /* NULL is ignored */
+
 /* "f32 [3, 4]" (a scalar: "f32 scalar") into out. */
 void ckpt_describe(char *out, size_t cap, dt_ckpt_type type, int ndim, const size_t *shape);
 

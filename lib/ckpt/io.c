@@ -24,6 +24,7 @@ struct dt_ckpt_io {
     int loading;
     dt_result err;                 /* the first failure: it sticks */
     dt_ckpt_writer *w;             /* saving */
+    ckpt_snap *snap;               /* saving asynchronously (async.c) */
     dt_ckpt_reader *r;             /* loading */
     unsigned char *visited;        /* loading: per record of r */
     pending *todo;
@@ -72,6 +73,7 @@ static dt_result io_new(dt_ckpt_io **out, int loading)
 static void io_free(dt_ckpt_io *io)
 {
     dt_ckpt_abort(io->w);
+    ckpt_snap_drop(io->snap);
     dt_ckpt_close(io->r);
     free(io->visited), free(io->todo);
     free(io);
@@ -92,6 +94,40 @@ dt_result dt_ckpt_io_save(dt_ckpt_io **io, const char *path, dt_ckpt_kind kind, 
     }
     *io = s;
     return DT_OK;
+}
+
+/* A file of s's save: visits snapshot its records (async.c). */
+static dt_result save_async(dt_ckpt_io **io, dt_ckpt_saver *s, const char *path,
+                            dt_ckpt_kind kind, int rank, int ranks, int table)
+{
+    if (!io)
+        return dt_fail(DT_ERR_INVALID_ARG, "dt_ckpt_io_save_async: NULL io");
+    *io = NULL;
+    dt_ckpt_io *a;
+    DT_CHECK(io_new(&a, 0));
+    dt_result r = ckpt_snap_new(&a->snap, s, path, kind, rank, ranks, table);
+    if (r != DT_OK) {
+        io_free(a);
+        return r;
+    }
+    *io = a;
+    return DT_OK;
+}
+
+dt_result dt_ckpt_io_save_async(dt_ckpt_io **io, dt_ckpt_saver *s, const char *path,
+                                dt_ckpt_kind kind, int rank, int ranks)
+{
+    return save_async(io, s, path, kind, rank, ranks, 0);
+}
+
+dt_result dt_ckpt_io_save_manifest_async(dt_ckpt_io **io, dt_ckpt_saver *s, const char *dir,
+                                         int ranks)
+{
+    char path[4096];
+    if (io)
+        *io = NULL;
+    DT_CHECK(dt_ckpt_manifest_path(path, sizeof path, dir));
+    return save_async(io, s, path, DT_CKPT_MANIFEST, -1, ranks, 1);
 }
 
 dt_result dt_ckpt_io_load(dt_ckpt_io **io, const char *path, dt_ckpt_kind kind, int rank,
@@ -142,7 +178,10 @@ dt_result dt_ckpt_io_end(dt_ckpt_io *io, dt_result status, dt_ckpt_file_info *in
     dt_result r = io->err != DT_OK ? io->err : status;
     if (r == DT_OK && io->loading)
         r = finish_load(io);
-    if (r == DT_OK && !io->loading) {
+    if (r == DT_OK && io->snap) {
+        r = ckpt_snap_queue(io->snap); /* the persist's own result is the saver's wait's */
+        io->snap = NULL;
+    } else if (r == DT_OK && !io->loading) {
         r = dt_ckpt_commit(io->w, info);
         io->w = NULL; /* commit freed it */
     }
@@ -221,7 +260,8 @@ dt_result dt_ckpt_io_record(dt_ckpt_io *io, const char *name, dt_ckpt_type type,
         return io->err;
     DT_CHECK(full_name(io, name, full));
     if (!io->loading) {
-        dt_result r = dt_ckpt_put(io->w, full, type, ndim, shape, data);
+        dt_result r = io->snap ? ckpt_snap_put(io->snap, full, type, ndim, shape, data)
+                               : dt_ckpt_put(io->w, full, type, ndim, shape, data);
         return r == DT_OK ? DT_OK : (io->err = r);
     }
     size_t count, bytes;

@@ -209,20 +209,29 @@ dt_result dt_ckpt_create(dt_ckpt_writer **out, const char *path, dt_ckpt_kind ki
     return DT_OK;
 }
 
-static dt_result check_record(dt_ckpt_writer *w, const char *name, dt_ckpt_type type, int ndim,
-                              const size_t *shape, const void *data, size_t *bytes)
+dt_result ckpt_check_record(const char *path, const char *name, dt_ckpt_type type, int ndim,
+                            const size_t *shape, const void *data, size_t *bytes)
 {
     size_t len = strlen(name), count;
     if (!ckpt_name_ok(name, len))
         return dt_fail(DT_ERR_INVALID_ARG, "%s: record \"%.300s\": a name is 1 to %d characters "
-                       "of printable ASCII, no space", w->path, name, DT_CKPT_MAX_NAME);
+                       "of printable ASCII, no space", path, name, DT_CKPT_MAX_NAME);
     if (!ckpt_shape_bytes(type, ndim, shape, &count, bytes))
         return dt_fail(DT_ERR_INVALID_ARG, "%s: record \"%s\": type %d, %d dimensions (types "
-                       "1 .. 10, 0 .. %d dimensions, at most 2^62 bytes)", w->path, name,
+                       "1 .. 10, 0 .. %d dimensions, at most 2^62 bytes)", path, name,
                        (int)type, ndim, DT_CKPT_MAX_DIMS);
     if (!data && count)
         return dt_fail(DT_ERR_INVALID_ARG, "%s: record \"%s\": NULL data for %zu elements",
-                       w->path, name, count);
+                       path, name, count);
+    return DT_OK;
+}
+
+static dt_result check_record(dt_ckpt_writer *w, const char *name, dt_ckpt_type type, int ndim,
+                              const size_t *shape, const void *data, size_t *bytes)
+{
+    dt_result r = ckpt_check_record(w->path, name, type, ndim, shape, data, bytes);
+    if (r != DT_OK)
+        return r; /* its message as it is: the file and the record */
     for (uint64_t i = 0; i < w->records; i++)
         if (!strcmp(w->names[i], name))
             return dt_fail(DT_ERR_INVALID_ARG, "%s: record \"%s\" twice (records %llu and %llu)",

@@ -306,6 +306,95 @@ dt_result dt_ckpt_io_expect_str(dt_ckpt_io *io, const char *name, const char *va
  * earlier failure, aborts and is returned. Always frees io. */
 dt_result dt_ckpt_io_end(dt_ckpt_io *io, dt_result status, dt_ckpt_file_info *info);
 
+/* ---------------------------------------------------------------- saving asynchronously
+ * A save in two halves (chapter 14, section 7): a snapshot of the state
+ * into memory the saver owns, taken before the call returns, so that
+ * training may change its buffers at once; then a persist of the snapshot
+ * on the saver's background thread, through the writer above
+ * (dt_ckpt_create, dt_ckpt_put, dt_ckpt_commit: the same bytes, CRCs,
+ * fsyncs and renames as a synchronous save).
+ *
+ *     dt_ckpt_saver_begin(s, 60);                  waits for the save before
+ *     dt_ckpt_io_save_async(&io, s, shard, DT_CKPT_SHARD, 0, 1);
+ *     dt_ckpt_io_end(io, state(x, io), NULL);      snapshot taken: returns
+ *     dt_ckpt_io_save_manifest_async(&io, s, dir, 1);
+ *     dt_ckpt_io_end(io, globals(x, io), NULL);
+ *     dt_ckpt_saver_write_atomic(s, latest, name, strlen(name));
+ *     ... training steps ...
+ *     dt_ckpt_saver_wait(s, 60);                   the persist's result
+ *
+ * A save is the files queued between dt_ckpt_saver_begin and the
+ * dt_ckpt_saver_wait that sees them done. The thread persists them one at
+ * a time in the order their io ended, each committed before the next is
+ * begun, so the commit protocol holds as queued: shards, then the
+ * manifest, then "latest". The first failure ends the save: the files
+ * after it are not written (so "latest" never names a checkpoint whose
+ * manifest is not durable), and the wait returns it, naming the file.
+ *
+ * One save flies at a time. Once dt_ckpt_saver_wait (or the next begin)
+ * has been called on a save, it takes no more files; a begin waits for
+ * the save before it, and while that one still runs no new save begins.
+ *
+ * The snapshot's memory is dt_mem_alloc'd (DT_MEM_OTHER) on the thread
+ * that visits, charged to its rank, and kept after the save for the next
+ * one (a state of the same layout copies into memory already mapped); a
+ * record of another size gets a new block. dt_ckpt_saver_destroy frees it.
+ * A saver belongs to one thread (a rank): its calls are not for several
+ * threads at once. */
+typedef struct dt_ckpt_saver dt_ckpt_saver;
+
+/* A saver and its background thread, idle. */
+dt_result dt_ckpt_saver_create(dt_ckpt_saver **s);
+
+/* Begins a save. A save still in flight is waited for first, up to
+ * timeout_s seconds, as dt_ckpt_saver_wait: its failure (or
+ * DT_ERR_TIMEOUT) is returned and no save is begun (call again). */
+dt_result dt_ckpt_saver_begin(dt_ckpt_saver *s, double timeout_s);
+
+/* Saving into path asynchronously: as dt_ckpt_io_save, but each visit
+ * checks its record (a bad name, type or shape, a name used twice are
+ * refused at the visit, as dt_ckpt_put does) and copies its bytes into the
+ * snapshot; dt_ckpt_io_end then queues the file (DT_OK) and returns
+ * without writing; info stays untouched (dt_ckpt_saver_info gives it after
+ * the wait). DT_ERR_STATE when no save is begun or the save takes no more
+ * files. */
+dt_result dt_ckpt_io_save_async(dt_ckpt_io **io, dt_ckpt_saver *s, const char *path,
+                                dt_ckpt_kind kind, int rank, int ranks);
+
+/* The manifest of DIR, asynchronously: its shard table ("shards.bytes",
+ * "shards.checksum") is that of the shards 0 .. ranks-1 of `ranks` ranks
+ * queued in this save before it, filled in by the thread once they are
+ * committed; the visits' records follow. The same file as
+ * dt_ckpt_io_save_manifest given those shards' dt_ckpt_file_info.
+ * DT_ERR_INVALID_ARG when the save has not queued each of those shards
+ * exactly once. */
+dt_result dt_ckpt_io_save_manifest_async(dt_ckpt_io **io, dt_ckpt_saver *s, const char *dir,
+                                         int ranks);
+
+/* Queues dt_ckpt_write_atomic(path, data, bytes) (the bytes copied now):
+ * done after every file queued before it was committed, and not at all
+ * when one of them failed. */
+dt_result dt_ckpt_saver_write_atomic(dt_ckpt_saver *s, const char *path, const void *data,
+                                     size_t bytes);
+
+/* Waits until every file of the save is persisted, at most timeout_s
+ * seconds (>= 0; 0 polls): DT_OK when all were committed; the first
+ * failure, its message naming the file (DT_ERR_IO for what the system
+ * refused); DT_ERR_TIMEOUT when files are still being written: the save
+ * goes on, takes no more files, and can be waited for again. After a
+ * result other than DT_ERR_TIMEOUT the save is over. DT_ERR_STATE when
+ * no save was begun. */
+dt_result dt_ckpt_saver_wait(dt_ckpt_saver *s, double timeout_s);
+
+/* The size and checksum of file i (0 .. files-1, in the order queued) of
+ * the last save that ended in DT_OK. */
+dt_result dt_ckpt_saver_info(const dt_ckpt_saver *s, int i, dt_ckpt_file_info *out);
+
+/* Waits for a save in flight (at most timeout_s), stops the thread and
+ * frees everything; returns that save's result. On DT_ERR_TIMEOUT nothing
+ * is freed and s stays valid (call again). NULL is ignored. */
+dt_result dt_ckpt_saver_destroy(dt_ckpt_saver *s, double timeout_s);
+
 #ifdef __cplusplus
 }
 #endif
