@@ -285,7 +285,7 @@ static int stall(const options *o, size_t bytes)
     printf("asynchronous save: its call      %9.4f s   the interval's time added %+.3f s "
            "(persist left at the interval's end %.4f s)\n", dt_median(async_call, n),
            dt_median(async_add, n), dt_median(async_wait, n));
-    printf("async stall / sync save          %9.4f       (median of per-cycle ratios; issue 31's "
+    printf("async stall / sync save          %9.4f       (median of per-cycle ratios; the "
            "target < 0.10)\n", dt_median(ratio, n));
     printf("the training thread's own CPU time added: synchronous %.3f s, asynchronous %.4f s "
            "(the snapshot)\n", dt_median(cpu_sync, n), dt_median(cpu_async, n));
