@@ -562,7 +562,7 @@ gpu:
 	@if ! command -v $(NVCC) >/dev/null 2>&1; then echo "gpu: skipped: nvcc not found (CUDA toolkit; NVCC=path)"; \
 	elif [ ! -f $(CUDA_HOME)/include/nccl.h ] || ! ls $(CUDA_HOME)/lib64/libnccl.so* >/dev/null 2>&1; then \
 	  echo "gpu: skipped: NCCL not found in $(CUDA_HOME) (include/nccl.h, lib64/libnccl.so)"; \
-	else $(MAKE) --no-print-directory GPU=1 BUILD=$(GPU_BUILD) NVCC=$(NVCC) gpu-all && \
+	else mkdir -p "$$TMPDIR" && $(MAKE) --no-print-directory GPU=1 BUILD=$(GPU_BUILD) NVCC=$(NVCC) gpu-all && \
 	  echo "gpu: built $(GPU_BUILD)/ (libdt with nccl, tests/gpu/grade, bin/dtdoctor): run them on a GPU"; fi
 
 # `make doctor`: the GPU machine's preflight (tools/doctor.sh, which exits

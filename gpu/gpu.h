@@ -7,9 +7,15 @@
  *   dt_gpu_sgemm            dt_sgemm (row-major, through cuBLAS)
  *   dt_gpu_linear_forward   dt_linear_forward (sgemm, then the bias)
  *   dt_gpu_linear_backward  dt_linear_backward (two sgemms, the bias's sum)
- *   dt_gpu_relu_forward/backward, dt_gpu_gelu_forward
+ *   dt_gpu_relu_forward/backward, dt_gpu_gelu_forward/backward,
+ *   dt_gpu_residual_forward/backward       the elementwise layers
  *   dt_gpu_softmax_xent_forward/backward   dt_softmax_xent_*
- *   dt_gpu_layernorm_forward               dt_layernorm_forward
+ *   dt_gpu_layernorm_forward/backward      dt_layernorm_*
+ *   dt_gpu_embedding_forward/backward      dt_embedding_* (the backward's
+ *                                          scatter-add is atomic: its sum
+ *                                          order is not the CPU's)
+ *   dt_gpu_attention_forward/backward      dt_attention_* (causal, multi-head,
+ *                                          the same qkv and att layouts)
  *   dt_gpu_sgd_update, dt_gpu_adamw_update dt/optim.h's rules, fused:
  *                                          one kernel reads each parameter,
  *                                          gradient and state once
@@ -56,12 +62,28 @@ dt_result dt_gpu_bias_backward(float *dbias, const float *dout, size_t N, size_t
 dt_result dt_gpu_relu_forward(float *out, const float *inp, size_t n);
 dt_result dt_gpu_relu_backward(float *dinp, const float *dout, const float *out, size_t n);
 dt_result dt_gpu_gelu_forward(float *out, const float *inp, size_t n);
+dt_result dt_gpu_gelu_backward(float *dinp, const float *dout, const float *inp, size_t n);
+dt_result dt_gpu_residual_forward(float *out, const float *a, const float *b, size_t n);
+dt_result dt_gpu_residual_backward(float *da, float *db, const float *dout, size_t n);
 dt_result dt_gpu_softmax_xent_forward(float *probs, float *losses, const float *logits,
                                       const int32_t *labels, size_t N, size_t V);
 dt_result dt_gpu_softmax_xent_backward(float *dlogits, const float *probs,
                                        const int32_t *labels, float scale, size_t N, size_t V);
 dt_result dt_gpu_layernorm_forward(float *out, float *mean, float *rstd, const float *inp,
                                    const float *weight, const float *bias, size_t N, size_t C);
+dt_result dt_gpu_layernorm_backward(float *dinp, float *dweight, float *dbias, const float *dout,
+                                    const float *inp, const float *weight, const float *mean,
+                                    const float *rstd, size_t N, size_t C);
+/* The tokens (device, B x T) are checked in [0, V) on a host copy. */
+dt_result dt_gpu_embedding_forward(float *out, const int32_t *tokens, const float *wte,
+                                   const float *wpe, size_t B, size_t T, size_t C, size_t V);
+dt_result dt_gpu_embedding_backward(float *dwte, float *dwpe, const float *dout,
+                                    const int32_t *tokens, size_t B, size_t T, size_t C, size_t V);
+dt_result dt_gpu_attention_forward(float *out, float *att, const float *qkv, size_t B, size_t T,
+                                   size_t C, size_t NH);
+/* dqkv += the gradient; a scratch of B NH T T floats is allocated for the call. */
+dt_result dt_gpu_attention_backward(float *dqkv, const float *dout, const float *qkv,
+                                    const float *att, size_t B, size_t T, size_t C, size_t NH);
 dt_result dt_gpu_sgd_update(const dt_optim_config *cfg, float *params, const float *grads,
                             float *momentum_buf, size_t count);
 dt_result dt_gpu_adamw_update(const dt_optim_config *cfg, float *params, const float *grads,

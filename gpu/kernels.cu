@@ -2,11 +2,12 @@
 // cross-entropy, layernorm and the fused optimizer steps, each the formula
 // of its CPU twin in lib/nn and lib/optim (the comment gives it).
 #include "gpu.h"
+#include "kernels_internal.h"
 
 #include <cuda_runtime.h>
 #include <math.h>
 
-static dt_result launched(const char *what)
+dt_result dt_gpu_launched(const char *what)
 {
     cudaError_t e = cudaGetLastError();
     if (e == cudaSuccess)
@@ -52,7 +53,7 @@ extern "C" dt_result dt_gpu_relu_forward(float *out, const float *inp, size_t n)
     if (n == 0)
         return DT_OK;
     relu_fwd<<<blocks(n, 256), 256>>>(out, inp, n);
-    return launched("dt_gpu_relu_forward");
+    return dt_gpu_launched("dt_gpu_relu_forward");
 }
 
 extern "C" dt_result dt_gpu_relu_backward(float *dinp, const float *dout, const float *out, size_t n)
@@ -60,7 +61,7 @@ extern "C" dt_result dt_gpu_relu_backward(float *dinp, const float *dout, const 
     if (n == 0)
         return DT_OK;
     relu_bwd<<<blocks(n, 256), 256>>>(dinp, dout, out, n);
-    return launched("dt_gpu_relu_backward");
+    return dt_gpu_launched("dt_gpu_relu_backward");
 }
 
 extern "C" dt_result dt_gpu_gelu_forward(float *out, const float *inp, size_t n)
@@ -68,7 +69,63 @@ extern "C" dt_result dt_gpu_gelu_forward(float *out, const float *inp, size_t n)
     if (n == 0)
         return DT_OK;
     gelu_fwd<<<blocks(n, 256), 256>>>(out, inp, n);
-    return launched("dt_gpu_gelu_forward");
+    return dt_gpu_launched("dt_gpu_gelu_forward");
+}
+
+// y = x/2 (1 + tanh u), u = s (x + a x^3):
+// dinp += dout ((1 + tanh u)/2 + x/2 (1 - tanh^2 u) s (1 + 3 a x^2))
+__global__ static void gelu_bwd(float *dinp, const float *dout, const float *inp, size_t n)
+{
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) {
+        float x = inp[i], t = tanhf(0.7978845608f * (x + 0.044715f * x * x * x));
+        float d = 0.5f * (1 + t) + 0.5f * x * (1 - t * t) * 0.7978845608f * (1 + 3 * 0.044715f * x * x);
+        dinp[i] += d * dout[i];
+    }
+}
+
+extern "C" dt_result dt_gpu_gelu_backward(float *dinp, const float *dout, const float *inp, size_t n)
+{
+    if (!dinp || !dout || !inp || n == 0)
+        return dt_fail(DT_ERR_INVALID_ARG, "dt_gpu_gelu_backward: NULL buffer or n = 0");
+    gelu_bwd<<<blocks(n, 256), 256>>>(dinp, dout, inp, n);
+    return dt_gpu_launched("dt_gpu_gelu_backward");
+}
+
+// out = a + b (out may be a or b)
+__global__ static void residual_fwd(float *out, const float *a, const float *b, size_t n)
+{
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n)
+        out[i] = a[i] + b[i];
+}
+
+// da += dout, db += dout (either NULL: skipped)
+__global__ static void residual_bwd(float *da, float *db, const float *dout, size_t n)
+{
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) {
+        if (da)
+            da[i] += dout[i];
+        if (db)
+            db[i] += dout[i];
+    }
+}
+
+extern "C" dt_result dt_gpu_residual_forward(float *out, const float *a, const float *b, size_t n)
+{
+    if (!out || !a || !b || n == 0)
+        return dt_fail(DT_ERR_INVALID_ARG, "dt_gpu_residual_forward: NULL buffer or n = 0");
+    residual_fwd<<<blocks(n, 256), 256>>>(out, a, b, n);
+    return dt_gpu_launched("dt_gpu_residual_forward");
+}
+
+extern "C" dt_result dt_gpu_residual_backward(float *da, float *db, const float *dout, size_t n)
+{
+    if (!dout || n == 0)
+        return dt_fail(DT_ERR_INVALID_ARG, "dt_gpu_residual_backward: NULL dout or n = 0");
+    residual_bwd<<<blocks(n, 256), 256>>>(da, db, dout, n);
+    return dt_gpu_launched("dt_gpu_residual_backward");
 }
 
 // dbias (OC) += sum over the N rows of dout (N, OC): one thread per column
@@ -88,7 +145,7 @@ extern "C" dt_result dt_gpu_bias_backward(float *dbias, const float *dout, size_
     if (N == 0 || OC == 0)
         return DT_OK;
     bias_bwd<<<blocks(OC, 128), 128>>>(dbias, dout, N, OC);
-    return launched("dt_gpu_bias_backward");
+    return dt_gpu_launched("dt_gpu_bias_backward");
 }
 
 // ---------------------------------------------------------------- softmax cross-entropy
@@ -162,7 +219,7 @@ extern "C" dt_result dt_gpu_softmax_xent_forward(float *probs, float *losses, co
     if (N == 0 || V == 0)
         return dt_fail(DT_ERR_INVALID_ARG, "dt_gpu_softmax_xent_forward: N and V must be > 0");
     xent_fwd<<<(unsigned)N, 256>>>(probs, losses, logits, labels, V);
-    return launched("dt_gpu_softmax_xent_forward");
+    return dt_gpu_launched("dt_gpu_softmax_xent_forward");
 }
 
 extern "C" dt_result dt_gpu_softmax_xent_backward(float *dlogits, const float *probs,
@@ -172,7 +229,7 @@ extern "C" dt_result dt_gpu_softmax_xent_backward(float *dlogits, const float *p
     if (N == 0 || V == 0)
         return DT_OK;
     xent_bwd<<<blocks(N * V, 256), 256>>>(dlogits, probs, labels, scale, N, V);
-    return launched("dt_gpu_softmax_xent_backward");
+    return dt_gpu_launched("dt_gpu_softmax_xent_backward");
 }
 
 // ---------------------------------------------------------------- layernorm
@@ -208,7 +265,69 @@ extern "C" dt_result dt_gpu_layernorm_forward(float *out, float *mean, float *rs
     if (N == 0 || C == 0)
         return dt_fail(DT_ERR_INVALID_ARG, "dt_gpu_layernorm_forward: N and C must be > 0");
     ln_fwd<<<(unsigned)N, 256>>>(out, mean, rstd, inp, weight, bias, C);
-    return launched("dt_gpu_layernorm_forward");
+    return dt_gpu_launched("dt_gpu_layernorm_forward");
+}
+
+// One block per row: with xhat = (x - mean) rstd and g = dy weight,
+// dinp += rstd (g - mean(g) - xhat mean(g xhat)), the two means by block reductions
+__global__ static void ln_bwd_inp(float *dinp, const float *dout, const float *inp,
+                                  const float *w, const float *mean, const float *rstd, size_t C)
+{
+    size_t row = blockIdx.x;
+    const float *x = inp + row * C, *dy = dout + row * C;
+    float m = mean[row], r = rstd[row], sg = 0.0f, sgx = 0.0f;
+    for (size_t j = threadIdx.x; j < C; j += blockDim.x) {
+        float xhat = (x[j] - m) * r, g = dy[j] * w[j];
+        sg += g;
+        sgx += g * xhat;
+    }
+    float g_mean = block_reduce(sg, 0) / (float)C;
+    float gx_mean = block_reduce(sgx, 0) / (float)C;
+    for (size_t j = threadIdx.x; j < C; j += blockDim.x) {
+        float xhat = (x[j] - m) * r, g = dy[j] * w[j];
+        dinp[row * C + j] += r * (g - g_mean - xhat * gx_mean);
+    }
+}
+
+// One thread per channel j: dweight[j] += sum over rows of dy xhat, dbias[j] += sum of dy
+// (either NULL: skipped)
+__global__ static void ln_bwd_params(float *dweight, float *dbias, const float *dout,
+                                     const float *inp, const float *mean, const float *rstd,
+                                     size_t N, size_t C)
+{
+    size_t j = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (j >= C)
+        return;
+    float sw = 0.0f, sb = 0.0f;
+    for (size_t n = 0; n < N; n++) {
+        float dy = dout[n * C + j];
+        sw += dy * (inp[n * C + j] - mean[n]) * rstd[n];
+        sb += dy;
+    }
+    if (dweight)
+        dweight[j] += sw;
+    if (dbias)
+        dbias[j] += sb;
+}
+
+extern "C" dt_result dt_gpu_layernorm_backward(float *dinp, float *dweight, float *dbias,
+                                               const float *dout, const float *inp,
+                                               const float *weight, const float *mean,
+                                               const float *rstd, size_t N, size_t C)
+{
+    if (!dout || !inp || !weight || !mean || !rstd || N == 0 || C == 0)
+        return dt_fail(DT_ERR_INVALID_ARG, "dt_gpu_layernorm_backward: NULL dout, inp, weight, "
+                       "mean or rstd, or N or C = 0 (N %zu, C %zu)", N, C);
+    if (dinp) {
+        ln_bwd_inp<<<(unsigned)N, 256>>>(dinp, dout, inp, weight, mean, rstd, C);
+        dt_result r = dt_gpu_launched("dt_gpu_layernorm_backward (dinp)");
+        if (r != DT_OK)
+            return r;
+    }
+    if (!dweight && !dbias)
+        return DT_OK;
+    ln_bwd_params<<<blocks(C, 128), 128>>>(dweight, dbias, dout, inp, mean, rstd, N, C);
+    return dt_gpu_launched("dt_gpu_layernorm_backward (dweight, dbias)");
 }
 
 // ---------------------------------------------------------------- fused optimizers
@@ -252,7 +371,7 @@ extern "C" dt_result dt_gpu_sgd_update(const dt_optim_config *cfg, float *params
         return DT_OK;
     sgd<<<blocks(count, 256), 256>>>(params, grads, cfg->momentum != 0.0f ? momentum_buf : NULL,
                                      cfg->lr, cfg->weight_decay, cfg->momentum, count);
-    return launched("dt_gpu_sgd_update");
+    return dt_gpu_launched("dt_gpu_sgd_update");
 }
 
 extern "C" dt_result dt_gpu_adamw_update(const dt_optim_config *cfg, float *params,
@@ -268,5 +387,5 @@ extern "C" dt_result dt_gpu_adamw_update(const dt_optim_config *cfg, float *para
     adamw<<<blocks(count, 256), 256>>>(params, grads, m, v, cfg->beta1, cfg->beta2, cfg->eps,
                                        1.0f - cfg->lr * cfg->weight_decay, (float)(cfg->lr / bc1),
                                        (float)(1.0 / sqrt(bc2)), count);
-    return launched("dt_gpu_adamw_update");
+    return dt_gpu_launched("dt_gpu_adamw_update");
 }
