@@ -117,6 +117,38 @@ dt_result dt_gpu_mlp_step(dt_gpu_mlp *g, const float *x, const int32_t *labels, 
 dt_result dt_gpu_mlp_params(const dt_gpu_mlp *g, float *params);
 void dt_gpu_mlp_free(dt_gpu_mlp *g);
 
+/* ---------------------------------------------------------------- the tiny GPT on the GPU (gpt.c)
+ *
+ * A whole dt_gpt_create model's training step on device buffers: the
+ * CPU's reference path (DT_NN_REFERENCE: embedding, blocks, head, softmax
+ * cross-entropy, the backward in reverse) call for call, then plain SGD
+ * (p -= lr g, fused): dt_model_forward, dt_model_loss, dt_model_backward
+ * and dt_sgd_update within fp32's rounding. */
+typedef struct {
+    const dt_model *model;     /* the layout (a GPT); its host buffers are not used */
+    size_t B, T;               /* sequences per step, positions per sequence */
+    float *params, *grads;     /* device, the model's layout; grads: the last step's */
+    int32_t *tokens, *labels;  /* B T */
+    float **out;               /* [layers] B T x out_width of each layer */
+    float **saved;             /* [layers] what a block's or the head's backward reads */
+    float *dbuf[2];            /* B T x max(C, V): gradients between layers */
+    float *scratch;            /* a block's backward temporaries */
+    float *probs, *losses;     /* B T x V, B T */
+    float *host_losses;        /* B T, for the mean */
+} dt_gpu_gpt;
+
+/* Device buffers for m's step on B sequences of T tokens (T <= the
+ * context), m's parameters copied up. */
+dt_result dt_gpu_gpt_create(dt_gpu_gpt *g, const dt_model *m, size_t B, size_t T);
+/* One step on tokens and labels (B T each, host buffers); *loss: the mean
+ * loss before the step (may be NULL). */
+dt_result dt_gpu_gpt_step(dt_gpu_gpt *g, const int32_t *tokens, const int32_t *labels, float lr,
+                          float *loss);
+/* The parameters, or the last step's gradients, back into num_params floats. */
+dt_result dt_gpu_gpt_params(const dt_gpu_gpt *g, float *params);
+dt_result dt_gpu_gpt_grads(const dt_gpu_gpt *g, float *grads);
+void dt_gpu_gpt_free(dt_gpu_gpt *g);
+
 #ifdef __cplusplus
 }
 #endif
