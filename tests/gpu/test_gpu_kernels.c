@@ -67,7 +67,7 @@ TEST(gpu_linear_forward_matches_cpu, 1)
     free(x), free(w), free(b), free(want), free(got);
 }
 
-TEST(gpu_relu_gelu_match_cpu, 1)
+TEST(gpu_relu_gelu_matches_cpu, 1)
 {
     gpu_require();
     size_t n = 1000;
@@ -145,7 +145,7 @@ TEST(gpu_layernorm_matches_cpu, 1)
 }
 
 /* Five steps of each fused optimizer against dt/optim.h's rule. */
-TEST(gpu_fused_optimizers_match_cpu, 2)
+TEST(gpu_fused_optimizers_matches_cpu, 2)
 {
     gpu_require();
     size_t n = 4099;
@@ -177,7 +177,7 @@ TEST(gpu_fused_optimizers_match_cpu, 2)
 /* GELU's backward is elementwise (tanhf and fused multiply-adds: a few
  * units of the last place); a residual's sum and its backward's add are
  * one IEEE addition each, the same on both: exact. */
-TEST(gpu_residual_gelu_bwd_match_cpu, 1)
+TEST(gpu_residual_gelu_bwd_matches_cpu, 1)
 {
     gpu_require();
     size_t n = 1000;
