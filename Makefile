@@ -136,9 +136,20 @@ GPU ?= 0
 CUDA_HOME ?= $(patsubst %/bin/nvcc,%,$(NVCC))
 GPU_BUILD ?= build/gpu
 NVCC_ARCH ?= -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=[sm_90,compute_90]
+# Per-thread default streams: each host thread's kernels and copies on its
+# own CUDA stream (gpu/gpu.h), so that two dt/stream.h streams run at once.
+NVCC_FLAGS := -std=c++17 -O2 $(NVCC_ARCH) --default-stream per-thread
+GPU_CU     := $(sort $(wildcard gpu/*.cu))
+GPU_CSRCS  := $(sort $(wildcard gpu/*.c))
+GPU_OBJS   := $(GPU_CU:%.cu=$(BUILD)/obj/%.o) $(filter-out $(BUILD)/obj/gpu/dtdoctor.o,$(GPU_CSRCS:%.c=$(BUILD)/obj/%.o))
 ifeq ($(GPU),1)
   CFLAGS += -DDT_HAVE_NCCL -I$(CUDA_HOME)/include -Igpu
   LDLIBS += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublas -lnccl -lcudart -lstdc++
+  # A lab's GPU bodies (lab 15's stream_gpu.c) call gpu/gpu.h, and its GPU
+  # tests the probe of tests/gpu/: both link into every lab's test binary
+  # here, and lab-objects.sh counts gpu.h's functions as public.
+  LAB_GPU_OBJS := $(GPU_OBJS) $(BUILD)/obj/tests/gpu/gpu_test.o
+  LAB_GPU_API  := gpu/gpu.h
 endif
 
 # The build's identity: the compiler and every flag, which also carry what
@@ -150,7 +161,7 @@ endif
 IDENTITY      := $(BUILD)/identity
 CC_VERSION    := $(shell $(CC) --version 2>/dev/null | head -n 1)
 IDENTITY_TEXT := cc=$(CC) ($(CC_VERSION)); cflags=$(filter-out $(WERROR),$(CFLAGS)); \
-                 ldflags=$(LDFLAGS); ldlibs=$(LDLIBS)
+                 ldflags=$(LDFLAGS); ldlibs=$(LDLIBS)$(if $(filter 1,$(GPU)),; nvcc=$(NVCC_FLAGS))
 NO_BUILD_GOALS := help clean deps gpu doctor
 ifneq ($(filter-out $(NO_BUILD_GOALS),$(or $(MAKECMDGOALS),all)),)
   ifneq ($(IDENTITY_TEXT),$(shell cat $(IDENTITY) 2>/dev/null))
@@ -335,7 +346,7 @@ $(1)_CODE  := $$(filter-out run.c run_%.c,$$(notdir $$($(1)_SRCS)))
 $(1)_OBJS  := $$($(1)_CODE:%.c=$(IMPL_DIR)/obj/$(1)/%.o)
 $(1)_GOBJS := $$($(1)_CODE:%.c=$(IMPL_DIR)/obj/graded/$(1)/%.o)
 $(1)_ROBJS := $$(patsubst %.c,$(IMPL_DIR)/obj/$(1)/%.o,$$(filter run.c run_%.c,$$(notdir $$($(1)_SRCS))))
-$(1)_TOBJS := $$(patsubst %.c,$(IMPL_DIR)/obj/tests/%.o,$$(sort $$(wildcard tests/$(1)/*.c)))
+$(1)_TOBJS := $$(patsubst %.c,$(IMPL_DIR)/obj/tests/%.o,$$(sort $$(wildcard tests/$(1)/*.c))) $(LAB_GPU_OBJS)
 $(1)_INC   := -I$(IMPL)/$(1) $$(if $$(filter-out $(IMPL),$(LAB_BASE)),-I$(LAB_BASE)/$(1))
 $(IMPL_DIR)/obj/$(1)/%.o: $(IMPL)/$(1)/%.c $(IDENTITY)
 	@mkdir -p $$(dir $$@)
@@ -353,7 +364,7 @@ $(IMPL_DIR)/obj/graded/$(1)/checked: $$($(1)_OBJS) $$($(1)_TOBJS) $(LIBDT) $(LAB
 	@mkdir -p $$(dir $$@)
 	$$(call step,CHECK,$(IMPL)/$(1))
 	$$(Q)rm -f $$@ $$(dir $$@)*.o
-	$$(Q)CC="$$(CC)" LAB_SRC="$(IMPL)/$(1) $(LAB_BASE)/$(1)" tests/grader/lab-objects.sh $(1) $$(dir $$@) $(LIBDT) $$($(1)_TOBJS) -- $$($(1)_OBJS)
+	$$(Q)CC="$$(CC)" LAB_SRC="$(IMPL)/$(1) $(LAB_BASE)/$(1)" GPU_API="$(LAB_GPU_API)" tests/grader/lab-objects.sh $(1) $$(dir $$@) $(LIBDT) $$($(1)_TOBJS) -- $$($(1)_OBJS)
 	$$(Q)touch $$@
 $(IMPL_DIR)/$(1)/grade: $(IMPL_DIR)/obj/graded/$(1)/checked $$($(1)_TOBJS) $(GRADER_OBJ) $(LIBDT) $(IDENTITY)
 	@mkdir -p $$(dir $$@)
@@ -534,17 +545,13 @@ endif
 # `make gpu`: the GPU build (GPU=1 above), where nvcc and NCCL are found;
 # else it says which is missing and skips (exit 0). It compiles and links
 # everything; running needs a GPU (make doctor, bench/gpu-check.sh).
-GPU_CU     := $(sort $(wildcard gpu/*.cu))
-GPU_CSRCS  := $(sort $(wildcard gpu/*.c))
-GPU_OBJS   := $(GPU_CU:%.cu=$(BUILD)/obj/%.o) $(filter-out $(BUILD)/obj/gpu/dtdoctor.o,$(GPU_CSRCS:%.c=$(BUILD)/obj/%.o))
 GPU_TESTS  := $(sort $(wildcard tests/gpu/*.c))
 GPU_GRADE  := $(BUILD)/tests/gpu/grade
 GPU_BENCH  := $(patsubst bench/%.c,$(BUILD)/bench/%,$(wildcard bench/gpu_*.c))
 $(BUILD)/obj/%.o: %.cu $(IDENTITY)
 	@mkdir -p $(dir $@)
 	$(call step,NVCC,$<)
-	$(Q)$(NVCC) -std=c++17 -O2 $(NVCC_ARCH) -Ilib/include -Igpu -Xcompiler -Wall,-Wextra \
-	  $(if $(WERROR),-Werror all-warnings) -c $< -o $@
+	$(Q)$(NVCC) $(NVCC_FLAGS) -Ilib/include -Igpu -Xcompiler -Wall,-Wextra $(if $(WERROR),-Werror all-warnings) -c $< -o $@
 $(GPU_GRADE): $(GPU_TESTS:%.c=$(BUILD)/obj/%.o) $(GPU_OBJS) $(GRADER_OBJ) $(LIBDT) $(IDENTITY)
 	@mkdir -p $(dir $@)
 	$(call step,LINK,$@)

@@ -77,19 +77,47 @@ extern "C" dt_result dt_gpu_to_host(void *dst, const void *src, size_t bytes)
     return DT_OK;
 }
 
-// One handle per process (and device 0's, or the current device's at the
-// first call): creating one costs milliseconds.
-static cublasHandle_t handle;
+// One handle per thread (a cuBLAS handle must not be shared between
+// threads that use it at once), made on the thread's first product for the
+// device current then, bound to the thread's own stream (gpu.h), and
+// destroyed as the thread ends. Creating one costs milliseconds.
+struct blas_handle_slot {
+    cublasHandle_t h = nullptr;
+    ~blas_handle_slot()
+    {
+        if (h)
+            cublasDestroy(h);
+    }
+};
+static thread_local blas_handle_slot handle_slot;
 
-static dt_result blas_handle(void)
+static dt_result blas_handle(cublasHandle_t *out)
 {
-    if (handle)
-        return DT_OK;
-    cublasStatus_t s = cublasCreate(&handle);
-    if (s != CUBLAS_STATUS_SUCCESS)
-        return dt_fail(DT_ERR_UNSUPPORTED, "cublasCreate: %s", cublasGetStatusString(s));
-    // fp32 products in fp32: the tolerance of the tests is fp32's, not TF32's
-    cublasSetMathMode(handle, CUBLAS_DEFAULT_MATH);
+    if (!handle_slot.h) {
+        cublasStatus_t s = cublasCreate(&handle_slot.h);
+        if (s != CUBLAS_STATUS_SUCCESS) {
+            handle_slot.h = nullptr;
+            return dt_fail(DT_ERR_UNSUPPORTED, "cublasCreate: %s", cublasGetStatusString(s));
+        }
+        // fp32 products in fp32: the tolerance of the tests is fp32's, not TF32's
+        cublasSetMathMode(handle_slot.h, CUBLAS_DEFAULT_MATH);
+        s = cublasSetStream(handle_slot.h, cudaStreamPerThread);
+        if (s != CUBLAS_STATUS_SUCCESS)
+            return dt_fail(DT_ERR_INTERNAL, "cublasSetStream: %s", cublasGetStatusString(s));
+    }
+    *out = handle_slot.h;
+    return DT_OK;
+}
+
+extern "C" dt_result dt_gpu_get_device(int *device)
+{
+    CUDA_TRY(cudaGetDevice(device), "cudaGetDevice");
+    return DT_OK;
+}
+
+extern "C" dt_result dt_gpu_set_device(int device)
+{
+    CUDA_TRY(cudaSetDevice(device), "cudaSetDevice");
     return DT_OK;
 }
 
@@ -100,14 +128,15 @@ extern "C" dt_result dt_gpu_sgemm(dt_trans ta, dt_trans tb, size_t M, size_t N, 
     if (M == 0 || N == 0 || K == 0 || !A || !B || !C)
         return dt_fail(DT_ERR_INVALID_ARG, "dt_gpu_sgemm: M, N, K must be > 0 and A, B, C "
                        "not NULL (M %zu, N %zu, K %zu)", M, N, K);
-    GPU_TRY(blas_handle());
+    cublasHandle_t handle = nullptr;
+    GPU_TRY(blas_handle(&handle));
     cublasOperation_t opa = ta == DT_TRANS ? CUBLAS_OP_T : CUBLAS_OP_N;
     cublasOperation_t opb = tb == DT_TRANS ? CUBLAS_OP_T : CUBLAS_OP_N;
     cublasStatus_t s = cublasSgemm(handle, opb, opa, (int)N, (int)M, (int)K, &alpha, B, (int)ldb,
                                    A, (int)lda, &beta, C, (int)ldc);
     if (s != CUBLAS_STATUS_SUCCESS)
         return dt_fail(DT_ERR_INTERNAL, "dt_gpu_sgemm: cublasSgemm: %s", cublasGetStatusString(s));
-    CUDA_TRY(cudaDeviceSynchronize(), "dt_gpu_sgemm");
+    CUDA_TRY(cudaStreamSynchronize(cudaStreamPerThread), "dt_gpu_sgemm");
     return DT_OK;
 }
 
@@ -127,7 +156,7 @@ extern "C" dt_result dt_gpu_linear_forward(float *out, const float *inp, const f
         size_t n = N * OC;
         add_bias<<<(unsigned)((n + 255) / 256), 256>>>(out, bias, N, OC);
         CUDA_TRY(cudaGetLastError(), "dt_gpu_linear_forward (bias)");
-        CUDA_TRY(cudaDeviceSynchronize(), "dt_gpu_linear_forward");
+        CUDA_TRY(cudaStreamSynchronize(cudaStreamPerThread), "dt_gpu_linear_forward");
     }
     return DT_OK;
 }

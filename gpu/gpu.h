@@ -1,8 +1,15 @@
 /* gpu.h - CUDA compute for the workbook's models (chapter 15), built by
  * `make gpu` only (the .cu files of gpu/, into build/gpu/). Each function is the GPU
  * twin of a CPU function of libdt, with the same contract on device
- * buffers, run on the legacy default stream and complete when it returns
- * (a test compares it with the CPU function; tests/gpu/):
+ * buffers (a test compares it with the CPU function; tests/gpu/).
+ *
+ * Each call runs on the CALLING THREAD's own stream (CUDA's per-thread
+ * default stream: nvcc --default-stream per-thread, and a cuBLAS handle
+ * per thread bound to it) and is complete when it returns (it synchronizes
+ * that stream, not the device). So two threads' calls run concurrently on
+ * the GPU: a host thread of dt/stream.h is one GPU stream (chapter 15,
+ * section 9). A thread uses the device current on it: a new thread starts
+ * on device 0 (dt_gpu_set_device).
  *
  *   dt_gpu_sgemm            dt_sgemm (row-major, through cuBLAS)
  *   dt_gpu_linear_forward   dt_linear_forward (sgemm, then the bias)
@@ -40,6 +47,11 @@ extern "C" {
 /* DT_OK when a GPU can be used here; else DT_ERR_UNSUPPORTED, with why
  * ("no CUDA driver", "no GPU visible", ...) in dt_last_error(). */
 dt_result dt_gpu_probe(void);
+
+/* The calling thread's current device, and setting it (cudaGetDevice,
+ * cudaSetDevice). */
+dt_result dt_gpu_get_device(int *device);
+dt_result dt_gpu_set_device(int device);
 
 /* cudaMalloc, cudaFree and copies, as dt_results. */
 dt_result dt_gpu_alloc(void **p, size_t bytes);

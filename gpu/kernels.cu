@@ -11,7 +11,7 @@ dt_result dt_gpu_launched(const char *what)
 {
     cudaError_t e = cudaGetLastError();
     if (e == cudaSuccess)
-        e = cudaDeviceSynchronize();
+        e = cudaStreamSynchronize(cudaStreamPerThread);
     if (e != cudaSuccess)
         return dt_fail(DT_ERR_INTERNAL, "%s: CUDA error %d (%s): %s", what, (int)e,
                        cudaGetErrorName(e), cudaGetErrorString(e));

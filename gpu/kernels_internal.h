@@ -5,7 +5,7 @@
 #include "dt/core.h"
 
 // After a kernel launch: the launch's error, else the kernel's (it waits
-// for the device), as a dt_result naming what.
+// for the calling thread's stream, gpu.h), as a dt_result naming what.
 dt_result dt_gpu_launched(const char *what);
 
 #endif // DT_GPU_KERNELS_INTERNAL_H

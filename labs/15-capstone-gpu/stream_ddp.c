@@ -11,6 +11,18 @@
 
 /* ================================================================ given */
 
+/* A task's GPU body where d runs on the GPU (stream_gpu.h); in a build
+ * without it, init refuses LAB_ON_GPU and this is nothing. */
+#ifdef DT_HAVE_NCCL
+#define ON_GPU(d, call)               \
+    do {                              \
+        if ((d)->on == LAB_ON_GPU)    \
+            return (call);            \
+    } while (0)
+#else
+#define ON_GPU(d, call) ((void)0)
+#endif
+
 static void probe(const lab_sddp *d, const char *event, int index)
 {
     if (d->probe)
@@ -38,6 +50,7 @@ static dt_result forward_task(void *p)
     forward_arg *a = p;
     lab_sddp *d = a->d;
     dt_model *m = d->model;
+    ON_GPU(d, lab_sddp_gpu_forward(d, a->x, a->labels));
     DT_CHECK(dt_model_zero_grads(m));
     for (int l = 0; l < m->num_layers; l++)
         DT_CHECK(dt_model_forward(m, d->acts[l], l ? dt_acts_output(d->acts[l - 1]) : a->x,
@@ -56,6 +69,7 @@ static dt_result backward_task(void *p)
     lab_sddp *d = a->d;
     int l = a->index, last = l == d->model->num_layers - 1;
     probe(d, "backward", l);
+    ON_GPU(d, lab_sddp_gpu_backward(d, l));
     return dt_model_backward(d->model, d->acts[l], last ? NULL : d->dinp[l + 1],
                              l ? d->dinp[l] : NULL, NULL, NULL);
 }
@@ -67,7 +81,7 @@ dt_result lab_sddp_enqueue_backward(lab_sddp *d, dt_stream *s, int l)
                        !d || !s ? "d or s is NULL" : "no such layer");
     const dt_model *m = d->model;
     int last = l == m->num_layers - 1;
-    dt_span reads[2] = {layer_params(m, l, m->params)}, writes[2] = {layer_params(m, l, m->grads)};
+    dt_span reads[2] = {layer_params(m, l, d->params)}, writes[2] = {layer_params(m, l, d->grads)};
     int nr = 1, nw = 1;
     if (!last)
         reads[nr++] = (dt_span){d->dinp[l + 1], rows_bytes(d, m->layers[l].out_width)};
@@ -85,7 +99,7 @@ static dt_result allreduce_task(void *p)
     lab_sddp *d = a->d;
     const lab_sbucket *b = &d->buckets[a->index];
     probe(d, "allreduce", a->index);
-    float *g = d->model->grads + b->offset;
+    float *g = d->grads + b->offset; /* device memory on the GPU: NCCL's own */
     return dt_allreduce(g, g, b->count, DT_F32, DT_AVG, d->comm);
 }
 
@@ -95,7 +109,7 @@ dt_result lab_sddp_enqueue_allreduce(lab_sddp *d, dt_stream *s, int k)
         return dt_fail(DT_ERR_INVALID_ARG, "lab_sddp_enqueue_allreduce: %s",
                        !d || !s ? "d or s is NULL" : "no such bucket");
     const lab_sbucket *b = &d->buckets[k];
-    dt_span g = {d->model->grads + b->offset, b->count * sizeof(float)};
+    dt_span g = {d->grads + b->offset, b->count * sizeof(float)};
     char what[40];
     snprintf(what, sizeof what, "allreduce of bucket %d", k);
     index_arg a = {d, k};
@@ -105,7 +119,8 @@ dt_result lab_sddp_enqueue_allreduce(lab_sddp *d, dt_stream *s, int k)
 static dt_result update_task(void *p)
 {
     lab_sddp *d = *(lab_sddp **)p;
-    return dt_optim_step(&d->opt, d->model->params, d->model->grads);
+    ON_GPU(d, lab_sddp_gpu_update(d));
+    return dt_optim_step(&d->opt, d->params, d->grads);
 }
 
 dt_result lab_sddp_enqueue_update(lab_sddp *d, dt_stream *s)
@@ -113,21 +128,21 @@ dt_result lab_sddp_enqueue_update(lab_sddp *d, dt_stream *s)
     if (!d || !s)
         return dt_fail(DT_ERR_INVALID_ARG, "lab_sddp_enqueue_update: d or s is NULL");
     size_t o = d->opt.offset, n = d->opt.count * sizeof(float);
-    dt_span g = {d->model->grads + o, n}, p = {d->model->params + o, n};
+    dt_span g = {d->grads + o, n}, p = {d->params + o, n};
     return dt_stream_launch(s, "sgd update", update_task, &d, sizeof d, &g, 1, &p, 1);
 }
 
 static dt_result reduce_scatter_task(void *p)
 {
     lab_sddp *d = *(lab_sddp **)p;
-    return dt_allreduce_scatter(d->model->grads, d->model->num_params, DT_F32, DT_AVG, d->comm);
+    return dt_allreduce_scatter(d->grads, d->model->num_params, DT_F32, DT_AVG, d->comm);
 }
 
 dt_result lab_sddp_enqueue_reduce_scatter(lab_sddp *d, dt_stream *s)
 {
     if (!d || !s)
         return dt_fail(DT_ERR_INVALID_ARG, "lab_sddp_enqueue_reduce_scatter: d or s is NULL");
-    dt_span g = {d->model->grads, d->model->num_params * sizeof(float)};
+    dt_span g = {d->grads, d->model->num_params * sizeof(float)};
     return dt_stream_launch(s, "reduce-scatter of the gradients", reduce_scatter_task, &d,
                             sizeof d, &g, 1, &g, 1);
 }
@@ -135,14 +150,14 @@ dt_result lab_sddp_enqueue_reduce_scatter(lab_sddp *d, dt_stream *s)
 static dt_result allgather_task(void *p)
 {
     lab_sddp *d = *(lab_sddp **)p;
-    return dt_allreduce_gather(d->model->params, d->model->num_params, DT_F32, d->comm);
+    return dt_allreduce_gather(d->params, d->model->num_params, DT_F32, d->comm);
 }
 
 dt_result lab_sddp_enqueue_allgather(lab_sddp *d, dt_stream *s)
 {
     if (!d || !s)
         return dt_fail(DT_ERR_INVALID_ARG, "lab_sddp_enqueue_allgather: d or s is NULL");
-    dt_span p = {d->model->params, d->model->num_params * sizeof(float)};
+    dt_span p = {d->params, d->model->num_params * sizeof(float)};
     return dt_stream_launch(s, "allgather of the parameters", allgather_task, &d, sizeof d, &p,
                             1, &p, 1);
 }
@@ -153,7 +168,7 @@ dt_result lab_sddp_step(lab_sddp *d, const float *x, const int32_t *labels, floa
         return dt_fail(DT_ERR_INVALID_ARG, "lab_sddp_step: a NULL argument");
     dt_model *m = d->model;
     size_t n = m->num_params * sizeof(float);
-    dt_span all_p = {m->params, n}, all_g = {m->grads, n};
+    dt_span all_p = {d->params, n}, all_g = {d->grads, n};
     dt_span in[3] = {{x, rows_bytes(d, m->in_width)}, {labels, d->B * sizeof *labels}};
     forward_arg fa = {d, x, labels};
     /* the forward writes the stages' activations too; only the backward of
@@ -188,6 +203,10 @@ void lab_sddp_free(lab_sddp *d)
         return;
     dt_stream_destroy(d->compute);
     dt_stream_destroy(d->comm_stream);
+#ifdef DT_HAVE_NCCL
+    if (d->gpu)
+        lab_sddp_gpu_free(d); /* and the device's dinp, set NULL */
+#endif
     for (int k = 0; d->buckets && k < d->num_buckets; k++) {
         dt_event_destroy(d->buckets[k].ready);
         dt_event_destroy(d->buckets[k].reduced);
@@ -208,17 +227,38 @@ void lab_sddp_free(lab_sddp *d)
     memset(d, 0, sizeof *d);
 }
 
+dt_result lab_sddp_download(lab_sddp *d)
+{
+    if (!d || !d->model)
+        return dt_fail(DT_ERR_INVALID_ARG, "lab_sddp_download: d is NULL or freed");
+    ON_GPU(d, lab_sddp_gpu_download(d));
+    return DT_OK;
+}
+
 dt_result lab_sddp_init(lab_sddp *d, dt_comm *comm, dt_model *m, lab_sddp_mode mode, size_t B,
                         size_t bucket_bytes, float lr)
 {
+    return lab_sddp_init_on(d, LAB_ON_HOST, comm, m, mode, B, bucket_bytes, lr);
+}
+
+dt_result lab_sddp_init_on(lab_sddp *d, lab_device_kind on, dt_comm *comm, dt_model *m,
+                           lab_sddp_mode mode, size_t B, size_t bucket_bytes, float lr)
+{
     if (!d || !comm || !m || !m->grads || B == 0 || m->kind != DT_MODEL_MLP ||
-        (mode != LAB_SDDP_DDP && mode != LAB_SDDP_ZERO1))
+        (mode != LAB_SDDP_DDP && mode != LAB_SDDP_ZERO1) || (on != LAB_ON_HOST && on != LAB_ON_GPU))
         return dt_fail(DT_ERR_INVALID_ARG, "lab_sddp_init: %s",
                        !d || !comm || !m ? "a NULL argument" : !m->grads ? "the model has no "
                        "gradients" : B == 0 ? "B is 0" : m->kind != DT_MODEL_MLP ?
-                       "the model is not an MLP" : "no such mode");
+                       "the model is not an MLP" : on != LAB_ON_HOST && on != LAB_ON_GPU ?
+                       "no such device kind" : "no such mode");
+#ifndef DT_HAVE_NCCL
+    if (on == LAB_ON_GPU)
+        return dt_fail(DT_ERR_UNSUPPORTED, "lab_sddp_init: LAB_ON_GPU needs make gpu's build "
+                       "(CUDA and NCCL); this one has the host device only");
+#endif
     memset(d, 0, sizeof *d);
-    d->comm = comm, d->model = m, d->mode = mode, d->B = B, d->lr = lr;
+    d->comm = comm, d->model = m, d->mode = mode, d->B = B, d->lr = lr, d->on = on;
+    d->params = m->params, d->grads = m->grads;
     dt_result r = dt_broadcast(m->params, m->params, m->num_params, DT_F32, 0, comm);
     if (r == DT_OK)
         r = dt_device_create(&d->dev, 0);
@@ -231,7 +271,7 @@ dt_result lab_sddp_init(lab_sddp *d, dt_comm *comm, dt_model *m, lab_sddp_mode m
     d->dinp = calloc((size_t)L, sizeof *d->dinp);
     if (r == DT_OK && (!d->acts || !d->dinp))
         r = dt_fail(DT_ERR_NOMEM, "lab_sddp_init: no memory");
-    for (int l = 0; r == DT_OK && l < L; l++) {
+    for (int l = 0; r == DT_OK && on == LAB_ON_HOST && l < L; l++) {
         r = dt_acts_create(&d->acts[l], m, l, l + 1, B, 1);
         if (r == DT_OK && l && !(d->dinp[l] = calloc(B * m->layers[l].in_width, sizeof(float))))
             r = dt_fail(DT_ERR_NOMEM, "lab_sddp_init: no memory");
@@ -256,6 +296,10 @@ dt_result lab_sddp_init(lab_sddp *d, dt_comm *comm, dt_model *m, lab_sddp_mode m
         if (r == DT_OK)
             r = dt_event_create(d->dev, &d->buckets[k].reduced);
     }
+#ifdef DT_HAVE_NCCL
+    if (r == DT_OK && on == LAB_ON_GPU)
+        r = lab_sddp_gpu_init(d);
+#endif
     if (r != DT_OK)
         lab_sddp_free(d);
     return r;

@@ -44,6 +44,7 @@
 #include "dt/nn.h"
 #include "dt/optim.h"
 #include "dt/stream.h"
+#include "stream_gpu.h"
 
 /* A bucket: the gradients of layers [first_layer, last_layer), the
  * contiguous floats grads[offset .. offset + count). */
@@ -61,17 +62,24 @@ typedef enum { LAB_SDDP_DDP = 0, LAB_SDDP_ZERO1 } lab_sddp_mode;
  * to observe the order of the two streams' work). */
 typedef void (*lab_sddp_probe)(void *arg, const char *event, int index);
 
+struct lab_sddp_gpu;          /* the GPU's buffers (stream_gpu.c) */
+
 typedef struct {
     dt_comm *comm;
     dt_model *model;          /* not owned */
     lab_sddp_mode mode;
+    lab_device_kind on;       /* where the task bodies run (stream_gpu.h) */
+    float *params, *grads;    /* the buffers the streams work on: the model's
+                                 (host), or their device copies (GPU) */
+    struct lab_sddp_gpu *gpu; /* NULL on the host */
     dt_device *dev;
     dt_stream *compute;       /* the backward's stream */
     dt_stream *comm_stream;   /* the allreduces' stream */
     size_t B;                 /* rows per step */
     float lr;
-    dt_acts **acts;           /* one stage per layer: acts[l] runs layer l alone */
-    float **dinp;             /* dinp[l]: the gradient w.r.t. layer l's input (l > 0) */
+    dt_acts **acts;           /* one stage per layer: acts[l] runs layer l alone (host) */
+    float **dinp;             /* dinp[l]: the gradient w.r.t. layer l's input (l > 0;
+                                 device memory on the GPU) */
     int num_buckets;
     lab_sbucket *buckets;     /* buckets[0] holds the LAST layers */
     size_t shard_offset;      /* ZeRO-1: this rank's shard, floats [shard_offset, */
@@ -93,7 +101,15 @@ typedef struct {
  * 3), the optimizer over it only. On failure d is left freed. Collective. */
 dt_result lab_sddp_init(lab_sddp *d, dt_comm *comm, dt_model *m, lab_sddp_mode mode, size_t B,
                         size_t bucket_bytes, float lr);
+/* The same on the device `on` (lab_sddp_init: LAB_ON_HOST). LAB_ON_GPU
+ * needs make gpu's build and comm on the nccl backend; the model's host
+ * buffers then hold the start only, until lab_sddp_download. */
+dt_result lab_sddp_init_on(lab_sddp *d, lab_device_kind on, dt_comm *comm, dt_model *m,
+                           lab_sddp_mode mode, size_t B, size_t bucket_bytes, float lr);
 void lab_sddp_free(lab_sddp *d);
+/* On the GPU: model->params and model->grads from the device (the last
+ * step's); on the host: nothing to do. */
+dt_result lab_sddp_download(lab_sddp *d);
 
 /* One step on this rank's B rows x (the model's input width) and labels;
  * *loss (may be NULL): this rank's mean loss. Collective. */
@@ -119,6 +135,19 @@ dt_result lab_sddp_enqueue_allreduce(lab_sddp *d, dt_stream *s, int k);
 dt_result lab_sddp_enqueue_reduce_scatter(lab_sddp *d, dt_stream *s);
 dt_result lab_sddp_enqueue_update(lab_sddp *d, dt_stream *s);
 dt_result lab_sddp_enqueue_allgather(lab_sddp *d, dt_stream *s);
+
+#ifdef DT_HAVE_NCCL
+/* The GPU's task bodies (stream_gpu.c), each run on a stream's thread:
+ * gpu_init after the host's setup (broadcast, streams, shard), then the
+ * forward (the gradients zeroed, the layers, the loss and its gradient),
+ * layer l's backward, the update of d->opt's range, the download. */
+dt_result lab_sddp_gpu_init(lab_sddp *d);
+void lab_sddp_gpu_free(lab_sddp *d);
+dt_result lab_sddp_gpu_forward(lab_sddp *d, const float *x, const int32_t *labels);
+dt_result lab_sddp_gpu_backward(lab_sddp *d, int l);
+dt_result lab_sddp_gpu_update(lab_sddp *d);
+dt_result lab_sddp_gpu_download(lab_sddp *d);
+#endif
 
 /* ------------------------------------------------------------ task 1 */
 

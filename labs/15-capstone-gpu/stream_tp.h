@@ -25,6 +25,7 @@
 #include "dt/comm.h"
 #include "dt/core.h"
 #include "dt/stream.h"
+#include "stream_gpu.h"
 
 /* Called on a stream's thread as a task starts: "allreduce" (index 0: y's,
  * 1: dx's) or "fc weight grad" (index 0). It may block. */
@@ -32,6 +33,8 @@ typedef void (*lab_stp_probe)(void *arg, const char *event, int index);
 
 typedef struct {
     dt_comm *tp;
+    lab_device_kind on;          /* where the task bodies run (stream_gpu.h) */
+    int gpu_device;              /* on the GPU: the rank's, current on init's thread */
     dt_device *dev;
     dt_stream *compute, *comm_stream;
     size_t N, C, Hl;             /* rows, the model's width, this rank's hidden width */
@@ -39,7 +42,8 @@ typedef struct {
     const float *mproj_w;        /* (C, Hl): this rank's columns of (C, H) */
     const float *mproj_b;        /* (C), replicated */
     float *dfc_w, *dfc_b, *dmproj_w, *dmproj_b;  /* the same shapes, += (not owned) */
-    float *fch, *fchg;           /* (N, Hl): fc's output before and after GELU */
+    float *fch, *fchg;           /* (N, Hl): fc's output before and after GELU
+                                    (device memory on the GPU, as the four below) */
     float *dfchg, *dfch;         /* (N, Hl): their gradients */
     dt_event *ev[4];             /* four events for your tasks */
     lab_stp_probe probe;         /* may be NULL */
@@ -56,7 +60,26 @@ dt_result lab_stp_init(lab_stp *p, dt_comm *tp, size_t N, size_t C, size_t Hl,
                        const float *fc_w, const float *fc_b, const float *mproj_w,
                        const float *mproj_b, float *dfc_w, float *dfc_b, float *dmproj_w,
                        float *dmproj_b);
+/* The same on the device `on` (lab_stp_init: LAB_ON_HOST). LAB_ON_GPU
+ * needs make gpu's build and tp on the nccl backend; then every buffer
+ * given here and to the calls below is device memory (gpu.h). */
+dt_result lab_stp_init_on(lab_stp *p, lab_device_kind on, dt_comm *tp, size_t N, size_t C,
+                          size_t Hl, const float *fc_w, const float *fc_b, const float *mproj_w,
+                          const float *mproj_b, float *dfc_w, float *dfc_b, float *dmproj_w,
+                          float *dmproj_b);
 void lab_stp_free(lab_stp *p);
+
+#ifdef DT_HAVE_NCCL
+/* The GPU's task bodies (stream_gpu.c), each the piece of the same name
+ * below on device buffers; alloc/free: the four (N, Hl) buffers. */
+dt_result lab_stp_gpu_alloc(lab_stp *p);
+void lab_stp_gpu_free(lab_stp *p);
+dt_result lab_stp_gpu_fc(lab_stp *p, const float *x);
+dt_result lab_stp_gpu_mproj(lab_stp *p, float *y);
+dt_result lab_stp_gpu_mproj_backward(lab_stp *p, const float *dy);
+dt_result lab_stp_gpu_fc_input_grad(lab_stp *p, float *dx);
+dt_result lab_stp_gpu_fc_weight_grad(lab_stp *p, const float *x);
+#endif
 
 /* The pieces, each enqueued on stream s:
  *   fc               fch = x fc_w^T + fc_b; fchg = gelu(fch)      x (N, C)

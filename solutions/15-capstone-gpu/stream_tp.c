@@ -12,6 +12,18 @@
 
 /* ================================================================ given */
 
+/* A task's GPU body where p runs on the GPU (stream_gpu.h); in a build
+ * without it, init refuses LAB_ON_GPU and this is nothing. */
+#ifdef DT_HAVE_NCCL
+#define ON_GPU(p, call)               \
+    do {                              \
+        if ((p)->on == LAB_ON_GPU)    \
+            return (call);            \
+    } while (0)
+#else
+#define ON_GPU(p, call) ((void)0)
+#endif
+
 static void probe(const lab_stp *p, const char *event, int index)
 {
     if (p->probe)
@@ -32,6 +44,7 @@ static dt_result fc_task(void *a_)
 {
     tp_arg *a = a_;
     lab_stp *p = a->p;
+    ON_GPU(p, lab_stp_gpu_fc(p, a->in));
     DT_CHECK(dt_linear_forward(p->fch, a->in, p->fc_w, p->fc_b, p->N, p->C, p->Hl));
     return dt_gelu_forward(p->fchg, p->fch, p->N * p->Hl);
 }
@@ -50,6 +63,7 @@ static dt_result mproj_task(void *a_)
 {
     tp_arg *a = a_;
     lab_stp *p = a->p;
+    ON_GPU(p, lab_stp_gpu_mproj(p, a->out));
     /* the replicated bias once: added by rank 0's part, the sum has it once */
     const float *b = dt_comm_rank(p->tp) == 0 ? p->mproj_b : NULL;
     return dt_linear_forward(a->out, p->fchg, p->mproj_w, b, p->N, p->Hl, p->C);
@@ -89,6 +103,7 @@ static dt_result mproj_backward_task(void *a_)
 {
     tp_arg *a = a_;
     lab_stp *p = a->p;
+    ON_GPU(p, lab_stp_gpu_mproj_backward(p, a->in));
     size_t n = p->N * p->Hl;
     memset(p->dfchg, 0, n * sizeof(float));
     memset(p->dfch, 0, n * sizeof(float));
@@ -114,6 +129,7 @@ static dt_result fc_input_grad_task(void *a_)
 {
     tp_arg *a = a_;
     lab_stp *p = a->p;
+    ON_GPU(p, lab_stp_gpu_fc_input_grad(p, a->out));
     memset(a->out, 0, p->N * p->C * sizeof(float));
     /* no weight gradient here: the input (fchg stands in) is not read */
     return dt_linear_backward(a->out, NULL, NULL, p->dfch, p->fchg, p->fc_w, p->N, p->C, p->Hl);
@@ -134,6 +150,7 @@ static dt_result fc_weight_grad_task(void *a_)
     tp_arg *a = a_;
     lab_stp *p = a->p;
     probe(p, "fc weight grad", 0);
+    ON_GPU(p, lab_stp_gpu_fc_weight_grad(p, a->in));
     return dt_linear_backward(NULL, p->dfc_w, p->dfc_b, p->dfch, a->in, p->fc_w, p->N, p->C,
                               p->Hl);
 }
@@ -156,6 +173,10 @@ void lab_stp_free(lab_stp *p)
     dt_stream_destroy(p->comm_stream);
     for (int i = 0; i < 4; i++)
         dt_event_destroy(p->ev[i]);
+#ifdef DT_HAVE_NCCL
+    if (p->on == LAB_ON_GPU)
+        lab_stp_gpu_free(p); /* the four buffers, set NULL */
+#endif
     free(p->fch), free(p->fchg), free(p->dfchg), free(p->dfch);
     dt_device_destroy(p->dev);
     memset(p, 0, sizeof *p);
@@ -166,11 +187,27 @@ dt_result lab_stp_init(lab_stp *p, dt_comm *tp, size_t N, size_t C, size_t Hl,
                        const float *mproj_b, float *dfc_w, float *dfc_b, float *dmproj_w,
                        float *dmproj_b)
 {
+    return lab_stp_init_on(p, LAB_ON_HOST, tp, N, C, Hl, fc_w, fc_b, mproj_w, mproj_b, dfc_w,
+                           dfc_b, dmproj_w, dmproj_b);
+}
+
+dt_result lab_stp_init_on(lab_stp *p, lab_device_kind on, dt_comm *tp, size_t N, size_t C,
+                          size_t Hl, const float *fc_w, const float *fc_b, const float *mproj_w,
+                          const float *mproj_b, float *dfc_w, float *dfc_b, float *dmproj_w,
+                          float *dmproj_b)
+{
     if (!p || !tp || !fc_w || !fc_b || !mproj_w || !mproj_b || !dfc_w || !dfc_b || !dmproj_w ||
-        !dmproj_b || !N || !C || !Hl)
-        return dt_fail(DT_ERR_INVALID_ARG, "lab_stp_init: a NULL argument or a size 0");
+        !dmproj_b || !N || !C || !Hl || (on != LAB_ON_HOST && on != LAB_ON_GPU))
+        return dt_fail(DT_ERR_INVALID_ARG, "lab_stp_init: %s",
+                       on != LAB_ON_HOST && on != LAB_ON_GPU ? "no such device kind"
+                                                             : "a NULL argument or a size 0");
+#ifndef DT_HAVE_NCCL
+    if (on == LAB_ON_GPU)
+        return dt_fail(DT_ERR_UNSUPPORTED, "lab_stp_init: LAB_ON_GPU needs make gpu's build "
+                       "(CUDA and NCCL); this one has the host device only");
+#endif
     memset(p, 0, sizeof *p);
-    *p = (lab_stp){.tp = tp, .N = N, .C = C, .Hl = Hl, .fc_w = fc_w, .fc_b = fc_b,
+    *p = (lab_stp){.tp = tp, .on = on, .N = N, .C = C, .Hl = Hl, .fc_w = fc_w, .fc_b = fc_b,
                    .mproj_w = mproj_w, .mproj_b = mproj_b, .dfc_w = dfc_w, .dfc_b = dfc_b,
                    .dmproj_w = dmproj_w, .dmproj_b = dmproj_b};
     dt_result r = dt_device_create(&p->dev, 0);
@@ -180,8 +217,12 @@ dt_result lab_stp_init(lab_stp *p, dt_comm *tp, size_t N, size_t C, size_t Hl,
         r = dt_stream_create(p->dev, "comm", &p->comm_stream);
     for (int i = 0; r == DT_OK && i < 4; i++)
         r = dt_event_create(p->dev, &p->ev[i]);
+#ifdef DT_HAVE_NCCL
+    if (r == DT_OK && on == LAB_ON_GPU)
+        r = lab_stp_gpu_alloc(p);
+#endif
     float **bufs[4] = {&p->fch, &p->fchg, &p->dfchg, &p->dfch};
-    for (int i = 0; r == DT_OK && i < 4; i++)
+    for (int i = 0; r == DT_OK && on == LAB_ON_HOST && i < 4; i++)
         if (!(*bufs[i] = calloc(N * Hl, sizeof(float))))
             r = dt_fail(DT_ERR_NOMEM, "lab_stp_init: no memory");
     if (r != DT_OK)

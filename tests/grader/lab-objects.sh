@@ -8,7 +8,9 @@
 #
 #   1. What it calls. A lab may call libdt's public API (the functions
 #      declared in lib/include/dt/*.h), the C library and libm, and the
-#      functions of the lab's own files; tests/grader/refused-symbols
+#      functions of the lab's own files (in make gpu's build, GPU_API
+#      names gpu/gpu.h, whose functions count as public too: a lab's
+#      given GPU bodies call them); tests/grader/refused-symbols
 #      takes more away (what changes what the tests read, what goes around
 #      the memory accounting, the library's own version of the lab's
 #      concept). Not a function of the tests (they link into the same
@@ -87,6 +89,14 @@ if [ ! -f "$libc" ]; then
     g=$("$CC" -print-libgcc-file-name 2>/dev/null)
     [ -f "$g" ] && "$NM" -g --defined-only "$g" 2>/dev/null | awk 'NF == 3 { print $3 }' >>"$tmp/libc"
     sort -u "$tmp/libc" >"$tmp/libc.sorted" && mv "$tmp/libc.sorted" "$libc"
+fi
+
+# make gpu's build: gpu.h's functions (the GPU objects link into the test
+# binary beside the lab's) are public there.
+cp "$public" "$tmp/public.all"
+if [ -n "${GPU_API:-}" ]; then
+    "$CC" -E -P -I"$root/lib/include" -x c "$root/$GPU_API" 2>/dev/null |
+        grep -oE '\bdt_gpu_[A-Za-z0-9_]+' >>"$tmp/public.all"
 fi
 
 "$NM" -g --defined-only "${tobjs[@]}" 2>/dev/null | awk 'NF == 3 { print $3 }' | sort -u >"$tmp/tests"
@@ -180,7 +190,7 @@ awk -v libc_known="$([ -s "$libc" ] && echo 1)" '
         if (s in tests) print $2 "\t" s "\ttests"
         else if (s in libdt) print $2 "\t" s "\tinternal"
         else if (libc_known && !(s in libc)) print $2 "\t" s "\tunknown"
-    }' "$tmp/refused" "$tmp/lab" "$public" "$tmp/tests" "$defined" "$libc" "$tmp/uses" \
+    }' "$tmp/refused" "$tmp/lab" "$tmp/public.all" "$tmp/tests" "$defined" "$libc" "$tmp/uses" \
     >"$tmp/problems"
 while IFS=$'\t' read -r o s what; do
     case "$what" in
