@@ -13,9 +13,11 @@
 #              loopback): exact results, speed meaningless
 #   capstone   the graded tests of chapters 03, 07 and 08 with BACKEND=nccl,
 #              unchanged (host buffers staged; NCCL_HOSTID route on one GPU),
-#              and the capstone lab's tests (labs/15-capstone-gpu) against the
-#              GPU build's libdt: they run on dt/stream.h's host device (its
-#              streams CPU threads), which has no CUDA implementation yet
+#              and the capstone lab's tests (labs/15-capstone-gpu): the host
+#              device's as in the CPU build, and its GPU tests (gpu_*: the
+#              solution's same code with the task bodies on device buffers,
+#              DDP, ZeRO-1 and the tensor-parallel MLP against the host's, on
+#              1 and, through the NCCL_HOSTID route, 2 ranks)
 #   allreduce  dt_allreduce on the nccl backend beside a raw ncclAllReduce
 #              loop, nccl-tests' table each, device buffers (bench/gpu_allreduce.c);
 #              and dtbench --backend nccl, host buffers staged through the GPU
@@ -92,7 +94,7 @@ else
     DT_NCCL_HOSTID=1 run capstone make check BACKEND=nccl GPU=1 BUILD="$GPU_BUILD" \
         IMPL=solutions LAB="03 07 08" DT_RESULTS="$LOG/capstone.json"
     if [ -d tests/15-capstone-gpu ]; then
-        run lab make check LAB=15 IMPL=solutions GPU=1 BUILD="$GPU_BUILD"
+        DT_NCCL_HOSTID=1 run lab make check LAB=15 IMPL=solutions GPU=1 BUILD="$GPU_BUILD"
     else
         skipped+=("the capstone lab: labs/15-capstone-gpu is not there yet")
     fi

@@ -171,7 +171,13 @@ do_gpu() {
         echo "0 passed, 0 failed" >"$out/gpu.txt" # make gpu said why it skipped
         return 0
     fi
-    "$dtgrade" -q --tests-root tests --results "$out/gpu.json" "gpu=build/gpu/tests/gpu/grade" |
+    # lab 15's GPU tests (make gpu's build only), the solution's, graded
+    # beside tests/gpu/'s; make check splices and builds it
+    "$MAKE" --no-print-directory -j"$JOBS" check LAB=15 IMPL=solutions GPU=1 BUILD=build/gpu \
+        WERROR="$WERROR" CC="$CC" DTGRADE_FLAGS="--only gpu_" DT_RESULTS="$out/gpu-lab15.json" \
+        >>"$out/gpu.log" 2>&1 || { echo "lab 15 in make gpu's build failed (log: $out/gpu.log)"; return 1; }
+    "$dtgrade" -q --tests-root tests --results "$out/gpu.json" --only gpu_ \
+        "gpu=build/gpu/tests/gpu/grade" "15-capstone-gpu=build/gpu/spliced/solutions/15-capstone-gpu/grade" |
         tee "$out/gpu.txt"
     ! grep -qE '^[0-9]+ passed, [1-9][0-9]* failed' "$out/gpu.txt"
 }
