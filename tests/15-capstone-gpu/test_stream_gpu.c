@@ -164,27 +164,19 @@ static dt_result tp_fn(dt_comm *w, void *arg)
     (void)arg;
     int r = dt_comm_rank(w), t = dt_comm_size(w);
     size_t Hl = H / (size_t)t;
-    float *h[12];
-    size_t len[12] = {H * C, H, C * H, C, N * C, N * C, N * C, N * C, H * C, H, C * H, C};
     /* 0 fc_w 1 fc_b 2 mproj_w 3 mproj_b 4 x 5 dy 6 y 7 dx 8 dfc_w 9 dfc_b 10 dmproj_w
-     * 11 dmproj_b: one device's; slices below */
+     * 11 dmproj_b: one device's (each at most H C floats); slices below */
+    float h[12][H * C], fch[N * H], fchg[N * H], work[2 * N * H];
     memset(h, 0, sizeof h);
-    dt_result res = DT_OK;
-    for (size_t i = 0; i < 12; i++)
-        if (!(h[i] = calloc(len[i], sizeof(float))))
-            res = dt_fail(DT_ERR_NOMEM, "no memory");
-    float fch[N * H], fchg[N * H], work[2 * N * H];
-    if (res == DT_OK) {
-        for (size_t i = 0; i < H * C; i++)
-            h[0][i] = val(i, 3, 13), h[2][i] = val(i, 5, 11);
-        for (size_t i = 0; i < H; i++)
-            h[1][i] = val(i, 7, 9);
-        for (size_t i = 0; i < C; i++)
-            h[3][i] = val(i, 2, 7);
-        for (size_t i = 0; i < N * C; i++)
-            h[4][i] = val(i, 7, 11), h[5][i] = val(i, 5, 7);
-        res = dt_tp_mlp_forward(NULL, h[6], fch, fchg, h[4], h[0], h[1], h[2], h[3], N, C, H);
-    }
+    for (size_t i = 0; i < H * C; i++)
+        h[0][i] = val(i, 3, 13), h[2][i] = val(i, 5, 11);
+    for (size_t i = 0; i < H; i++)
+        h[1][i] = val(i, 7, 9);
+    for (size_t i = 0; i < C; i++)
+        h[3][i] = val(i, 2, 7);
+    for (size_t i = 0; i < N * C; i++)
+        h[4][i] = val(i, 7, 11), h[5][i] = val(i, 5, 7);
+    dt_result res = dt_tp_mlp_forward(NULL, h[6], fch, fchg, h[4], h[0], h[1], h[2], h[3], N, C, H);
     if (res == DT_OK)
         res = dt_tp_mlp_backward(NULL, h[7], h[8], h[9], h[10], h[11], work, h[5], h[4], fch,
                                  fchg, h[0], h[2], N, C, H);
@@ -239,8 +231,6 @@ static dt_result tp_fn(dt_comm *w, void *arg)
     lab_stp_free(&p);
     for (size_t i = 0; i < 12; i++)
         dt_gpu_free(d[i]);
-    for (size_t i = 0; i < 12; i++)
-        free(h[i]);
     return res;
 }
 
