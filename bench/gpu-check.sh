@@ -22,7 +22,10 @@
 #              loop, nccl-tests' table each, device buffers (bench/gpu_allreduce.c);
 #              and dtbench --backend nccl, host buffers staged through the GPU
 #   mlp        the GPU MLP step beside PyTorch's (bench/gpu_mlp_step.c,
-#              bench/gpu_mlp_torch.py)
+#              bench/gpu_mlp_torch.py); target: at most 1.2x PyTorch's time
+#   gpt        the tiny GPT's GPU step beside PyTorch's same model
+#              (bench/gpu_gpt_step.c, bench/gpu_gpt_torch.py): their
+#              parameter counts must be equal; the ratio has no target
 #
 # On a machine without a GPU it runs the CPU-side parts (the builds,
 # doctor's versions, the GPU tests, which skip but for the ones that check
@@ -80,7 +83,7 @@ part "GPU tests"
 if [ $gpu -eq 0 ]; then
     # the CPU side: every GPU test reports itself skipped, the refusal tests pass
     grade gpu-tests-no-gpu
-    skipped+=("kernels, nccl 1/2/4 ranks, the lab, both benchmarks: no GPU here")
+    skipped+=("kernels, nccl 1/2/4 ranks, the lab, the benchmarks (allreduce, mlp, gpt): no GPU here")
 else
     grade kernels --only _matches_cpu
     part "nccl backend, 1 rank"
@@ -116,6 +119,27 @@ else
     b=$(grep -oE 'median_ms=[0-9.]+' "$LOG/mlp-torch.log" | cut -d= -f2)
     [ -n "$a" ] && [ -n "$b" ] &&
         awk -v a="$a" -v b="$b" 'BEGIN { printf "MLP step: libdt %.4f ms, PyTorch %.4f ms, ratio %.3f\n", a, b, a / b }' |
+        tee -a "$LOG/ratios.txt"
+    part "the GPT step: libdt's GPU step beside PyTorch's same model"
+    # small enough for the 5 minutes: 512 tokens, context 128, 4 blocks of
+    # 4 heads and 256 channels (about 3.5M parameters), 8 sequences
+    gpt=(--config 512,128,4,4,256 --batch 8 --steps 30)
+    run gpt-libdt "$GPU_BUILD/bench/gpu_gpt_step" "${gpt[@]}"
+    run gpt-torch python3 bench/gpu_gpt_torch.py "${gpt[@]}"
+    # the same model on both sides: the parameter counts agree
+    pa=$(grep -oE 'params=[0-9]+' "$LOG/gpt-libdt.log" | cut -d= -f2)
+    pb=$(grep -oE 'params=[0-9]+' "$LOG/gpt-torch.log" | cut -d= -f2)
+    grep -q 'skipped:' "$LOG/gpt-torch.log" &&
+        skipped+=("the GPT's PyTorch side: $(grep -m 1 'skipped:' "$LOG/gpt-torch.log")")
+    if [ -n "$pa" ] && [ -n "$pb" ] && [ "$pa" != "$pb" ]; then
+        echo "gpu-check: the GPT's parameter counts differ: libdt $pa, PyTorch $pb"
+        failed+=("gpt-params (libdt $pa, PyTorch $pb: not the same model)")
+    fi
+    a=$(grep -oE 'median_ms=[0-9.]+' "$LOG/gpt-libdt.log" | cut -d= -f2)
+    b=$(grep -oE 'median_ms=[0-9.]+' "$LOG/gpt-torch.log" | cut -d= -f2)
+    [ -n "$a" ] && [ -n "$b" ] &&
+        awk -v a="$a" -v b="$b" -v p="$pa" 'BEGIN { printf "GPT step (%d parameters): libdt %.4f ms, " \
+            "PyTorch %.4f ms, ratio %.3f (no target)\n", p, a, b, a / b }' |
         tee -a "$LOG/ratios.txt"
 fi
 
