@@ -31,7 +31,8 @@ One of three kinds says how its numbers may move:
                   or xN, a factor).
                   Judged only with --wall (on a quiet machine): a wall
                   clock measures the machine's load too, and the suite's
-                  verdict must not depend on it.
+                  verdict must not depend on it. Without --wall such a
+                  block is not run at all (it could decide nothing).
 A block without `run:` (or `from: FILE`, a file's text instead of a
 command's output) checks arithmetic only.
 
@@ -556,6 +557,7 @@ class Checker:
         self.strict_wall = False
         self.wall = False   # --wall: judge wall-clock figures (on a quiet machine)
         self.unwall = []    # wall-clock figures off the tolerance, without --wall
+        self.unrun = []     # wall-clock blocks not run, without --wall
         self.runs = []  # (command, kernels, seconds)
 
     def output(self, block, kernels):
@@ -640,6 +642,10 @@ class Checker:
             return self.fail(b, b.start, "run: and from: in one block")
         if not facts:
             return self.fail(b, b.start, "a block that compares nothing")
+        if b.kind == "varies" and not self.wall:
+            # never judged without --wall: its run would cost time and decide nothing
+            self.unrun.append(b)
+            return
         runs = [None]
         if b.kind == "kernels":
             runs = [b.kernels]
@@ -961,6 +967,10 @@ def main():
         print("check-chapters: %d wall-clock numbers differ from the text beyond their tolerance on this "
               "run; wall-clock figures are judged only with --wall (make check-chapters WALL=1) on a "
               "quiet machine" % len(c.unwall))
+    if c.unrun:
+        print("check-chapters: %d wall-clock blocks not run (%d commands): wall-clock figures are judged only "
+              "with --wall (make check-chapters WALL=1) on a quiet machine"
+              % (len(c.unrun), len(set(b.run for b in c.unrun if b.run))))
     for msg in c.unjudged:
         print("not judged (the machine was busy): " + msg)
     if c.unjudged:

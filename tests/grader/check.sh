@@ -22,7 +22,8 @@
 #   RACE      1 (default): the ThreadSanitizer builds of labs with race tests
 #   TEST GRADE_JOBS TIMEOUT_SCALE DTGRADE_FLAGS DT_RESULTS   dtgrade's options
 #   SEED_FROM a spliced folder of the same BUILD whose test objects can be
-#             reused (they depend only on the official headers)
+#             reused (they depend only on the official headers), and its
+#             lab objects where the source and the lab's headers are the same
 # The build of each lab goes to SPLICED/NN-topic/build.log, the splice's
 # notes to splice.txt beside it; dtgrade shows both. Exit status: dtgrade's
 # (2 when the grader or the library itself does not build).
@@ -70,6 +71,33 @@ seed_tests() { # from-impl to-impl build lab
     mkdir -p "$to" && cp -Rp "$from" "$to/" && rm -f "$to/$4"/*.d
 }
 
+# A lab's own objects are reused the same way, file by file, where the
+# spliced source is byte-identical to the seed's and so is every header of
+# the lab (a mutant changes one file: only that one is compiled again). The
+# source gets the seed source's time, so that make sees the copied object
+# as newer than it. The graded copies (obj/graded/) are not seeded: the
+# grader's check renames them again from these.
+seed_lab() { # from-impl to-impl build lab
+    local fromdir=$1/$4 todir=$2/$4 fromobj toobj f b
+    fromobj=$(dirname "$(dirname "$(grade_path "$1" "$3" "$4")")")/obj/$4
+    toobj=$(dirname "$(dirname "$(grade_path "$2" "$3" "$4")")")/obj/$4
+    [ -d "$fromobj" ] && [ ! -d "$toobj" ] || return 0
+    for f in "$fromdir"/*.h; do # every header the same, or nothing is reused
+        [ -f "$f" ] || continue
+        cmp -s "$f" "$todir/$(basename "$f")" || return 0
+    done
+    for f in "$todir"/*.h; do
+        [ -f "$f" ] && [ ! -f "$fromdir/$(basename "$f")" ] && return 0
+    done
+    mkdir -p "$toobj"
+    for f in "$todir"/*.c; do
+        b=$(basename "$f" .c)
+        [ -f "$fromobj/$b.o" ] && [ "$fromobj/$b.o" -nt "$fromdir/$b.c" ] &&
+            cmp -s "$f" "$fromdir/$b.c" || continue
+        touch -r "$fromdir/$b.c" "$f" && cp -p "$fromobj/$b.o" "$toobj/$b.o"
+    done
+}
+
 # Nothing outside BUILD: the temporary files here and the tests' folders
 # (dtgrade --tmp-root) go below it.
 export TMPDIR=${TMPDIR:-$BUILD/tmp}
@@ -101,6 +129,7 @@ for lab in $LABS; do
         *) echo "check: cannot splice $lab"; exit 2 ;;
     esac
     [ -z "${SEED_FROM:-}" ] || seed_tests "$SEED_FROM" "$SPLICED" "$BUILD" "$lab"
+    [ -z "${SEED_FROM:-}" ] || seed_lab "$SEED_FROM" "$SPLICED" "$BUILD" "$lab"
     if ! m BUILD="$BUILD" SAN="$SAN" IMPL="$SPLICED" "$bin" >"$dir/build.log" 2>&1; then
         rm -f "$bin"
     fi
@@ -110,6 +139,7 @@ for lab in $LABS; do
         tbin=$(grade_path "$SPLICED" "$TBUILD" "$lab")
         mkdir -p "$(dirname "$tbin")"
         [ -z "${SEED_FROM:-}" ] || seed_tests "$SEED_FROM" "$SPLICED" "$TBUILD" "$lab"
+        [ -z "${SEED_FROM:-}" ] || seed_lab "$SEED_FROM" "$SPLICED" "$TBUILD" "$lab"
         if ! m BUILD="$TBUILD" SAN=thread IMPL="$SPLICED" "$tbin" >"$(dirname "$tbin")/build.log" 2>&1; then
             rm -f "$tbin"
         fi

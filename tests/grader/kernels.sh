@@ -23,7 +23,9 @@
 # with its set, and "test-kernels: N passed, N failed". Exit status 1 if
 # any test failed under any set. Logs go to $BUILD/test-kernels/.
 #
-# Environment (set by the Makefile): MAKE, BUILD, WERROR, CC, KERNELS.
+# Environment (set by the Makefile): MAKE, BUILD, WERROR, CC, KERNELS,
+# KERNELS_DONE (own: OpenBLAS's own choice was graded in this build by
+# `make test` just before, as CI does; its bits are skipped here).
 set -uo pipefail
 
 MAKE=${MAKE:-make}
@@ -31,6 +33,7 @@ BUILD=${BUILD:-build}
 WERROR=${WERROR:-}
 CC=${CC:-cc}
 KERNELS=${KERNELS:-}
+KERNELS_DONE=${KERNELS_DONE:-}
 JOBS=$(getconf _NPROCESSORS_ONLN 2>/dev/null || echo 2)
 [ "$JOBS" -gt 8 ] && JOBS=8
 export DT_QUIET=1 # the kernels are chosen here: no line about them in every test
@@ -113,6 +116,14 @@ else
     fi
     chosen=$KERNELS_CHOSEN
     declare -A seen=() # sgemm fingerprint -> the set that ran with it
+    # KERNELS_DONE=own (CI): `make test` has just graded the unit tests and
+    # the solutions in this build under OpenBLAS's own choice; that set's
+    # bits are not graded twice.
+    if [ "$KERNELS_DONE" = own ] && [ -z "$chosen" ]; then
+        fp=$(echo "$machine" | key sgemm_fingerprint)
+        [ -n "$fp" ] && [ "$fp" != 0000000000000000 ] &&
+            seen[$fp]="$(echo "$machine" | key kernels) (OpenBLAS's own choice, graded by make test)"
+    fi
     for k in $KERNELS; do
         info=$(OPENBLAS_CORETYPE=$k "$BUILD/bench/machine")
         got=$(echo "$info" | key kernels)

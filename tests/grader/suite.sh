@@ -5,13 +5,14 @@
 #              every lab's skeleton, with no compiler error
 #   selftest   the grader's own test (tests/grader/selftest.sh)
 #   unit       libdt's unit tests, graded by dtgrade: full marks
-#   convention the lab convention (tests/grader/check-convention.sh)
+#   convention (without SAN) the lab convention (tests/grader/check-convention.sh)
 #   tools      the tools' own checks (tests/tools/check-*.sh) and their refusal
 #              of bad input (tests/tools/bad-input*.sh)
 #   solutions  every lab graded with IMPL=solutions, as `make check` grades
 #              (spliced into the official files; race-sensitive tests also
 #              under ThreadSanitizer): full marks
-#   skeleton   every lab graded with IMPL=labs: builds, scores 0, no timeout
+#   skeleton   (without SAN) every lab graded with IMPL=labs: builds, scores
+#              0, no timeout
 #   mutants    (without SAN) every tests/NN-topic/mutants/*.patch applied to a copy of the
 #              solutions, graded as `make check` grades it: each must lose
 #              points, or be refused at build by the grader's rules
@@ -395,10 +396,13 @@ t_start=$(date +%s)
 step build do_build
 step selftest do_selftest
 step unit do_unit
-step convention do_convention
+# (convention and skeleton not under SAN: the convention is read from the
+# files, and the skeleton's verdict, 0 points and no timeout, is the plain
+# build's: a sanitizer report in a test that fails anyway changes nothing)
+[ -n "$SAN" ] || step convention do_convention
 step tools do_tools
 step solutions do_solutions
-step skeleton do_skeleton
+[ -n "$SAN" ] || step skeleton do_skeleton
 # (without SAN: every mutant must be caught by the plain build already, and
 # the sanitizers' runs of 180 mutants would double CI's time for no verdict)
 [ -n "$SAN" ] || step mutants do_mutants
