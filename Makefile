@@ -419,7 +419,7 @@ check:
 	  tests/grader/check.sh
 
 # The flake hunt: every lab's solution (LAB=NN: some) graded ROUNDS times
-# (default 5) with both cores kept busy; fails on any test that ever fails.
+# (default 5) with every core kept busy; fails on any test that ever fails.
 # See tests/grader/stress.sh.
 stress:
 	@env -u MAKEFLAGS -u MAKELEVEL -u MFLAGS DT_QUIET=1 MAKE="$(MAKE)" BUILD=$(BUILD) SAN=$(SAN) \
