@@ -79,7 +79,9 @@ static void scan_file(lab_t *lab, const char *path)
 }
 
 /* A lab that did not build: its rows from tests_root/NAME/ (hidden_*.c only
- * when hidden tests are graded), all BUILD FAILED. */
+ * when hidden tests are graded; never gpu_*.c, the tests compiled in make
+ * gpu's build alone, empty elsewhere, so that a lab's points are the CPU
+ * build's), all BUILD FAILED. */
 void scan_sources(lab_t *lab)
 {
     char dir[1024];
@@ -92,7 +94,8 @@ void scan_sources(lab_t *lab)
     for (int e = 0; e < n; e++) {
         const char *fn = ents[e]->d_name;
         size_t fl = strlen(fn);
-        if (fl > 2 && !strcmp(fn + fl - 2, ".c") && (opt.hidden || strncmp(fn, "hidden_", 7))) {
+        if (fl > 2 && !strcmp(fn + fl - 2, ".c") && (opt.hidden || strncmp(fn, "hidden_", 7)) &&
+            strncmp(fn, "gpu_", 4)) {
             char path[2048];
             snprintf(path, sizeof path, "%s/%s", dir, fn);
             scan_file(lab, path);

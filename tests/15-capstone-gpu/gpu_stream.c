@@ -1,4 +1,4 @@
-/* test_stream_gpu.c - lab 15 on the GPU (stream_gpu.h): the student's
+/* gpu_stream.c - lab 15 on the GPU (stream_gpu.h): the student's
  * same code with the given task bodies on device buffers, on the nccl
  * backend, against the host device's. Compiled in make gpu's build only
  * (DT_HAVE_NCCL): in the CPU build this file is empty, so that build's
