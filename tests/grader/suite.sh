@@ -210,8 +210,9 @@ do_tools() {
 }
 
 # The build step compiled every lab's skeleton (make all, into $BUILD/labs/):
-# its test objects, and the objects of files the fences leave alone, serve
-# the spliced builds below as they are (check.sh's SEED_FROM).
+# its test objects serve the spliced builds below as they are (check.sh's
+# SEED_FROM; the lab's own objects are not taken from there: a spliced
+# file's #line names the folder it came from, so none is byte-identical).
 do_solutions() {
     [ -n "$labs" ] || { echo "no labs"; return 0; }
     SEED_FROM=labs check solutions -q --min-score-full --results "$out/solutions.json" | tee "$out/solutions.txt" |
