@@ -21,6 +21,8 @@
 #   SHOWN     the name of IMPL in messages (default $IMPL)
 #   RACE      1 (default): the ThreadSanitizer builds of labs with race tests
 #   TEST GRADE_JOBS TIMEOUT_SCALE DTGRADE_FLAGS DT_RESULTS   dtgrade's options
+#   PREBUILT  set: the grader, libdt and the test driver are built already
+#             (not checked again: the suite's mutants step, per mutant)
 #   SEED_FROM a spliced folder of the same BUILD whose test objects can be
 #             reused (they depend only on the official headers), and its
 #             lab objects where the source and the lab's headers are the same
@@ -104,12 +106,13 @@ export TMPDIR=${TMPDIR:-$BUILD/tmp}
 mkdir -p "$TMPDIR"
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
-if ! m BUILD="$BUILD" "$dtgrade" >"$log" 2>&1; then
+if [ -n "${PREBUILT:-}" ]; then
+    : # the caller has built both (the suite's mutants step: once, not per mutant)
+elif ! m BUILD="$BUILD" "$dtgrade" >"$log" 2>&1; then
     cat "$log"
     echo "check: the grader does not build"
     exit 2
-fi
-if ! m BUILD="$BUILD" SAN="$SAN" "$BUILD/libdt.a" "$BUILD/obj/tests/grader/test_main.o" >"$log" 2>&1; then
+elif ! m BUILD="$BUILD" SAN="$SAN" "$BUILD/libdt.a" "$BUILD/obj/tests/grader/test_main.o" >"$log" 2>&1; then
     grep -E 'error|warning' "$log" | head -n 20
     echo "check: libdt does not build (this is not your lab's code; full log: $log)"
     trap - EXIT

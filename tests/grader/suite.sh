@@ -247,7 +247,7 @@ run_mutant() { # lab patch
     fi
     # Without -Werror: a mutant is wrong on purpose, a warning is no news.
     if LABS=$lab CHECK_WERROR= SPLICED=$dir/spliced SHOWN=solutions \
-        SEED_FROM=$BUILD/spliced/solutions check "$dir/solutions" -q --stop-on-fail \
+        SEED_FROM=$BUILD/spliced/solutions PREBUILT=1 check "$dir/solutions" -q --stop-on-fail \
         --expect-loss --results "$dir/results.json" >>"$log" 2>&1; then
         echo "$lab/$name: caught ($(grep -m1 -E '^  [a-z_0-9]+ +0/' "$log" | awk '{print $1}'))"
     elif grep -q 'BUILD FAILED' "$log" && grep -q '(refused by the grader' "$dir/spliced/$lab/build.log"; then
@@ -284,6 +284,11 @@ do_mutants() {
             shown=$((shown + 1))
         done
     }
+    # built once here, then taken as built by each mutant's check (PREBUILT)
+    if ! m "$dtgrade" "$BUILD/libdt.a" "$BUILD/obj/tests/grader/test_main.o" >"$out/mutants/prebuild.log" 2>&1; then
+        echo "mutants: the grader or libdt does not build (log: $out/mutants/prebuild.log)"
+        return 1
+    fi
     echo "mutants: ${#list[@]} to build and grade, $JOBS at a time"
     for i in "${!list[@]}"; do
         while [ "$(jobs -rp | wc -l)" -ge "$JOBS" ]; do
