@@ -7,7 +7,6 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
-#include <unistd.h>
 
 TEST_HIDDEN_T(fsdp_on_proc_backend, 2, 30)
 {
@@ -71,8 +70,8 @@ TEST_HIDDEN_T(backward_prefetch_overlaps, 1, 30)
 TEST_HIDDEN_T(backward_reduce_scatter_overlaps, 1, 30)
 {
     dt_test_see("chapter 09, section 4");
-    char path[96];
-    snprintf(path, sizeof path, "/tmp/dtlab-fsdp-rtrace-%d.json", (int)getpid());
+    char path[4200];
+    snprintf(path, sizeof path, "%s/fsdp-rtrace.json", dt_test_tmpdir());
     fsdp_run run = {FT_BIG, 0, 1, 1, 30e-6, 60e-6, 4, 1, 0, path, 0, 0};
     dt_result r = ft_launch(2, DT_BACKEND_THREAD, "ib100", &run);
     ft_span rs[64], comp[64];
