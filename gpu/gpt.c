@@ -10,13 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define TRY(expr)                     \
-    do {                              \
-        dt_result r_ = (expr);        \
-        if (r_ != DT_OK)              \
-            return r_;                \
-    } while (0)
-
 /* A block's saved activations, as in gpt_block.c (r = B T rows): the
  * forward writes them, the backward reads them. */
 typedef struct {
@@ -133,20 +126,20 @@ static dt_result block_forward(dt_gpu_gpt *g, int layer, const float *x, float *
     size_t B = g->B, T = g->T, r = B * T, C = m->gpt.channels, NH = m->gpt.heads;
     block_saved s;
     saved_layout(&s, g->saved[layer], B, T, C, NH);
-    TRY(dt_gpu_layernorm_forward(s.ln1, s.mean1, s.rstd1, x, PV(DT_BLOCK_LN1_WEIGHT),
+    DT_CHECK(dt_gpu_layernorm_forward(s.ln1, s.mean1, s.rstd1, x, PV(DT_BLOCK_LN1_WEIGHT),
                                  PV(DT_BLOCK_LN1_BIAS), r, C));
-    TRY(dt_gpu_linear_forward(s.qkv, s.ln1, PV(DT_BLOCK_QKV_WEIGHT), PV(DT_BLOCK_QKV_BIAS), r, C,
+    DT_CHECK(dt_gpu_linear_forward(s.qkv, s.ln1, PV(DT_BLOCK_QKV_WEIGHT), PV(DT_BLOCK_QKV_BIAS), r, C,
                               3 * C));
-    TRY(dt_gpu_attention_forward(s.atty, s.att, s.qkv, B, T, C, NH));
-    TRY(dt_gpu_linear_forward(s.res2, s.atty, PV(DT_BLOCK_PROJ_WEIGHT), PV(DT_BLOCK_PROJ_BIAS), r,
+    DT_CHECK(dt_gpu_attention_forward(s.atty, s.att, s.qkv, B, T, C, NH));
+    DT_CHECK(dt_gpu_linear_forward(s.res2, s.atty, PV(DT_BLOCK_PROJ_WEIGHT), PV(DT_BLOCK_PROJ_BIAS), r,
                               C, C));
-    TRY(dt_gpu_residual_forward(s.res2, s.res2, x, r * C));
-    TRY(dt_gpu_layernorm_forward(s.ln2, s.mean2, s.rstd2, s.res2, PV(DT_BLOCK_LN2_WEIGHT),
+    DT_CHECK(dt_gpu_residual_forward(s.res2, s.res2, x, r * C));
+    DT_CHECK(dt_gpu_layernorm_forward(s.ln2, s.mean2, s.rstd2, s.res2, PV(DT_BLOCK_LN2_WEIGHT),
                                  PV(DT_BLOCK_LN2_BIAS), r, C));
-    TRY(dt_gpu_linear_forward(s.fch, s.ln2, PV(DT_BLOCK_FC_WEIGHT), PV(DT_BLOCK_FC_BIAS), r, C,
+    DT_CHECK(dt_gpu_linear_forward(s.fch, s.ln2, PV(DT_BLOCK_FC_WEIGHT), PV(DT_BLOCK_FC_BIAS), r, C,
                               4 * C));
-    TRY(dt_gpu_gelu_forward(s.fchg, s.fch, r * 4 * C));
-    TRY(dt_gpu_linear_forward(y, s.fchg, PV(DT_BLOCK_MPROJ_WEIGHT), PV(DT_BLOCK_MPROJ_BIAS), r,
+    DT_CHECK(dt_gpu_gelu_forward(s.fchg, s.fch, r * 4 * C));
+    DT_CHECK(dt_gpu_linear_forward(y, s.fchg, PV(DT_BLOCK_MPROJ_WEIGHT), PV(DT_BLOCK_MPROJ_BIAS), r,
                               4 * C, C));
     return dt_gpu_residual_forward(y, y, s.res2, r * C);
 }
@@ -162,22 +155,22 @@ static dt_result block_backward(dt_gpu_gpt *g, int layer, const float *x, const 
     block_saved s;
     block_scratch k;
     saved_layout(&s, g->saved[layer], B, T, C, NH);
-    TRY(dt_gpu_zero(g->scratch, scratch_layout(&k, g->scratch, r, C) * sizeof(float)));
+    DT_CHECK(dt_gpu_zero(g->scratch, scratch_layout(&k, g->scratch, r, C) * sizeof(float)));
     /* y = res2 + mlp(ln2(res2)): the residual passes dy on unchanged */
-    TRY(dt_gpu_residual_backward(k.dres2, NULL, dy, r * C));
-    TRY(dt_gpu_linear_backward(k.dfchg, GV(DT_BLOCK_MPROJ_WEIGHT), GV(DT_BLOCK_MPROJ_BIAS), dy,
+    DT_CHECK(dt_gpu_residual_backward(k.dres2, NULL, dy, r * C));
+    DT_CHECK(dt_gpu_linear_backward(k.dfchg, GV(DT_BLOCK_MPROJ_WEIGHT), GV(DT_BLOCK_MPROJ_BIAS), dy,
                                s.fchg, PV(DT_BLOCK_MPROJ_WEIGHT), r, 4 * C, C));
-    TRY(dt_gpu_gelu_backward(k.dfch, k.dfchg, s.fch, r * 4 * C));
-    TRY(dt_gpu_linear_backward(k.dln2, GV(DT_BLOCK_FC_WEIGHT), GV(DT_BLOCK_FC_BIAS), k.dfch,
+    DT_CHECK(dt_gpu_gelu_backward(k.dfch, k.dfchg, s.fch, r * 4 * C));
+    DT_CHECK(dt_gpu_linear_backward(k.dln2, GV(DT_BLOCK_FC_WEIGHT), GV(DT_BLOCK_FC_BIAS), k.dfch,
                                s.ln2, PV(DT_BLOCK_FC_WEIGHT), r, C, 4 * C));
-    TRY(dt_gpu_layernorm_backward(k.dres2, GV(DT_BLOCK_LN2_WEIGHT), GV(DT_BLOCK_LN2_BIAS), k.dln2,
+    DT_CHECK(dt_gpu_layernorm_backward(k.dres2, GV(DT_BLOCK_LN2_WEIGHT), GV(DT_BLOCK_LN2_BIAS), k.dln2,
                                   s.res2, PV(DT_BLOCK_LN2_WEIGHT), s.mean2, s.rstd2, r, C));
     /* res2 = x + proj(attn(qkv(ln1(x)))) */
-    TRY(dt_gpu_residual_backward(dx, NULL, k.dres2, r * C));
-    TRY(dt_gpu_linear_backward(k.datty, GV(DT_BLOCK_PROJ_WEIGHT), GV(DT_BLOCK_PROJ_BIAS), k.dres2,
+    DT_CHECK(dt_gpu_residual_backward(dx, NULL, k.dres2, r * C));
+    DT_CHECK(dt_gpu_linear_backward(k.datty, GV(DT_BLOCK_PROJ_WEIGHT), GV(DT_BLOCK_PROJ_BIAS), k.dres2,
                                s.atty, PV(DT_BLOCK_PROJ_WEIGHT), r, C, C));
-    TRY(dt_gpu_attention_backward(k.dqkv, k.datty, s.qkv, s.att, B, T, C, NH));
-    TRY(dt_gpu_linear_backward(k.dln1, GV(DT_BLOCK_QKV_WEIGHT), GV(DT_BLOCK_QKV_BIAS), k.dqkv,
+    DT_CHECK(dt_gpu_attention_backward(k.dqkv, k.datty, s.qkv, s.att, B, T, C, NH));
+    DT_CHECK(dt_gpu_linear_backward(k.dln1, GV(DT_BLOCK_QKV_WEIGHT), GV(DT_BLOCK_QKV_BIAS), k.dqkv,
                                s.ln1, PV(DT_BLOCK_QKV_WEIGHT), r, C, 3 * C));
     return dt_gpu_layernorm_backward(dx, GV(DT_BLOCK_LN1_WEIGHT), GV(DT_BLOCK_LN1_BIAS), k.dln1,
                                      x, PV(DT_BLOCK_LN1_WEIGHT), s.mean1, s.rstd1, r, C);
@@ -191,50 +184,42 @@ dt_result dt_gpu_gpt_step(dt_gpu_gpt *g, const int32_t *tokens, const int32_t *l
     const dt_model *m = g->model;
     size_t B = g->B, T = g->T, r = B * T, C = m->gpt.channels, V = m->num_classes;
     int L = m->num_layers, layer;
-    for (size_t i = 0; i < r; i++) /* a bad label fails here, not in a kernel */
-        if (labels[i] < 0 || (size_t)labels[i] >= V)
-            return dt_fail(DT_ERR_INVALID_ARG, "dt_gpu_gpt_step: label %d of row %zu out of "
-                           "[0, %zu)", labels[i], i, V);
-    TRY(dt_gpu_to_device(g->tokens, tokens, r * sizeof(int32_t)));
-    TRY(dt_gpu_to_device(g->labels, labels, r * sizeof(int32_t)));
+    DT_CHECK(dt_gpu_check_labels("dt_gpu_gpt_step", labels, r, V));
+    DT_CHECK(dt_gpu_to_device(g->tokens, tokens, r * sizeof(int32_t)));
+    DT_CHECK(dt_gpu_to_device(g->labels, labels, r * sizeof(int32_t)));
     /* forward: embed, blocks, head (lnf, then lm_head without a bias) */
     layer = 0;
-    TRY(dt_gpu_embedding_forward(g->out[0], g->tokens, PV(DT_EMBED_WTE), PV(DT_EMBED_WPE), B, T, C,
+    DT_CHECK(dt_gpu_embedding_forward(g->out[0], g->tokens, PV(DT_EMBED_WTE), PV(DT_EMBED_WPE), B, T, C,
                                  m->gpt.vocab));
     for (layer = 1; layer < L - 1; layer++)
-        TRY(block_forward(g, layer, g->out[layer - 1], g->out[layer]));
+        DT_CHECK(block_forward(g, layer, g->out[layer - 1], g->out[layer]));
     layer = L - 1;
     float *lnf = g->saved[layer], *mean = lnf + r * C, *rstd = mean + r;
-    TRY(dt_gpu_layernorm_forward(lnf, mean, rstd, g->out[layer - 1], PV(DT_HEAD_LNF_WEIGHT),
+    DT_CHECK(dt_gpu_layernorm_forward(lnf, mean, rstd, g->out[layer - 1], PV(DT_HEAD_LNF_WEIGHT),
                                  PV(DT_HEAD_LNF_BIAS), r, C));
-    TRY(dt_gpu_linear_forward(g->out[layer], lnf, PV(DT_HEAD_LM_WEIGHT), NULL, r, C, V));
-    TRY(dt_gpu_softmax_xent_forward(g->probs, g->losses, g->out[layer], g->labels, r, V));
-    if (loss) { /* the mean in double, as dt_softmax_xent_forward takes it */
-        TRY(dt_gpu_to_host(g->host_losses, g->losses, r * sizeof(float)));
-        double s = 0;
-        for (size_t i = 0; i < r; i++)
-            s += g->host_losses[i];
-        *loss = (float)(s / (double)r);
-    }
+    DT_CHECK(dt_gpu_linear_forward(g->out[layer], lnf, PV(DT_HEAD_LM_WEIGHT), NULL, r, C, V));
+    DT_CHECK(dt_gpu_softmax_xent_forward(g->probs, g->losses, g->out[layer], g->labels, r, V));
+    if (loss)
+        DT_CHECK(dt_gpu_mean_loss(loss, g->host_losses, g->losses, r));
     /* backward (stage.c): dlogits = (probs - onehot) / r in dbuf[0]; layer
      * i reads its output's gradient from dbuf[d], adds its input's into
      * dbuf[1 - d], zeroed first */
-    TRY(dt_gpu_zero(g->grads, m->num_params * sizeof(float)));
-    TRY(dt_gpu_zero(g->dbuf[0], r * V * sizeof(float)));
-    TRY(dt_gpu_softmax_xent_backward(g->dbuf[0], g->probs, g->labels, 1.0f / (float)r, r, V));
+    DT_CHECK(dt_gpu_zero(g->grads, m->num_params * sizeof(float)));
+    DT_CHECK(dt_gpu_zero(g->dbuf[0], r * V * sizeof(float)));
+    DT_CHECK(dt_gpu_softmax_xent_backward(g->dbuf[0], g->probs, g->labels, 1.0f / (float)r, r, V));
     float *dlnf = g->scratch; /* nn_head_backward's */
-    TRY(dt_gpu_zero(g->dbuf[1], r * C * sizeof(float)));
-    TRY(dt_gpu_linear_backward(dlnf, GV(DT_HEAD_LM_WEIGHT), NULL, g->dbuf[0], lnf,
+    DT_CHECK(dt_gpu_zero(g->dbuf[1], r * C * sizeof(float)));
+    DT_CHECK(dt_gpu_linear_backward(dlnf, GV(DT_HEAD_LM_WEIGHT), NULL, g->dbuf[0], lnf,
                                PV(DT_HEAD_LM_WEIGHT), r, C, V));
-    TRY(dt_gpu_layernorm_backward(g->dbuf[1], GV(DT_HEAD_LNF_WEIGHT), GV(DT_HEAD_LNF_BIAS), dlnf,
+    DT_CHECK(dt_gpu_layernorm_backward(g->dbuf[1], GV(DT_HEAD_LNF_WEIGHT), GV(DT_HEAD_LNF_BIAS), dlnf,
                                   g->out[layer - 1], PV(DT_HEAD_LNF_WEIGHT), mean, rstd, r, C));
     int d = 1;
     for (layer = L - 2; layer >= 1; layer--, d = 1 - d) {
-        TRY(dt_gpu_zero(g->dbuf[1 - d], r * C * sizeof(float)));
-        TRY(block_backward(g, layer, g->out[layer - 1], g->dbuf[d], g->dbuf[1 - d]));
+        DT_CHECK(dt_gpu_zero(g->dbuf[1 - d], r * C * sizeof(float)));
+        DT_CHECK(block_backward(g, layer, g->out[layer - 1], g->dbuf[d], g->dbuf[1 - d]));
     }
     layer = 0;
-    TRY(dt_gpu_embedding_backward(GV(DT_EMBED_WTE), GV(DT_EMBED_WPE), g->dbuf[d], g->tokens, B, T,
+    DT_CHECK(dt_gpu_embedding_backward(GV(DT_EMBED_WTE), GV(DT_EMBED_WPE), g->dbuf[d], g->tokens, B, T,
                                   C, m->gpt.vocab));
     dt_optim_config sgd = dt_sgd_config(lr, 0.0f, 0.0f);
     return dt_gpu_sgd_update(&sgd, g->params, g->grads, NULL, m->num_params);

@@ -101,6 +101,12 @@ dt_result dt_gpu_sgd_update(const dt_optim_config *cfg, float *params, const flo
 dt_result dt_gpu_adamw_update(const dt_optim_config *cfg, float *params, const float *grads,
                               float *m, float *v, size_t count, long step);
 
+/* Around the loss (loss.c): every label in [0, classes), else an error
+ * naming who, the row and the label; and *loss = the mean of the n device
+ * losses, brought down into host (n floats) and summed in double. */
+dt_result dt_gpu_check_labels(const char *who, const int32_t *labels, size_t n, size_t classes);
+dt_result dt_gpu_mean_loss(float *loss, float *host, const float *losses, size_t n);
+
 /* ---------------------------------------------------------------- the MLP on the GPU (mlp.c)
  *
  * A dt_mlp_create model's training step on device buffers: forward

@@ -8,13 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define TRY(expr)                     \
-    do {                              \
-        dt_result r_ = (expr);        \
-        if (r_ != DT_OK)              \
-            return r_;                \
-    } while (0)
-
 void dt_gpu_mlp_free(dt_gpu_mlp *g)
 {
     if (!g)
@@ -80,44 +73,36 @@ dt_result dt_gpu_mlp_step(dt_gpu_mlp *g, const float *x, const int32_t *labels, 
     const dt_model *m = g->model;
     size_t B = g->B, V = m->num_classes;
     int L = m->num_layers;
-    for (size_t i = 0; i < B; i++) /* a bad label fails here, not in a kernel */
-        if (labels[i] < 0 || (size_t)labels[i] >= V)
-            return dt_fail(DT_ERR_INVALID_ARG, "dt_gpu_mlp_step: label %d of row %zu out of "
-                           "[0, %zu)", labels[i], i, V);
-    TRY(dt_gpu_to_device(g->input, x, B * m->in_width * sizeof(float)));
-    TRY(dt_gpu_to_device(g->labels, labels, B * sizeof(int32_t)));
+    DT_CHECK(dt_gpu_check_labels("dt_gpu_mlp_step", labels, B, V));
+    DT_CHECK(dt_gpu_to_device(g->input, x, B * m->in_width * sizeof(float)));
+    DT_CHECK(dt_gpu_to_device(g->labels, labels, B * sizeof(int32_t)));
     /* forward: out = W x + b, then ReLU but after the last layer */
     const float *cur = g->input;
     for (int i = 0; i < L; i++) {
         const dt_layer *ly = &m->layers[i];
-        TRY(dt_gpu_linear_forward(g->act[i], cur, view(g, g->params, i, DT_LINEAR_WEIGHT),
+        DT_CHECK(dt_gpu_linear_forward(g->act[i], cur, view(g, g->params, i, DT_LINEAR_WEIGHT),
                                   view(g, g->params, i, DT_LINEAR_BIAS), B, ly->in_width,
                                   ly->out_width));
         if (ly->kind == DT_LAYER_LINEAR_RELU)
-            TRY(dt_gpu_relu_forward(g->act[i], g->act[i], B * ly->out_width));
+            DT_CHECK(dt_gpu_relu_forward(g->act[i], g->act[i], B * ly->out_width));
         cur = g->act[i];
     }
-    TRY(dt_gpu_softmax_xent_forward(g->probs, g->losses, g->act[L - 1], g->labels, B, V));
-    if (loss) {
-        TRY(dt_gpu_to_host(g->host_losses, g->losses, B * sizeof(float)));
-        double s = 0;
-        for (size_t i = 0; i < B; i++)
-            s += g->host_losses[i];
-        *loss = (float)(s / (double)B);
-    }
+    DT_CHECK(dt_gpu_softmax_xent_forward(g->probs, g->losses, g->act[L - 1], g->labels, B, V));
+    if (loss)
+        DT_CHECK(dt_gpu_mean_loss(loss, g->host_losses, g->losses, B));
     /* backward: dlogits = (probs - onehot) / B, then layer by layer */
-    TRY(dt_gpu_zero(g->grads, m->num_params * sizeof(float)));
-    TRY(dt_gpu_zero(g->dbuf[0], B * V * sizeof(float)));
-    TRY(dt_gpu_softmax_xent_backward(g->dbuf[0], g->probs, g->labels, 1.0f / (float)B, B, V));
+    DT_CHECK(dt_gpu_zero(g->grads, m->num_params * sizeof(float)));
+    DT_CHECK(dt_gpu_zero(g->dbuf[0], B * V * sizeof(float)));
+    DT_CHECK(dt_gpu_softmax_xent_backward(g->dbuf[0], g->probs, g->labels, 1.0f / (float)B, B, V));
     int d = 0; /* dbuf[d] holds the gradient of layer i's output */
     for (int i = L - 1; i >= 0; i--) {
         const dt_layer *ly = &m->layers[i];
         if (ly->kind == DT_LAYER_LINEAR_RELU) { /* through the ReLU: where out > 0 */
-            TRY(dt_gpu_zero(g->dbuf[1 - d], B * ly->out_width * sizeof(float)));
-            TRY(dt_gpu_relu_backward(g->dbuf[1 - d], g->dbuf[d], g->act[i], B * ly->out_width));
+            DT_CHECK(dt_gpu_zero(g->dbuf[1 - d], B * ly->out_width * sizeof(float)));
+            DT_CHECK(dt_gpu_relu_backward(g->dbuf[1 - d], g->dbuf[d], g->act[i], B * ly->out_width));
             d = 1 - d;
         }
-        TRY(dt_gpu_linear_backward(i > 0 ? g->dbuf[1 - d] : NULL,
+        DT_CHECK(dt_gpu_linear_backward(i > 0 ? g->dbuf[1 - d] : NULL,
                                    view(g, g->grads, i, DT_LINEAR_WEIGHT),
                                    view(g, g->grads, i, DT_LINEAR_BIAS), g->dbuf[d],
                                    i > 0 ? g->act[i - 1] : g->input,

@@ -28,13 +28,6 @@ struct lab_sddp_gpu {
     float *momentum;     /* d->opt's range: SGD's momentum */
 };
 
-#define TRY(expr)                  \
-    do {                           \
-        dt_result r_ = (expr);     \
-        if (r_ != DT_OK)           \
-            return r_;             \
-    } while (0)
-
 static float *alloc_floats(size_t n, dt_result *r)
 {
     void *p = NULL;
@@ -114,34 +107,26 @@ dt_result lab_sddp_gpu_forward(lab_sddp *d, const float *x, const int32_t *label
     const dt_model *m = d->model;
     size_t B = d->B, V = m->num_classes;
     int L = m->num_layers;
-    for (size_t i = 0; i < B; i++) /* a bad label fails here, not in a kernel */
-        if (labels[i] < 0 || (size_t)labels[i] >= V)
-            return dt_fail(DT_ERR_INVALID_ARG, "lab_sddp_step: label %d of row %zu out of "
-                           "[0, %zu)", labels[i], i, V);
-    TRY(dt_gpu_set_device(g->device));
-    TRY(dt_gpu_to_device(g->x, x, B * m->in_width * sizeof(float)));
-    TRY(dt_gpu_to_device(g->labels, labels, B * sizeof(int32_t)));
-    TRY(dt_gpu_zero(d->grads, m->num_params * sizeof(float)));
+    DT_CHECK(dt_gpu_check_labels("lab_sddp_step", labels, B, V));
+    DT_CHECK(dt_gpu_set_device(g->device));
+    DT_CHECK(dt_gpu_to_device(g->x, x, B * m->in_width * sizeof(float)));
+    DT_CHECK(dt_gpu_to_device(g->labels, labels, B * sizeof(int32_t)));
+    DT_CHECK(dt_gpu_zero(d->grads, m->num_params * sizeof(float)));
     const float *in = g->x;
     for (int l = 0; l < L; l++) {
         const dt_layer *ly = &m->layers[l];
-        TRY(dt_gpu_linear_forward(g->act[l], in, dt_model_view(m, d->params, l, DT_LINEAR_WEIGHT),
+        DT_CHECK(dt_gpu_linear_forward(g->act[l], in, dt_model_view(m, d->params, l, DT_LINEAR_WEIGHT),
                                   dt_model_view(m, d->params, l, DT_LINEAR_BIAS), B,
                                   ly->in_width, ly->out_width));
         if (ly->kind == DT_LAYER_LINEAR_RELU)
-            TRY(dt_gpu_relu_forward(g->act[l], g->act[l], B * ly->out_width));
+            DT_CHECK(dt_gpu_relu_forward(g->act[l], g->act[l], B * ly->out_width));
         in = g->act[l];
     }
     /* the loss, and its gradient (probs - onehot) / B for the last backward */
-    TRY(dt_gpu_softmax_xent_forward(g->probs, g->losses, g->act[L - 1], g->labels, B, V));
-    TRY(dt_gpu_zero(g->dlogits, B * V * sizeof(float)));
-    TRY(dt_gpu_softmax_xent_backward(g->dlogits, g->probs, g->labels, 1.0f / (float)B, B, V));
-    TRY(dt_gpu_to_host(g->host_losses, g->losses, B * sizeof(float)));
-    double s = 0;
-    for (size_t i = 0; i < B; i++)
-        s += g->host_losses[i];
-    d->loss = (float)(s / (double)B);
-    return DT_OK;
+    DT_CHECK(dt_gpu_softmax_xent_forward(g->probs, g->losses, g->act[L - 1], g->labels, B, V));
+    DT_CHECK(dt_gpu_zero(g->dlogits, B * V * sizeof(float)));
+    DT_CHECK(dt_gpu_softmax_xent_backward(g->dlogits, g->probs, g->labels, 1.0f / (float)B, B, V));
+    return dt_gpu_mean_loss(&d->loss, g->host_losses, g->losses, B);
 }
 
 /* grads of layer l += its part; dinp[l] (l > 0) = the gradient of its input */
@@ -151,11 +136,11 @@ dt_result lab_sddp_gpu_backward(lab_sddp *d, int l)
     const dt_model *m = d->model;
     const dt_layer *ly = &m->layers[l];
     size_t B = d->B, n = B * ly->out_width;
-    TRY(dt_gpu_set_device(g->device));
+    DT_CHECK(dt_gpu_set_device(g->device));
     const float *dout = l == m->num_layers - 1 ? g->dlogits : d->dinp[l + 1];
     if (ly->kind == DT_LAYER_LINEAR_RELU) { /* through the ReLU: where out > 0 */
-        TRY(dt_gpu_zero(g->dpre[l], n * sizeof(float)));
-        TRY(dt_gpu_relu_backward(g->dpre[l], dout, g->act[l], n));
+        DT_CHECK(dt_gpu_zero(g->dpre[l], n * sizeof(float)));
+        DT_CHECK(dt_gpu_relu_backward(g->dpre[l], dout, g->act[l], n));
         dout = g->dpre[l];
     }
     return dt_gpu_linear_backward(l ? d->dinp[l] : NULL,
@@ -169,7 +154,7 @@ dt_result lab_sddp_gpu_backward(lab_sddp *d, int l)
 /* d->opt's rule (SGD with momentum) on its range, fused */
 dt_result lab_sddp_gpu_update(lab_sddp *d)
 {
-    TRY(dt_gpu_set_device(d->gpu->device));
+    DT_CHECK(dt_gpu_set_device(d->gpu->device));
     size_t o = d->opt.offset;
     return dt_gpu_sgd_update(&d->opt.cfg, d->params + o, d->grads + o, d->gpu->momentum,
                              d->opt.count);
@@ -178,8 +163,8 @@ dt_result lab_sddp_gpu_update(lab_sddp *d)
 dt_result lab_sddp_gpu_download(lab_sddp *d)
 {
     const dt_model *m = d->model;
-    TRY(dt_gpu_set_device(d->gpu->device));
-    TRY(dt_gpu_to_host(m->params, d->params, m->num_params * sizeof(float)));
+    DT_CHECK(dt_gpu_set_device(d->gpu->device));
+    DT_CHECK(dt_gpu_to_host(m->params, d->params, m->num_params * sizeof(float)));
     return dt_gpu_to_host(m->grads, d->grads, m->num_params * sizeof(float));
 }
 
@@ -206,15 +191,15 @@ dt_result lab_stp_gpu_alloc(lab_stp *p)
 /* fch = x fc_w^T + fc_b; fchg = gelu(fch) */
 dt_result lab_stp_gpu_fc(lab_stp *p, const float *x)
 {
-    TRY(dt_gpu_set_device(p->gpu_device));
-    TRY(dt_gpu_linear_forward(p->fch, x, p->fc_w, p->fc_b, p->N, p->C, p->Hl));
+    DT_CHECK(dt_gpu_set_device(p->gpu_device));
+    DT_CHECK(dt_gpu_linear_forward(p->fch, x, p->fc_w, p->fc_b, p->N, p->C, p->Hl));
     return dt_gpu_gelu_forward(p->fchg, p->fch, p->N * p->Hl);
 }
 
 /* y = fchg mproj_w^T, + mproj_b on rank 0 only (the sum has it once) */
 dt_result lab_stp_gpu_mproj(lab_stp *p, float *y)
 {
-    TRY(dt_gpu_set_device(p->gpu_device));
+    DT_CHECK(dt_gpu_set_device(p->gpu_device));
     const float *b = dt_comm_rank(p->tp) == 0 ? p->mproj_b : NULL;
     return dt_gpu_linear_forward(y, p->fchg, p->mproj_w, b, p->N, p->Hl, p->C);
 }
@@ -224,9 +209,9 @@ dt_result lab_stp_gpu_mproj(lab_stp *p, float *y)
 dt_result lab_stp_gpu_mproj_backward(lab_stp *p, const float *dy)
 {
     size_t n = p->N * p->Hl;
-    TRY(dt_gpu_set_device(p->gpu_device));
-    TRY(dt_gpu_zero(p->dfch, n * sizeof(float)));
-    TRY(dt_gpu_linear_backward(p->dfchg, p->dmproj_w, p->dmproj_b, dy, p->fchg, p->mproj_w, p->N,
+    DT_CHECK(dt_gpu_set_device(p->gpu_device));
+    DT_CHECK(dt_gpu_zero(p->dfch, n * sizeof(float)));
+    DT_CHECK(dt_gpu_linear_backward(p->dfchg, p->dmproj_w, p->dmproj_b, dy, p->fchg, p->mproj_w, p->N,
                                p->Hl, p->C));
     return dt_gpu_gelu_backward(p->dfch, p->dfchg, p->fch, n);
 }
@@ -234,7 +219,7 @@ dt_result lab_stp_gpu_mproj_backward(lab_stp *p, const float *dy)
 /* dx (N, C) = dfch (N, Hl) fc_w (Hl, C): no weight gradient here */
 dt_result lab_stp_gpu_fc_input_grad(lab_stp *p, float *dx)
 {
-    TRY(dt_gpu_set_device(p->gpu_device));
+    DT_CHECK(dt_gpu_set_device(p->gpu_device));
     return dt_gpu_sgemm(DT_NO_TRANS, DT_NO_TRANS, p->N, p->C, p->Hl, 1.0f, p->dfch, p->Hl,
                         p->fc_w, p->C, 0.0f, dx, p->C);
 }
@@ -242,7 +227,7 @@ dt_result lab_stp_gpu_fc_input_grad(lab_stp *p, float *dx)
 /* dfc_w += dfch^T x; dfc_b += colsum(dfch) */
 dt_result lab_stp_gpu_fc_weight_grad(lab_stp *p, const float *x)
 {
-    TRY(dt_gpu_set_device(p->gpu_device));
+    DT_CHECK(dt_gpu_set_device(p->gpu_device));
     return dt_gpu_linear_backward(NULL, p->dfc_w, p->dfc_b, p->dfch, x, p->fc_w, p->N, p->C,
                                   p->Hl);
 }
