@@ -671,6 +671,11 @@ clean:
 # Objects between a source and a program are kept (make would delete them
 # as intermediate files, and rebuild them next time).
 .SECONDARY:
+# No suffix rules (.c.o and the like): every rule is written above. With
+# them, make searched them for each of the hundreds of dependency files
+# included below, which took most of its start-up (0.13 s of CPU a make,
+# 0.03 s without), and the suites start make hundreds of times.
+.SUFFIXES:
 
 -include $(wildcard $(BUILD)/obj/*/*.d $(BUILD)/obj/*/*/*.d $(BUILD)/obj/lib/*/*/*.d $(BUILD)/obj/tools/*/*.d $(BUILD)/obj/tests/*/*/*.d $(IMPL_DIR)/obj/*/*.d \
                    $(IMPL_DIR)/obj/tests/tests/*/*.d)
