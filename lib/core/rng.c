@@ -7,6 +7,9 @@
 #include "dt/core.h"
 
 #include <math.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
 
 static uint64_t mix64(uint64_t z)
 {
@@ -54,4 +57,114 @@ uint32_t dt_rng_below(dt_rng *rng, uint32_t n)
         return 0;
     /* Multiply-shift: unbiased enough for shuffling (bias < n / 2^64). */
     return (uint32_t)(((unsigned __int128)dt_rng_u64(rng) * n) >> 64);
+}
+
+/* ---------------------------------------------------------------- filled streams
+ *
+ * Normals cost tens of nanoseconds each (a log and a cos), and every rank
+ * of a job makes the same model: eight ranks of a 1.1 M-parameter model
+ * drew 9 M normals where 1.1 M are distinct. The streams filled from their
+ * start are kept here, the most recently used first, up to CACHE_BYTES. A
+ * stream is drawn under the lock, so that the ranks that ask for it at the
+ * same time wait for one draw rather than all make it (a bounded
+ * computation: no rank waits on another's progress). */
+#define CACHE_BYTES ((size_t)64 << 20)
+#define CACHE_SLOTS 64
+
+typedef struct {
+    uint64_t seed, stream;
+    size_t n;  /* normals kept: values 0..n-1 of the stream */
+    float *z;
+} kept_stream;
+
+static kept_stream kept[CACHE_SLOTS]; /* kept[0] the most recently used */
+static int nkept;
+static size_t kept_bytes;
+static pthread_mutex_t kept_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* A fork while another thread draws would leave the lock held in the child
+ * (a proc rank is a fork of the test): fork waits for the draw. */
+static void fork_prepare(void)
+{
+    pthread_mutex_lock(&kept_lock);
+}
+
+static void fork_done(void)
+{
+    pthread_mutex_unlock(&kept_lock);
+}
+
+__attribute__((constructor)) static void rng_init_fork(void)
+{
+    pthread_atfork(fork_prepare, fork_done, fork_done);
+}
+
+static void draw(dt_rng *rng, float *out, size_t n)
+{
+    for (size_t j = 0; j < n; j++)
+        out[j] = dt_rng_normal(rng);
+}
+
+static void drop_last(void)
+{
+    nkept--;
+    kept_bytes -= kept[nkept].n * sizeof(float);
+    free(kept[nkept].z);
+}
+
+/* The kept stream (seed, stream) with at least n values, moved to the
+ * front; NULL when it cannot be kept. Called with kept_lock held. */
+static kept_stream *keep(uint64_t seed, uint64_t stream, size_t n)
+{
+    if (n * sizeof(float) > CACHE_BYTES / 4)
+        return NULL;
+    int at = 0;
+    while (at < nkept && !(kept[at].seed == seed && kept[at].stream == stream))
+        at++;
+    kept_stream k = {seed, stream, 0, NULL};
+    if (at < nkept) {
+        k = kept[at];
+        memmove(&kept[1], &kept[0], (size_t)at * sizeof *kept);
+    } else {
+        if (nkept == CACHE_SLOTS)
+            drop_last();
+        memmove(&kept[1], &kept[0], (size_t)nkept * sizeof *kept);
+        nkept++;
+    }
+    kept[0] = k;
+    if (k.n >= n)
+        return &kept[0];
+    /* longer than kept: draw the values k.n..n-1 (two counters a normal) */
+    while (nkept > 1 && kept_bytes + (n - k.n) * sizeof(float) > CACHE_BYTES)
+        drop_last();
+    float *z = realloc(k.z, n * sizeof(float));
+    if (!z) {
+        kept_bytes -= k.n * sizeof(float);
+        free(k.z);
+        memmove(&kept[0], &kept[1], (size_t)(nkept - 1) * sizeof *kept);
+        nkept--;
+        return NULL;
+    }
+    dt_rng r = {seed, stream, 2 * (uint64_t)k.n};
+    draw(&r, z + k.n, n - k.n);
+    kept_bytes += (n - k.n) * sizeof(float);
+    kept[0].z = z;
+    kept[0].n = n;
+    return &kept[0];
+}
+
+void dt_rng_fill_normal(dt_rng *rng, float *out, size_t n)
+{
+    if (rng->counter == 0 && n > 0) {
+        pthread_mutex_lock(&kept_lock);
+        kept_stream *k = keep(rng->seed, rng->stream, n);
+        if (k)
+            memcpy(out, k->z, n * sizeof(float));
+        pthread_mutex_unlock(&kept_lock);
+        if (k) {
+            rng->counter = 2 * (uint64_t)n;
+            return;
+        }
+    }
+    draw(rng, out, n);
 }

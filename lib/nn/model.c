@@ -358,10 +358,16 @@ dt_result dt_model_init_params(dt_model *m, uint64_t seed)
     for (int i = 0; i < m->num_views; i++) {
         const dt_param_view *v = &m->views[i];
         float *p = m->params + v->offset;
-        dt_rng rng;
-        dt_rng_init(&rng, seed, (uint64_t)i); /* a view's values depend on (seed, i) only */
-        for (size_t j = 0; j < v->count; j++)
-            p[j] = v->init_std > 0 ? v->init_std * dt_rng_normal(&rng) : v->init_value;
+        if (v->init_std > 0) {
+            dt_rng rng;
+            dt_rng_init(&rng, seed, (uint64_t)i); /* a view's values depend on (seed, i) only */
+            dt_rng_fill_normal(&rng, p, v->count);
+            for (size_t j = 0; j < v->count; j++)
+                p[j] = v->init_std * p[j];
+        } else {
+            for (size_t j = 0; j < v->count; j++)
+                p[j] = v->init_value;
+        }
     }
     m->seed = seed;
     return DT_OK;

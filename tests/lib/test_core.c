@@ -54,6 +54,58 @@ TEST(core_rng_is_counter_based, 1)
     EXPECT(fabs(sq / 100000 - 1) < 0.03, "normal variance %g", sq / 100000);
 }
 
+/* dt_rng_fill_normal gives the bits of dt_rng_normal called in order:
+ * drawn (a stream from its start, first asked), copied (asked again, by
+ * several threads at once), extended (asked longer) and from the middle of
+ * a stream (not kept), and it leaves the counter where those calls would. */
+enum { FILL_N = 5000, FILL_THREADS = 4 };
+
+static int same_as_calls(uint64_t seed, uint64_t stream, uint64_t skip, size_t n)
+{
+    dt_rng a, b;
+    dt_rng_init(&a, seed, stream);
+    dt_rng_init(&b, seed, stream);
+    for (uint64_t i = 0; i < skip; i++)
+        dt_rng_normal(&a), dt_rng_normal(&b);
+    float *got = malloc(n * sizeof *got);
+    if (!got)
+        return 0;
+    dt_rng_fill_normal(&a, got, n);
+    int same = 1;
+    for (size_t i = 0; i < n; i++) {
+        float want = dt_rng_normal(&b);
+        same &= memcmp(&got[i], &want, sizeof want) == 0;
+    }
+    free(got);
+    return same && a.counter == b.counter;
+}
+
+static void *fill_thread(void *arg)
+{
+    *(int *)arg = same_as_calls(77, 1, 0, FILL_N);
+    return NULL;
+}
+
+TEST(core_rng_fill_normal_same_bits, 1)
+{
+    EXPECT(same_as_calls(77, 1, 0, FILL_N), "a stream drawn from its start");
+    EXPECT(same_as_calls(77, 1, 0, FILL_N), "the same stream again (kept)");
+    EXPECT(same_as_calls(77, 1, 0, FILL_N / 2), "a shorter part of it");
+    EXPECT(same_as_calls(77, 1, 0, 3 * FILL_N), "a longer part (the kept one extended)");
+    EXPECT(same_as_calls(77, 2, 0, FILL_N), "another stream");
+    EXPECT(same_as_calls(78, 1, 0, FILL_N), "another seed");
+    EXPECT(same_as_calls(77, 1, 123, FILL_N), "from the middle of a stream");
+    EXPECT(same_as_calls(5, 9, 0, 5u << 20), "a stream too long to keep");
+    pthread_t t[FILL_THREADS];
+    int ok[FILL_THREADS] = {0};
+    for (int i = 0; i < FILL_THREADS; i++)
+        EXPECT(pthread_create(&t[i], NULL, fill_thread, &ok[i]) == 0, "thread %d", i);
+    for (int i = 0; i < FILL_THREADS; i++) {
+        pthread_join(t[i], NULL);
+        EXPECT(ok[i], "thread %d of %d filling the same stream at once", i, FILL_THREADS);
+    }
+}
+
 TEST(core_half_conversions, 1)
 {
     EXPECT(dt_f32_to_f16(1.0f) == 0x3c00, "1.0 -> 0x%04x", dt_f32_to_f16(1.0f));
