@@ -108,8 +108,12 @@ static dt_result rank_fn(dt_comm *world, void *arg)
     int32_t *y = malloc(rows * sizeof *y);
     size_t *idx = malloc(rows * sizeof *idx);
     dt_result r = x && y && idx ? DT_OK : dt_fail(DT_ERR_NOMEM, "run: batch");
-    if (r == DT_OK) /* different seeds: the broadcast makes them one model */
-        r = dt_model_create_spec(&m, j->spec ? j->spec : SPEC, 1 + (uint64_t)rank);
+    /* Different seeds: the broadcast makes them one model. The worked
+     * example's values do not matter (one allreduce on the modeled clock):
+     * one seed, so that its 25 M values are drawn once, not once a rank. */
+    uint64_t seed = j->allreduce_only ? 1 : 1 + (uint64_t)rank;
+    if (r == DT_OK)
+        r = dt_model_create_spec(&m, j->spec ? j->spec : SPEC, seed);
     if (r == DT_OK && m.num_layers > 64)
         r = dt_fail(DT_ERR_INVALID_ARG, "run: too many layers");
     if (r == DT_OK)

@@ -64,11 +64,13 @@ uint32_t dt_rng_below(dt_rng *rng, uint32_t n)
  * Normals cost tens of nanoseconds each (a log and a cos), and every rank
  * of a job makes the same model: eight ranks of a 1.1 M-parameter model
  * drew 9 M normals where 1.1 M are distinct. The streams filled from their
- * start are kept here, the most recently used first, up to CACHE_BYTES. A
+ * start are kept here, the most recently used first, up to CACHE_BYTES
+ * (a stream of at most half of it: section 5 of chapter 03 has eight
+ * ranks make a 25 M-parameter model, 100 MB, three times). A
  * stream is drawn under the lock, so that the ranks that ask for it at the
  * same time wait for one draw rather than all make it (a bounded
  * computation: no rank waits on another's progress). */
-#define CACHE_BYTES ((size_t)64 << 20)
+#define CACHE_BYTES ((size_t)256 << 20)
 #define CACHE_SLOTS 64
 
 typedef struct {
@@ -116,7 +118,7 @@ static void drop_last(void)
  * front; NULL when it cannot be kept. Called with kept_lock held. */
 static kept_stream *keep(uint64_t seed, uint64_t stream, size_t n)
 {
-    if (n * sizeof(float) > CACHE_BYTES / 4)
+    if (n > CACHE_BYTES / 2 / sizeof(float))
         return NULL;
     int at = 0;
     while (at < nkept && !(kept[at].seed == seed && kept[at].stream == stream))

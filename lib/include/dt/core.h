@@ -99,7 +99,7 @@ float dt_rng_uniform(dt_rng *rng);   /* in [0, 1) */
 float dt_rng_normal(dt_rng *rng);    /* mean 0, standard deviation 1 */
 uint32_t dt_rng_below(dt_rng *rng, uint32_t n); /* in [0, n), n > 0 */
 /* n calls of dt_rng_normal, in order, into out: the same bits. A stream
- * filled from its start is kept (process-wide, up to 64 MiB in all), so
+ * filled from its start is kept (process-wide, up to 256 MiB in all), so
  * that ranks and jobs that make the same model draw its values once. */
 void dt_rng_fill_normal(dt_rng *rng, float *out, size_t n);
 
