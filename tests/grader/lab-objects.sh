@@ -37,15 +37,23 @@ set -uo pipefail
 STATIC_LIMIT=4096
 MARK="refused by the grader"
 
-lab=${1:?usage: lab-objects.sh LAB OUT_DIR LIBDT TEST_OBJECT... -- LAB_OBJECT...}
-out=${2:?}
-libdt=${3:?}
-shift 3
-tobjs=()
-while [ $# -gt 0 ] && [ "$1" != -- ]; do tobjs+=("$1"); shift; done
-[ "${1:-}" = -- ] && shift
-objs=("$@")
-[ ${#objs[@]} -gt 0 ] || { mkdir -p "$out"; exit 0; }
+# lab-objects.sh --lists LIBDT makes the lists below alone, ahead of the
+# labs' builds (the Gradescope image's setup.sh: once, not per submission).
+lists_only=
+if [ "${1:-}" = --lists ]; then
+    lists_only=1 lab=- out=${2:?usage: lab-objects.sh --lists LIBDT} libdt=$2
+    tobjs=() objs=()
+else
+    lab=${1:?usage: lab-objects.sh LAB OUT_DIR LIBDT TEST_OBJECT... -- LAB_OBJECT...}
+    out=${2:?}
+    libdt=${3:?}
+    shift 3
+    tobjs=()
+    while [ $# -gt 0 ] && [ "$1" != -- ]; do tobjs+=("$1"); shift; done
+    [ "${1:-}" = -- ] && shift
+    objs=("$@")
+    [ ${#objs[@]} -gt 0 ] || { mkdir -p "$out"; exit 0; }
+fi
 
 CC=${CC:-cc}
 NM=${NM:-nm}
@@ -56,7 +64,8 @@ here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 num=${lab%%-*}
 cache=$(dirname "$libdt")/grader
-mkdir -p "$cache" "$out"
+mkdir -p "$cache"
+[ -n "$lists_only" ] || mkdir -p "$out"
 tmp=$(mktemp -d "$cache/check.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 
@@ -104,6 +113,8 @@ if [ ! -f "$libc" ]; then
     [ -f "$g" ] && symbols "$g" | awk '$2 == "d" { print $3 }' >>"$tmp/libc"
     sort -u "$tmp/libc" >"$tmp/libc.sorted" && mv "$tmp/libc.sorted" "$libc"
 fi
+
+[ -z "$lists_only" ] || exit 0
 
 # make gpu's build: gpu.h's functions (the GPU objects link into the test
 # binary beside the lab's) are public there.

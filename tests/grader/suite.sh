@@ -352,13 +352,16 @@ do_backends() {
         fi
         np=$([ $b = mpi ] && echo 8)
         [ $b = mpi ] && only=(--only comm_) # the others launch nothing, or threads by name
-        DT_BACKEND=$b DT_MPI_NP=$np "$dtgrade" -q -j "$JOBS" --min-score-full \
+        # One machine: Open MPI needs only its shared-memory transport, and
+        # starts each job's processes a sixth faster without probing the
+        # others (MPICH reads none of these; vader is Open MPI 5's sm too).
+        OMPI_MCA_pml=ob1 OMPI_MCA_btl=self,vader DT_BACKEND=$b DT_MPI_NP=$np "$dtgrade" -q -j "$JOBS" --min-score-full \
             --tests-root tests "${only[@]}" --results "$out/backends-unit-$b.json" \
             "lib=$BUILD/tests/lib/grade" >"$out/backends-unit-$b.log" 2>&1 || rc=1
         show_run "$out/backends-unit-$b.log" "$out/backends.log" \
             "backends, the communicator's unit tests on the $b backend${np:+ (mpirun -np $np)}"
         # mpi: no ThreadSanitizer rerun (MPI's own threads are not built with it)
-        DT_BACKEND=$b DT_MPI_NP=$np LABS="$backend_labs" \
+        OMPI_MCA_pml=ob1 OMPI_MCA_btl=self,vader DT_BACKEND=$b DT_MPI_NP=$np LABS="$backend_labs" \
             RACE=$([ $b = mpi ] && echo 0 || echo 1) check solutions -q --min-score-full \
             --results "$out/backends-labs-$b.json" >"$out/backends-labs-$b.log" 2>&1 || rc=1
         show_run "$out/backends-labs-$b.log" "$out/backends.log" \

@@ -6,8 +6,9 @@
 # are present), then builds once what every submission shares: libdt, the
 # grader, and the test objects of the graded labs (the lab named in
 # gradescope-lab, or every lab), which run_autograder reuses, so that each
-# submission compiles only its own lab files. Labs with race-sensitive
-# tests get the same with ThreadSanitizer.
+# submission compiles only its own lab files, and the grader's lists of
+# what a lab may call (tests/grader/lab-objects.sh). Labs with
+# race-sensitive tests get the same with ThreadSanitizer.
 set -euo pipefail
 cd "$(dirname "$0")"
 # The folders below are the Makefile's defaults: a BUILD or SAN in the
@@ -36,7 +37,9 @@ test_objects() { # build lab...
 # shellcheck disable=SC2086
 make -j"$jobs" IMPL=tests/official build/bin/dtgrade build/libdt.a build/obj/tests/grader/test_main.o \
     $(test_objects build $labs)
+tests/grader/lab-objects.sh --lists build/libdt.a
 if [ ${#race[@]} -gt 0 ]; then
     make -j"$jobs" IMPL=tests/official SAN=thread build/thread/libdt.a \
         build/thread/obj/tests/grader/test_main.o $(test_objects build/thread "${race[@]}")
+    tests/grader/lab-objects.sh --lists build/thread/libdt.a
 fi
