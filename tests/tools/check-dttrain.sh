@@ -12,7 +12,12 @@
 #   tests/tools/check-dttrain.sh BUILD
 set -uo pipefail
 BUILD=${1:-build}
-DT="$BUILD/bin/dttrain --model mlp:64,128,10 --batch 16 --steps 30 --eval-every 0 --json"
+# Under a sanitizer (make test SAN=..., which sets SAN) fewer steps: it
+# looks for memory errors and races, which every path meets in its first
+# steps; the plain build compares the longer runs.
+S=30 G=40
+[ -z "${SAN:-}" ] || S=8 G=10
+DT="$BUILD/bin/dttrain --model mlp:64,128,10 --batch 16 --steps $S --eval-every 0 --json"
 fail=0
 pass=0
 
@@ -37,7 +42,7 @@ done
 # doubling, 30 KB) and on 4 with 9,610 (the ring, blocks of 2,403 and 2,402)
 for case in "mlp:64,100,10 5" "mlp:64,128,10 4"; do
     set -- $case
-    SMALL="$BUILD/bin/dttrain --model $1 --batch 16 --steps 30 --eval-every 0 --json --ranks $2"
+    SMALL="$BUILD/bin/dttrain --model $1 --batch 16 --steps $S --eval-every 0 --json --ranks $2"
     want=$(hash_of $SMALL)
     got=$(hash_of $SMALL --shard-optimizer)
     if [ -n "$want" ] && [ "$got" = "$want" ]; then
@@ -73,7 +78,7 @@ else
 fi
 
 # one rank: which update and layout ran, by default and when asked
-ONE="$BUILD/bin/dttrain --model mlp:64,128,10 --batch 16 --steps 30 --eval-every 0 --json"
+ONE="$BUILD/bin/dttrain --model mlp:64,128,10 --batch 16 --steps $S --eval-every 0 --json"
 str_of() { sed -n "s/.*\"$1\": \"\([a-z_]*\)\".*/\1/p"; }
 num_of() { sed -n "s/.*\"$1\": \([0-9.e+-]*\).*/\1/p"; }
 while read -r update layout args; do
@@ -107,7 +112,7 @@ fi
 # whatever the schedule and backend; an MLP's pipeline with ZB-H1's W steps
 # too; and the JSON names the layout
 close() { awk -v a="$1" -v b="$2" 'BEGIN { d = a - b; exit !(a != "" && d <= 1e-5 * b && -d <= 1e-5 * b) }'; }
-GPT="$BUILD/bin/dttrain --model gpt:32,8,2,4,32 --data synthetic --micro-batches 4 --steps 40 --eval-every 0 --json"
+GPT="$BUILD/bin/dttrain --model gpt:32,8,2,4,32 --data synthetic --micro-batches 4 --steps $G --eval-every 0 --json"
 one=$($GPT --batch 8 | num_of final_loss)
 one2=$($GPT --batch 16 | num_of final_loss)
 while read -r want args; do
@@ -129,7 +134,7 @@ one --batch 8 --tp 2 --pp 2 --schedule gpipe --backend proc
 one2 --batch 8 --ranks 8 --tp 2 --pp 2
 one2 --batch 8 --ranks 4 --tp 2 --shard-optimizer
 CASES
-MLP="$BUILD/bin/dttrain --model mlp:64,128,64,10 --micro-batches 4 --batch 16 --steps 30 --eval-every 0 --json"
+MLP="$BUILD/bin/dttrain --model mlp:64,128,64,10 --micro-batches 4 --batch 16 --steps $S --eval-every 0 --json"
 want=$($MLP --no-fuse | num_of final_loss)
 got=$($MLP --pp 3 --schedule zbh1 | num_of final_loss)
 if close "$got" "$want"; then
