@@ -475,12 +475,15 @@ test:
 # each OpenBLAS kernel set this CPU runs (KERNELS="A B" to choose) and in
 # a build without OpenBLAS (OPENBLAS=0, $(BUILD)/noblas); fails naming the
 # set of any test that fails. KERNELS_DONE=own: make test has just graded
-# OpenBLAS's own choice in this build (CI), so it is not graded twice. See
+# OpenBLAS's own choice in this build (CI), so it is not graded twice.
+# LOAD=1: each set graded as a round of make stress (every core busy, the
+# race-sensitive tests under ThreadSanitizer too; CI's flake hunt). See
 # tests/grader/kernels.sh.
 test-kernels:
 	@test -z "$(SAN)" || { echo "test-kernels: not with SAN (ThreadSanitizer builds leave OpenBLAS out)"; exit 2; }
 	@env -u MAKEFLAGS -u MAKELEVEL -u MFLAGS BUILD=$(BUILD) WERROR="$(WERROR)" CC="$(CC)" \
-	  MAKE="$(MAKE)" KERNELS="$(KERNELS)" KERNELS_DONE="$(KERNELS_DONE)" tests/grader/kernels.sh
+	  MAKE="$(MAKE)" KERNELS="$(KERNELS)" KERNELS_DONE="$(KERNELS_DONE)" LOAD="$(LOAD)" \
+	  tests/grader/kernels.sh
 
 # ------------------------------------------------------------ benchmarks
 

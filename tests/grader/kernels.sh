@@ -5,7 +5,7 @@
 # arithmetic, and a tolerance must hold with room under every kernel set.
 # This runs libdt's unit tests and every lab's solution (graded as
 # `make check IMPL=solutions` grades, without the ThreadSanitizer runs,
-# whose build has no OpenBLAS) under
+# whose build has no OpenBLAS, unless LOAD=1) under
 #
 #   - each OpenBLAS kernel set this CPU can run (OPENBLAS_CORETYPE): one
 #     per level of vector instructions up to the CPU's (bench/machine's
@@ -19,13 +19,18 @@
 #   - a build without OpenBLAS (make OPENBLAS=0, into $BUILD/noblas), whose
 #     sgemm is libdt's built-in kernel.
 #
+# With LOAD=1 each set is graded as `make stress` grades a round: every
+# core busy besides (tests/grader/spin.sh) and the race-sensitive tests
+# under ThreadSanitizer too, so that the sets' rounds are also the flake
+# hunt's (CI's: one verdict whatever the kernels and the load, in one pass).
+#
 # It prints the sets it ran and ends with one line per failing test, named
 # with its set, and "test-kernels: N passed, N failed". Exit status 1 if
 # any test failed under any set. Logs go to $BUILD/test-kernels/.
 #
 # Environment (set by the Makefile): MAKE, BUILD, WERROR, CC, KERNELS,
 # KERNELS_DONE (own: OpenBLAS's own choice was graded in this build by
-# `make test` just before, as CI does; its bits are skipped here).
+# `make test` just before, as CI does; its bits are skipped here), LOAD.
 set -uo pipefail
 
 MAKE=${MAKE:-make}
@@ -34,6 +39,12 @@ WERROR=${WERROR:-}
 CC=${CC:-cc}
 KERNELS=${KERNELS:-}
 KERNELS_DONE=${KERNELS_DONE:-}
+LOAD=${LOAD:-0}
+case "$LOAD" in
+    0 | 1) ;;
+    *) echo "test-kernels: LOAD='$LOAD' is not 0 or 1 (1: every core busy besides each set's grading)"
+       exit 2 ;;
+esac
 JOBS=$(getconf _NPROCESSORS_ONLN 2>/dev/null || echo 2)
 [ "$JOBS" -gt 8 ] && JOBS=8
 export DT_QUIET=1 # the kernels are chosen here: no line about them in every test
@@ -52,11 +63,20 @@ labs=$(for d in tests/[0-9][0-9]-*/; do ls "$d"*.c >/dev/null 2>&1 && basename "
 m() { "$MAKE" --no-print-directory -j"$JOBS" WERROR="$WERROR" CC="$CC" "$@"; }
 key() { sed -n "s/^$1=//p"; } # a KEY=VALUE line of bench/machine
 
+# shellcheck source=tests/grader/spin.sh
+. "$(dirname "$0")/spin.sh"
+trap stop_spinners EXIT
+trap 'stop_spinners; exit 130' INT
+trap 'stop_spinners; exit 143' TERM
+
+# What grade_all runs: the grader, libdt, the unit tests and the test
+# driver (check.sh builds the labs).
 build() { # build-dir make-arguments...
     local dir=$1
     shift
     echo "test-kernels: building $dir"
-    if ! m BUILD="$dir" "$@" all >"$out/build-$(basename "$dir").log" 2>&1; then
+    if ! m BUILD="$dir" "$@" "$dir/bin/dtgrade" "$dir/libdt.a" "$dir/tests/lib/grade" \
+        "$dir/obj/tests/grader/test_main.o" >"$out/build-$(basename "$dir").log" 2>&1; then
         tail -n 20 "$out/build-$(basename "$dir").log"
         echo "test-kernels: the build in $dir failed (log: $out/build-$(basename "$dir").log)"
         return 1
@@ -71,11 +91,13 @@ ran=()
 # $1 the name shown, $2 the build; the environment carries the kernels.
 grade_all() { # name build
     local name=$1 dir=$2 log=$out/$1 p f
+    [ "$LOAD" = 0 ] || start_spinners test-kernels
     "$dir/bin/dtgrade" -q -j "$JOBS" --tests-root tests --results "$log-unit.json" \
         "lib=$dir/tests/lib/grade" >"$log-unit.txt" 2>&1
     env MAKE="$MAKE" BUILD="$dir" SAN= CC="$CC" WERROR="$WERROR" IMPL=solutions OFFICIAL=labs \
-        LABS="$labs" RACE=0 GRADE_JOBS="$JOBS" DTGRADE_FLAGS="-q" \
+        LABS="$labs" RACE="$LOAD" GRADE_JOBS="$JOBS" DTGRADE_FLAGS="-q" \
         DT_RESULTS="$log-solutions.json" tests/grader/check.sh >"$log-solutions.txt" 2>&1
+    stop_spinners
     for part in unit solutions; do
         read -r p f < <(awk '/^[0-9]+ passed, [0-9]+ failed/ { p = $1; f = $3 }
                               END { print p + 0, f + 0 }' "$log-$part.txt")

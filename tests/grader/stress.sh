@@ -24,43 +24,11 @@ out=$BUILD/stress
 rm -rf "$out"
 mkdir -p "$out"
 
-spinners=()
-stop_spinners() {
-    local p
-    for p in "${spinners[@]}"; do
-        kill "$p" 2>/dev/null
-        wait "$p" 2>/dev/null
-    done
-    spinners=()
-}
+# shellcheck source=tests/grader/spin.sh
+. "$(dirname "$0")/spin.sh"
 trap stop_spinners EXIT
 trap 'stop_spinners; exit 130' INT
 trap 'stop_spinners; exit 143' TERM
-# The cores other work leaves idle, measured over a second from /proc/stat
-# (every core, where it cannot be read): a spin loop for each, so that
-# every core is busy besides the grading, whether the machine's other work
-# already keeps some busy (as in CI's run under load) or not.
-idle_cores() {
-    local a b
-    a=$(awk '/^cpu / { print $5 + $6, $2 + $3 + $4 + $5 + $6 + $7 + $8 + $9; exit }' /proc/stat 2>/dev/null)
-    sleep 1
-    b=$(awk '/^cpu / { print $5 + $6, $2 + $3 + $4 + $5 + $6 + $7 + $8 + $9; exit }' /proc/stat 2>/dev/null)
-    if [ -z "$a" ] || [ -z "$b" ]; then
-        echo "$JOBS"
-        return
-    fi
-    echo "$a $b" | awk -v n="$JOBS" '{ d = $4 - $2; i = d > 0 ? ($3 - $1) / d : 1
-                                       k = int(i * n + 0.5); print (k > n ? n : k) }'
-}
-start_spinners() {
-    local k
-    k=$(idle_cores)
-    for _ in $(seq 1 "$k"); do
-        (while :; do :; done) &
-        spinners+=($!)
-    done
-    echo "stress: $k spin loop(s) for the idle cores of $JOBS"
-}
 echo "stress: $ROUNDS round(s) of every solution, $JOBS test(s) at a time, every core busy besides"
 
 fails=$out/failures.txt
@@ -68,7 +36,7 @@ fails=$out/failures.txt
 total=0
 for k in $(seq 1 "$ROUNDS"); do
     stop_spinners
-    start_spinners
+    start_spinners stress
     t0=$(date +%s)
     env MAKE="$MAKE" BUILD="$BUILD" SAN="${SAN:-}" CC="${CC:-cc}" WERROR="${WERROR:-}" \
         IMPL=solutions OFFICIAL=labs LABS="$labs" RACE=1 GRADE_JOBS="$JOBS" \
