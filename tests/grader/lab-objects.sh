@@ -41,7 +41,7 @@ MARK="refused by the grader"
 # labs' builds (the Gradescope image's setup.sh: once, not per submission).
 lists_only=
 if [ "${1:-}" = --lists ]; then
-    lists_only=1 lab=- out=${2:?usage: lab-objects.sh --lists LIBDT} libdt=$2
+    lists_only=1 lab=- libdt=${2:?usage: lab-objects.sh --lists LIBDT}
     tobjs=() objs=()
 else
     lab=${1:?usage: lab-objects.sh LAB OUT_DIR LIBDT TEST_OBJECT... -- LAB_OBJECT...}
