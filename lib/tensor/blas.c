@@ -9,14 +9,37 @@
  * for the CPUs it knows at that level. */
 #include "blas_internal.h"
 
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #ifdef DT_HAVE_OPENBLAS
 #include <cblas.h>
 #endif
+
+/* ---------------------------------------------------------------- use */
+
+/* DT_BLAS_MARK, when set, names a file that is created the first time the
+ * process uses the BLAS: an sgemm, its threads, what it is. A test that
+ * never does computes the same bits under every kernel set and without
+ * OpenBLAS (no other file of libdt depends on it), so make test-kernels
+ * grades again under the other sets only the tests that left the mark. */
+void dt_blas_note_use(void)
+{
+    static atomic_int noted;
+    if (atomic_load_explicit(&noted, memory_order_relaxed) || atomic_exchange(&noted, 1))
+        return;
+    const char *path = getenv("DT_BLAS_MARK");
+    if (!path || !*path)
+        return;
+    int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+    if (fd >= 0)
+        close(fd);
+}
 
 /* ---------------------------------------------------------------- threads */
 
@@ -38,6 +61,7 @@ static void blas_init(void)
 
 dt_result dt_blas_init_once(void)
 {
+    dt_blas_note_use();
     pthread_once(&blas_once, blas_init);
     if (blas_env_error[0])
         return dt_fail(DT_ERR_INVALID_ARG, "dt_sgemm: %s", blas_env_error);
@@ -64,6 +88,7 @@ int dt_blas_threads(void)
 
 int dt_blas_available(void)
 {
+    dt_blas_note_use();
 #ifdef DT_HAVE_OPENBLAS
     return 1;
 #else

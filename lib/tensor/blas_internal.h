@@ -20,4 +20,8 @@ const dt_blas_startup_state *dt_blas_startup(void);
  * whole number from 1 to 1024 (the count then stays 1). */
 dt_result dt_blas_init_once(void);
 
+/* Creates the file DT_BLAS_MARK names, if set, at the process's first use
+ * of the BLAS (blas.c): which tests make test-kernels grades again. */
+void dt_blas_note_use(void);
+
 #endif

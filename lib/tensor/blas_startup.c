@@ -43,7 +43,11 @@
 /* Written by the constructor alone, before main (see blas_internal.h). */
 static dt_blas_startup_state state;
 
-const dt_blas_startup_state *dt_blas_startup(void) { return &state; }
+const dt_blas_startup_state *dt_blas_startup(void)
+{
+    dt_blas_note_use(); /* what the BLAS is: dt_blas_info_get's and the tools' lines */
+    return &state;
+}
 
 typedef struct {
     int off;           /* DT_BLAS_KERNELS=off */

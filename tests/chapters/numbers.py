@@ -24,7 +24,9 @@ One of three kinds says how its numbers may move:
   deterministic   modeled clock, bytes, memory: compared to the printed
                   digit, and the command runs again under a second BLAS
                   kernel set (OPENBLAS_CORETYPE): a number that changes
-                  with the kernels is refused.
+                  with the kernels is refused. A command that never used
+                  the BLAS (no file at libdt's DT_BLAS_MARK) runs once:
+                  the kernels cannot change its bits.
   kernels: NAME   computed through sgemm with the kernels NAME: runs under
                   OPENBLAS_CORETYPE=NAME and compares to the printed digit.
   varies          wall clock or a race: needs `tol:` (N%, an absolute N,
@@ -550,6 +552,7 @@ class Checker:
     def __init__(self, root, build, alt, verbose):
         self.root, self.build, self.alt, self.verbose = root, build, alt, verbose
         self.cache = {}
+        self.used_blas = {}  # (command, kernels): it used the BLAS (an sgemm, what the BLAS is)
         self.tmp = tempfile.mkdtemp(prefix="check-chapters.")
         self.fails = []
         self.unjudged = []  # wall-clock figures of a run the machine's other work slowed
@@ -559,6 +562,7 @@ class Checker:
         self.unwall = []    # wall-clock figures off the tolerance, without --wall
         self.unrun = []     # wall-clock blocks not run, without --wall
         self.runs = []  # (command, kernels, seconds)
+        self.no_blas = 0  # deterministic blocks whose command never used the BLAS: run once
 
     def output(self, block, kernels):
         if block.source:
@@ -579,6 +583,10 @@ class Checker:
                 env.pop(v, None)
             env["DT_QUIET"] = "1"
             env["FIGURES"] = figs
+            # libdt creates this file where the command first uses the BLAS
+            # (lib/tensor/blas.c): one that never does computes the same
+            # bits under any kernel set
+            env["DT_BLAS_MARK"] = figs + ".blas"
             env.setdefault("BUILD", self.build)
             if kernels:
                 env["OPENBLAS_CORETYPE"] = kernels
@@ -601,6 +609,7 @@ class Checker:
                 self.cache[key] = (None, figs, "exit status %d:\n%s" % (p.returncode, tail))
             else:
                 self.cache[key] = (text, figs, None)
+            self.used_blas[key] = os.path.exists(figs + ".blas")
         text, figs, err = self.cache[key]
         if err:
             raise Fail("the command failed (%s): %s" % (block.run, err))
@@ -653,6 +662,9 @@ class Checker:
             runs = [None, self.alt]
         results = []
         for k in runs:
+            if k is not None and k is self.alt and b.run and not self.used_blas.get((b.run, None), True):
+                self.no_blas += 1  # no sgemm, nothing the kernels could change
+                break
             try:
                 text, figs = self.output(b, k)
             except Fail as e:
@@ -980,6 +992,9 @@ def main():
     if a.verbose:
         for cmd, k, dt in sorted(c.runs, key=lambda r: -r[2]):
             print("  %6.1f s  %s%s" % (dt, "OPENBLAS_CORETYPE=%s " % k if k else "", cmd))
+    if c.no_blas:
+        print("check-chapters: %d deterministic blocks not run again under OPENBLAS_CORETYPE=%s: their "
+              "commands used no BLAS (no sgemm: the same bits under every kernel set)" % (c.no_blas, c.alt))
     print("check-chapters: %d numbers in %d blocks, %d runs in %.0f s: %s"
           % (total, sum(len(b) for _, b in chapters), len(c.runs), time.time() - t0,
              "ok" if not c.fails else "%d failed" % len(c.fails)))

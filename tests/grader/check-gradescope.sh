@@ -139,17 +139,18 @@ make_image() { # zip seed-labs dir
     for f in obj bin identity thread/obj thread/identity; do
         [ -e "$BUILD_ABS/$f" ] && cp -Rp "$BUILD_ABS/$f" "$src/build/$(dirname "$f")/"
     done
-    # the official test objects: those of the suite's spliced solutions
+    # the official test objects: those of the suite's build of labs/ (the
+    # spliced builds' copies have no .d files, so their age is not known)
     for f in $2; do
-        seed_objects "$BUILD_ABS/spliced/solutions/obj/tests/tests/$f" "$src/build/tests_official/obj/tests/tests"
-        seed_objects "$BUILD_ABS/thread/$(echo "$BUILD/spliced/solutions" | tr / _)/obj/tests/tests/$f" \
+        seed_objects "$BUILD_ABS/labs/obj/tests/tests/$f" "$src/build/tests_official/obj/tests/tests"
+        seed_objects "$BUILD_ABS/thread/$(echo "$BUILD/spliced/labs" | tr / _)/obj/tests/tests/$f" \
             "$src/build/thread/tests_official/obj/tests/tests"
     done
     (cd "$src" && env -u MAKEFLAGS -u MAKELEVEL "${deps_env[@]}" ./setup.sh) >"$3/setup.log" 2>&1
 }
 # Test objects without their .d files (the paths they name are BUILD's),
 # and only when each is newer than every file its .d names (a suite run
-# builds them in its solutions step; a stale set would mix two ABIs).
+# builds them in its build step; a stale set would mix two ABIs).
 stale() { # dir: status 0 when an object there is older than a file it was made from
     local d f
     for d in "$1"/*.d; do

@@ -19,10 +19,15 @@
 #   - a build without OpenBLAS (make OPENBLAS=0, into $BUILD/noblas), whose
 #     sgemm is libdt's built-in kernel.
 #
+# The first of these runs every test; the others only the tests that used
+# the BLAS there (dtgrade --blas-marks and --blas-only): a test that does
+# not computes the same bits under any of them.
+#
 # With LOAD=1 each set is graded as `make stress` grades a round: every
-# core busy besides (tests/grader/spin.sh) and the race-sensitive tests
-# under ThreadSanitizer too, so that the sets' rounds are also the flake
-# hunt's (CI's: one verdict whatever the kernels and the load, in one pass).
+# core busy besides (tests/grader/spin.sh) and, in the first, the
+# race-sensitive tests under ThreadSanitizer too, so that the first set's
+# round is also a round of the flake hunt (CI's: one verdict whatever the
+# kernels and the load, in one pass).
 #
 # It prints the sets it ran and ends with one line per failing test, named
 # with its set, and "test-kernels: N passed, N failed". Exit status 1 if
@@ -87,16 +92,38 @@ passed=0
 failed=0
 fails=()
 ran=()
+# The first configuration graded runs every test, and each test that uses
+# the BLAS (an sgemm, what the BLAS is) leaves a mark here (dtgrade
+# --blas-marks: libdt's DT_BLAS_MARK). The others run only the marked
+# tests: an unmarked one does the same arithmetic under every kernel set
+# and without OpenBLAS (lib/tensor/blas.c, sgemm.c and blas_startup.c are
+# the only files that differ), so its verdict was had once already.
+marks=$out/blas-marks
+first=1
 # Grades under one configuration: the unit tests, then the solutions.
 # $1 the name shown, $2 the build; the environment carries the kernels.
 grade_all() { # name build
-    local name=$1 dir=$2 log=$out/$1 p f
+    local name=$1 dir=$2 log=$out/$1 p f select race=$LOAD sel_labs=$labs what=""
+    if [ "$first" = 1 ]; then
+        select="--blas-marks $marks"
+    else
+        what=" (the tests that use the BLAS)"
+        select="--blas-only $marks"
+        race=0 # the ThreadSanitizer build has no OpenBLAS: the first set ran it
+        sel_labs=$(ls "$marks" | sed -n 's/^\([0-9][0-9]-[^.]*\)\..*/\1/p' | sort -u | tr '\n' ' ')
+    fi
+    first=0
     [ "$LOAD" = 0 ] || start_spinners test-kernels
-    "$dir/bin/dtgrade" -q -j "$JOBS" --tests-root tests --results "$log-unit.json" \
+    # shellcheck disable=SC2086 # $select: an option and its folder
+    "$dir/bin/dtgrade" -q -j "$JOBS" $select --tests-root tests --results "$log-unit.json" \
         "lib=$dir/tests/lib/grade" >"$log-unit.txt" 2>&1
-    env MAKE="$MAKE" BUILD="$dir" SAN= CC="$CC" WERROR="$WERROR" IMPL=solutions OFFICIAL=labs \
-        LABS="$labs" RACE="$LOAD" GRADE_JOBS="$JOBS" DTGRADE_FLAGS="-q" \
-        DT_RESULTS="$log-solutions.json" tests/grader/check.sh >"$log-solutions.txt" 2>&1
+    if [ -n "$sel_labs" ]; then
+        env MAKE="$MAKE" BUILD="$dir" SAN= CC="$CC" WERROR="$WERROR" IMPL=solutions OFFICIAL=labs \
+            LABS="$sel_labs" RACE="$race" GRADE_JOBS="$JOBS" DTGRADE_FLAGS="-q $select" \
+            DT_RESULTS="$log-solutions.json" tests/grader/check.sh >"$log-solutions.txt" 2>&1
+    else
+        echo "0 passed, 0 failed (no lab's test uses the BLAS)" >"$log-solutions.txt"
+    fi
     stop_spinners
     for part in unit solutions; do
         read -r p f < <(awk '/^[0-9]+ passed, [0-9]+ failed/ { p = $1; f = $3 }
@@ -107,7 +134,7 @@ grade_all() { # name build
         fi
         passed=$((passed + p))
         failed=$((failed + f))
-        printf '  %-12s %-9s %4d passed, %d failed\n' "$name" "$part" "$p" "$f"
+        printf '  %-12s %-9s %4d passed, %d failed%s\n' "$name" "$part" "$p" "$f" "$what"
         # dtgrade -q prints the failed rows: "  name   0/3   FAIL ..."
         while read -r row; do
             fails+=("$name: $part: $row")

@@ -95,6 +95,7 @@ expect_row fx_deadlock TIMEOUT "TIMEOUT after 2 s in recv #1 at fixtures_deadloc
 expect_row fx_deadlock TIMEOUT "[tests/grader/fixtures/fixtures_deadlock.c:"
 expect_row fx_wanted_timeout FAIL "returned DT_OK, expected DT_ERR_TIMEOUT"
 expect_row fx_hidden_pass pass "(hidden)"
+expect_row fx_blas_use pass ""
 # early exits, however they happen, never pass
 expect_row fx_exit_zero EXIT "EXIT: exit(0) was called before the test finished"
 expect_row fx_underscore_exit_zero EXIT "exited with status 0 before the test finished"
@@ -108,12 +109,12 @@ expect_row fx_proc_rank_exit EXIT "EXIT: rank 1 called exit(0) before the test f
 # A forked rank's _exit(0) leaves no trace in the test's process: dt_launch
 # must report it (lib/comm). Until the library says it does, this row is
 # reported as not checked rather than failed.
-score=12 passed=11 # of the run of every fixture
+score=13 passed=12 # of the run of every fixture
 if grep -q 'exited with status %d before its function returned' -r lib/comm 2>/dev/null; then
     expect_row fx_proc_rank_underscore_exit FAIL "rank 1: exited with status 0 before its function returned"
 else
     echo "selftest: fx_proc_rank_underscore_exit not checked: this libdt does not report a forked rank's _exit(0) yet"
-    score=13 passed=12
+    score=14 passed=13
 fi
 # limits, and processes that escaped the process group
 expect_row fx_setsid_child pass ""
@@ -142,14 +143,14 @@ for r in 0 1 2; do
 done
 # A long reason: cut in its row, whole under it.
 grep -qE '^      \| FAIL: .*xxxxEND-OF-REASON$' "$out" || fail "the long reason is not shown whole"
-grep -q "^Score: $score/37 " "$out" || fail "total score line wrong: $(grep '^Score' "$out")"
-[ "$(tail -n 1 "$out")" = "$passed passed, $((35 - passed)) failed, 1 skipped" ] ||
+grep -q "^Score: $score/38 " "$out" || fail "total score line wrong: $(grep '^Score' "$out")"
+[ "$(tail -n 1 "$out")" = "$passed passed, $((36 - passed)) failed, 1 skipped" ] ||
     fail "closing line: '$(tail -n 1 "$out")'"
 
 # results.json: Gradescope's fields, the failure text once, rank output.
 json="$work/results.json"
 grep -q "\"score\": $score," "$json" || fail "results.json score"
-grep -q '"max_score": 37,' "$json" || fail "results.json max_score"
+grep -q '"max_score": 38,' "$json" || fail "results.json max_score"
 grep -q '"name": "fixtures/fx_segfault", "score": 0, "max_score": 1' "$json" ||
     fail "results.json row of fx_segfault"
 grep -q '"visibility": "hidden"' "$json" || fail "results.json hidden visibility"
@@ -157,10 +158,10 @@ grep -q '\[rank 1\] step 9' "$json" || fail "results.json lacks rank 1's output"
 [ "$(grep -o 'disagrees' "$json" | wc -l)" -eq 1 ] || fail "results.json repeats a FAIL line"
 [ "$(grep -o 'END-OF-REASON' "$json" | wc -l)" -eq 1 ] || fail "results.json: the long reason not once"
 if command -v python3 >/dev/null; then
-    python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert len(d["tests"]) == 36
-assert d["output"].startswith("Score: %s/37" % sys.argv[2])
+    python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert len(d["tests"]) == 37
+assert d["output"].startswith("Score: %s/38" % sys.argv[2])
 assert [t["max_score"] for t in d["tests"] if t["name"] == "fixtures/fx_skip"] == [0]' "$json" "$score" ||
-        fail "results.json is not valid JSON with 36 tests, the score on top, a skipped test out of the maximum"
+        fail "results.json is not valid JSON with 37 tests, the score on top, a skipped test out of the maximum"
 fi
 
 # Nothing left behind: every process the fixtures recorded (the looping and
@@ -229,7 +230,7 @@ expect_row fx_pass EXIT "EXIT: exit(0) was called before the test finished"
 DT_FIXTURE_CTOR_EXIT=list "$dtgrade" --tests-root tests/grader --results "$work/c.json" \
     "fixtures=$fixture" >"$out" 2>&1 || fail "grading with an exiting list failed"
 expect_row fx_pass BUILD "--list' failed: EXIT"
-grep -q '^  Score: 0/38  (BUILD FAILED)' "$out" || fail "an exiting list: not 0/38"
+grep -q '^  Score: 0/39  (BUILD FAILED)' "$out" || fail "an exiting list: not 0/39"
 
 # ------------------------------------------------------------ stale segments
 # One of this user's segments that no process maps (older than 10 s) is
@@ -264,14 +265,24 @@ grep -q '^1 passed, 0 failed$' "$work/out2.txt" || fail "--only fx_pass ran more
 [ "$(run_rc --only fx_a --expect-loss "fixtures=$fixture")" = 0 ] || fail "--expect-loss on a loss"
 [ "$(run_rc --no-hidden --only fx_hidden "fixtures=$fixture")" = 0 ] || fail "--no-hidden"
 grep -q '^0 passed, 0 failed$' "$work/out2.txt" || fail "--no-hidden still ran the hidden test"
+# --blas-marks: a mark from each test that used the BLAS, none from one that
+# did not; --blas-only: only the marked tests run.
+[ "$(run_rc --blas-marks "$work/marks" --only fx_blas_use "fixtures=$fixture")" = 0 ] &&
+    [ "$(run_rc --blas-marks "$work/marks" --only fx_pass "fixtures=$fixture")" = 0 ] || fail "--blas-marks"
+[ -e "$work/marks/fixtures.fx_blas_use" ] || fail "--blas-marks: fx_blas_use, which calls dt_sgemm, left no mark"
+[ "$(ls "$work/marks" | wc -l)" = 1 ] || fail "--blas-marks: marks of tests that use no BLAS: $(ls "$work/marks" | tr '\n' ' ')"
+[ "$(run_rc --blas-only "$work/marks" "fixtures=$fixture")" = 0 ] || fail "--blas-only"
+grep -q '^1 passed, 0 failed$' "$work/out2.txt" || fail "--blas-only ran more than the marked test: $(tail -n 1 "$work/out2.txt")"
+[ "$(run_rc --blas-only "$work/no-such-folder" "fixtures=$fixture")" = 2 ] &&
+    grep -q -- "--blas-only: no folder" "$work/out2.txt" || fail "--blas-only with no folder is not refused by name"
 [ "$(run_rc --stop-on-fail "fixtures=$fixture")" = 0 ] || fail "--stop-on-fail"
-grep -q '^1 passed, 1 failed, 34 not run$' "$work/out2.txt" || fail "--stop-on-fail went on after a failure"
+grep -q '^2 passed, 1 failed, 34 not run$' "$work/out2.txt" || fail "--stop-on-fail went on after a failure"
 
 # A lab that did not build: its tests come from its sources, all BUILD FAILED.
 [ "$(run_rc --tests-root tests/grader "fixtures=$work/no-such-binary")" = 0 ] ||
     fail "a missing binary is a grader error"
 grep -q '^  fx_wrong_answer .* 0/2 .*BUILD' "$work/out2.txt" || fail "missing binary: rows from sources"
-grep -q '^  Score: 0/38  (BUILD FAILED)' "$work/out2.txt" || fail "missing binary: 0/38"
+grep -q '^  Score: 0/39  (BUILD FAILED)' "$work/out2.txt" || fail "missing binary: 0/39"
 [ "$(run_rc --tests-root tests/grader --expect-zero "fixtures=$work/no-such-binary")" = 1 ] ||
     fail "--expect-zero must reject a build failure"
 

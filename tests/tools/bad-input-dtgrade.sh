@@ -44,6 +44,9 @@ table() {
 2 | a lab: '=grade' is not NAME=BINARY                | dtgrade =grade
 2 | a lab: 'lab=' is not NAME=BINARY                  | dtgrade lab=
 2 | --job-prefix: 'a/b' is not a name part            | dtgrade --job-prefix a/b lab=grade
+2 | --blas-only: no folder nowhere                    | dtgrade --blas-only nowhere lab=grade
+2 | --blas-marks: the folder name is empty            | dtgrade --blas-marks '' lab=grade
+2 | --blas-marks: cannot make the folder f/m          | touch f && dtgrade --blas-marks f/m lab=grade
 2 | usage: dtgrade                                    | dtgrade
 0 | usage: dtgrade                                    | dtgrade --help
 2 | usage: dtgrade --splice                           | dtgrade --splice only-one

@@ -114,6 +114,7 @@ typedef struct {
     char job[64];        /* DT_JOB_ID */
     char token[40];      /* the completion token */
     char tmpdir[1024];   /* TMPDIR: the test's own, emptied and removed after it */
+    char blas_mark[1024]; /* DT_BLAS_MARK (--blas-marks): ""; else created at its first BLAS use */
 } run_spec;
 
 #define MAX_PIDS 64 /* processes of a test remembered (leftover.c) */
@@ -136,6 +137,8 @@ typedef struct {
     const char *tests_root;
     const char *job_prefix;
     const char *only;
+    const char *blas_marks; /* --blas-marks DIR: each test's DT_BLAS_MARK is DIR/LAB.TEST */
+    const char *blas_only;  /* --blas-only DIR: only the tests with a mark there */
     const char *notice_file;
     const char *tmp_root; /* the tests' temporary folders go below it */
     double timeout_scale, race_timeout_scale;
@@ -218,7 +221,7 @@ typedef struct {
     char **names; /* this user's entries of /tmp named like the project's */
     int n;
 } tmp_listing;
-const char *tmp_root_absolute(const char *root);
+const char *folder_absolute(const char *option, const char *dir, int make);
 void tmp_prepare(run_spec *sp);
 void tmp_list(tmp_listing *out);
 void tmp_listing_free(tmp_listing *l);

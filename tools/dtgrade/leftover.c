@@ -47,12 +47,15 @@ static int make_dirs(const char *path)
     return rc;
 }
 
-/* The root made, as an absolute path. */
-const char *tmp_root_absolute(const char *root)
+/* The folder an option names, made if need be (make 1), as an absolute
+ * path: a test that changes its folder keeps it. */
+const char *folder_absolute(const char *option, const char *dir, int make)
 {
     char *abs;
-    if (make_dirs(root) != 0 || !(abs = realpath(root, NULL)))
-        die("--tmp-root: cannot make the folder %s: %s", root, strerror(errno));
+    if (make && make_dirs(dir) != 0)
+        die("%s: cannot make the folder %s: %s", option, dir, strerror(errno));
+    if (!(abs = realpath(dir, NULL)))
+        die("%s: no folder %s: %s", option, dir, strerror(errno));
     return abs;
 }
 

@@ -59,6 +59,10 @@ static void usage(FILE *f)
         "                      must be empty after the test (default: tmp/ beside the\n"
         "                      results file)\n"
         "  --only TEXT         run only the tests whose name contains TEXT\n"
+        "  --blas-marks DIR    each test's first use of the BLAS (an sgemm, what the\n"
+        "                      BLAS is) creates DIR/LAB.TEST (make test-kernels)\n"
+        "  --blas-only DIR     run only the tests that left a mark in DIR: the others\n"
+        "                      compute the same bits whatever the BLAS\n"
         "  --hidden            run hidden tests too (the default)\n"
         "  --no-hidden         leave hidden tests out\n"
         "  -j N                run N tests at a time (1 to %d; default 1)\n"
@@ -136,6 +140,8 @@ static int parse_args(int argc, char **argv, lab_t *labs)
         else if (!strcmp(a, "--notice")) opt.notice_file = VALUE();
         else if (!strcmp(a, "--tmp-root")) opt.tmp_root = VALUE();
         else if (!strcmp(a, "--only")) opt.only = VALUE();
+        else if (!strcmp(a, "--blas-marks")) opt.blas_marks = VALUE();
+        else if (!strcmp(a, "--blas-only")) opt.blas_only = VALUE();
         else if (!strcmp(a, "--hidden")) opt.hidden = 1;
         else if (!strcmp(a, "--no-hidden")) opt.hidden = 0;
         else if (!strcmp(a, "-j") || !strcmp(a, "--jobs"))
@@ -185,6 +191,8 @@ static int parse_args(int argc, char **argv, lab_t *labs)
         die("--results: the file name is empty");
     if (opt.tmp_root && !*opt.tmp_root)
         die("--tmp-root: the folder name is empty");
+    if ((opt.blas_marks && !*opt.blas_marks) || (opt.blas_only && !*opt.blas_only))
+        die("%s: the folder name is empty", opt.blas_marks && !*opt.blas_marks ? "--blas-marks" : "--blas-only");
     return nlabs;
 }
 
@@ -229,7 +237,11 @@ int main(int argc, char **argv)
         opt.tmp_root = slash ? xprintf("%.*s/tmp", (int)(slash - opt.results), opt.results)
                              : "tmp";
     }
-    opt.tmp_root = tmp_root_absolute(opt.tmp_root);
+    opt.tmp_root = folder_absolute("--tmp-root", opt.tmp_root, 1);
+    if (opt.blas_marks)
+        opt.blas_marks = folder_absolute("--blas-marks", opt.blas_marks, 1);
+    if (opt.blas_only)
+        opt.blas_only = folder_absolute("--blas-only", opt.blas_only, 0);
     char prefix[64];
     if (!opt.job_prefix) {
         snprintf(prefix, sizeof prefix, "g%ld.", (long)getpid());

@@ -165,12 +165,22 @@ void read_lab_files(lab_t *lab)
     }
 }
 
+/* DIR/LAB.TEST: the file libdt creates at the test's first use of the BLAS
+ * (DT_BLAS_MARK, lib/tensor/blas.c). */
+static void blas_mark_path(char *out, size_t len, const char *dir, const lab_t *lab,
+                           const test_row *r)
+{
+    snprintf(out, len, "%s/%s.%s", dir, lab->name, r->name);
+}
+
 static void start_slot(slot_t *s, lab_t *lab, int i, int race)
 {
     test_row *r = &lab->rows[i];
     double scale = race ? opt.race_timeout_scale : opt.timeout_scale;
     spec_init(&s->spec, race ? lab->race_binary : lab->binary, r->name, r->timeout_s * scale,
               &r->lim, race ? 1 : lab->sanitized);
+    if (opt.blas_marks)
+        blas_mark_path(s->spec.blas_mark, sizeof s->spec.blas_mark, opt.blas_marks, lab, r);
     s->row = i;
     s->race = race;
     r->race_pending = race ? 2 : 0; /* 2: the race run is under way */
@@ -329,6 +339,15 @@ static void run_tests(lab_t *lab)
         print_row(&lab->rows[printed++]);
 }
 
+/* The test left its mark in --blas-only's folder: it used the BLAS. */
+static int blas_marked(const lab_t *lab, const test_row *r)
+{
+    char path[1024];
+    struct stat sb;
+    blas_mark_path(path, sizeof path, opt.blas_only, lab, r);
+    return stat(path, &sb) == 0;
+}
+
 void run_lab(lab_t *lab)
 {
     printf("== %s  (%s)\n", lab->name, lab->binary);
@@ -359,6 +378,9 @@ void run_lab(lab_t *lab)
             if ((r->hidden && !opt.hidden) || (opt.only && !strstr(r->name, opt.only))) {
                 r->st = ST_SKIP;
                 r->reason = xstrdup(r->hidden && !opt.hidden ? "hidden" : "not selected");
+            } else if (opt.blas_only && !blas_marked(lab, r)) {
+                r->st = ST_SKIP;
+                r->reason = xstrdup("not selected: it used no BLAS under --blas-marks");
             }
         }
         run_tests(lab);

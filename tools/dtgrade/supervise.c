@@ -105,6 +105,8 @@ static void exec_test(const run_spec *sp, int out_w, int chan_w)
         setenv("TMPDIR", sp->tmpdir, 1);
     snprintf(v, sizeof v, "%g", sp->timeout_s);
     setenv("DT_TEST_TIMEOUT", v, 1);
+    if (sp->blas_mark[0])
+        setenv("DT_BLAS_MARK", sp->blas_mark, 1);
     /* libdt runs its BLAS on one thread unless DT_BLAS_THREADS says more,
      * but OpenBLAS starts a pool of a thread per core as it loads, before
      * libdt can say so: a test would hold threads and address space it
