@@ -156,5 +156,7 @@ done
 flags=(-j "${GRADE_JOBS:-1}" --results "${DT_RESULTS:-$BUILD/results.json}" --tmp-root "$BUILD/tmp")
 [ -z "${TEST:-}" ] || flags+=(--only "$TEST")
 [ -z "${TIMEOUT_SCALE:-}" ] || flags+=(--timeout-scale "$TIMEOUT_SCALE")
+rm -f "$log" # (exec runs no EXIT trap)
+trap - EXIT
 # shellcheck disable=SC2086
 exec "$dtgrade" "${flags[@]}" ${DTGRADE_FLAGS:-} "${args[@]}"
