@@ -156,7 +156,9 @@ dt_result dt_mpi_choose_any(dt_call *call, size_t bytes, int *src)
                         "ranks' state is in their own processes)",
                         dt_site_prefix(at, sizeof at), job->timeout_s, call->seq, c->rank);
         }
-        if (now - t0 > job->spin_s || i % 64 == 0)
+        if (now - t0 > job->spin_s)
+            dt_mpi_pause(now - t0, job->spin_s);
+        else if (i % 64 == 0)
             sched_yield();
     }
     free(depart);

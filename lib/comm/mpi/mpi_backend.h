@@ -150,6 +150,10 @@ dt_comm_shared *dt_mpi_shared_new(dt_job *job, int n, const int *world, MPI_Comm
 /* DT_ERR_PEER_DIED once a rank of the launch sent its failure notice. */
 dt_result dt_mpi_check_failed(dt_mpi_launch *l);
 
+/* What a poll loop does between two looks, once it has waited waited_s
+ * (mpi_wait.c): spin, yield, then nap. */
+void dt_mpi_pause(double waited_s, double spin_s);
+
 /* Polls reqs[0..n) (MPI_REQUEST_NULL done) until all completed, within the
  * job's deadline: DT_ERR_TIMEOUT naming what the call waits for (what, peer),
  * or DT_ERR_PEER_DIED on a failure notice. Answers dt_recv_any's questions
