@@ -21,7 +21,8 @@
 #
 # The first of these runs every test; the others only the tests that used
 # the BLAS there (dtgrade --blas-marks and --blas-only): a test that does
-# not computes the same bits under any of them.
+# not computes the same bits under any of them. With KERNELS_DONE=own the
+# marks are those make test left, and every set runs the marked tests only.
 #
 # With LOAD=1 each set is graded as `make stress` grades a round: every
 # core busy besides (tests/grader/spin.sh) and, in the first, the
@@ -35,7 +36,8 @@
 #
 # Environment (set by the Makefile): MAKE, BUILD, WERROR, CC, KERNELS,
 # KERNELS_DONE (own: OpenBLAS's own choice was graded in this build by
-# `make test` just before, as CI does; its bits are skipped here), LOAD.
+# `make test` just before, as CI does; its bits are skipped here, and its
+# marks say which tests use the BLAS), LOAD.
 set -uo pipefail
 
 MAKE=${MAKE:-make}
@@ -100,6 +102,17 @@ ran=()
 # the only files that differ), so its verdict was had once already.
 marks=$out/blas-marks
 first=1
+# KERNELS_DONE=own: make test graded every test in this build a moment ago,
+# and left the marks (tests/grader/suite.sh); every set here grades the
+# marked tests only.
+if [ "$KERNELS_DONE" = own ]; then
+    if [ -n "$(ls -A "$BUILD/test/blas-marks" 2>/dev/null)" ]; then
+        marks=$BUILD/test/blas-marks
+        first=0
+    else
+        echo "test-kernels: KERNELS_DONE=own, but make test left no mark in $BUILD/test/blas-marks: the first set grades every test"
+    fi
+fi
 # Grades under one configuration: the unit tests, then the solutions.
 # $1 the name shown, $2 the build; the environment carries the kernels.
 grade_all() { # name build
