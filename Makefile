@@ -482,7 +482,8 @@ test:
 # each OpenBLAS kernel set this CPU runs (KERNELS="A B" to choose) and in
 # a build without OpenBLAS (OPENBLAS=0, $(BUILD)/noblas); fails naming the
 # set of any test that fails. KERNELS_DONE=own: make test has just graded
-# OpenBLAS's own choice in this build (CI), so it is not graded twice.
+# OpenBLAS's own choice in this build (CI), so it is not graded twice;
+# built-in: make test SAN=thread has graded the built-in sgemm (CI).
 # LOAD=1: each set graded as a round of make stress (every core busy, the
 # race-sensitive tests under ThreadSanitizer too; CI's flake hunt). See
 # tests/grader/kernels.sh.

@@ -35,9 +35,12 @@
 # any test failed under any set. Logs go to $BUILD/test-kernels/.
 #
 # Environment (set by the Makefile): MAKE, BUILD, WERROR, CC, KERNELS,
-# KERNELS_DONE (own: OpenBLAS's own choice was graded in this build by
-# `make test` just before, as CI does; its bits are skipped here, and its
-# marks say which tests use the BLAS), LOAD.
+# KERNELS_DONE, words of: own (OpenBLAS's own choice was graded in this
+# build by `make test` just before, as CI does; its bits are skipped here,
+# and its marks say which tests use the BLAS), built-in (`make test
+# SAN=thread` graded every test with the built-in sgemm just before, as CI
+# does: its build has no OpenBLAS, and the instrumentation changes no
+# float operation; the build without OpenBLAS is skipped); LOAD.
 set -uo pipefail
 
 MAKE=${MAKE:-make}
@@ -46,6 +49,16 @@ WERROR=${WERROR:-}
 CC=${CC:-cc}
 KERNELS=${KERNELS:-}
 KERNELS_DONE=${KERNELS_DONE:-}
+done_own=0
+done_builtin=0
+for w in $KERNELS_DONE; do
+    case "$w" in
+        own) done_own=1 ;;
+        built-in) done_builtin=1 ;;
+        *) echo "test-kernels: KERNELS_DONE='$KERNELS_DONE': its words are own and built-in"
+           exit 2 ;;
+    esac
+done
 LOAD=${LOAD:-0}
 case "$LOAD" in
     0 | 1) ;;
@@ -105,7 +118,7 @@ first=1
 # KERNELS_DONE=own: make test graded every test in this build a moment ago,
 # and left the marks (tests/grader/suite.sh); every set here grades the
 # marked tests only.
-if [ "$KERNELS_DONE" = own ]; then
+if [ "$done_own" = 1 ]; then
     if [ -n "$(ls -A "$BUILD/test/blas-marks" 2>/dev/null)" ]; then
         marks=$BUILD/test/blas-marks
         first=0
@@ -181,7 +194,7 @@ else
     # KERNELS_DONE=own (CI): `make test` has just graded the unit tests and
     # the solutions in this build under OpenBLAS's own choice; that set's
     # bits are not graded twice.
-    if [ "$KERNELS_DONE" = own ] && [ -z "$chosen" ]; then
+    if [ "$done_own" = 1 ] && [ -z "$chosen" ]; then
         fp=$(echo "$machine" | key sgemm_fingerprint)
         [ -n "$fp" ] && [ "$fp" != 0000000000000000 ] &&
             seen[$fp]="own"
@@ -212,7 +225,9 @@ else
 fi
 
 # ---------------------------------------------------------------- no OpenBLAS
-if build "$NOBLAS" OPENBLAS=0; then
+if [ "$done_builtin" = 1 ]; then
+    echo "test-kernels: built-in skipped: make test SAN=thread graded every test with libdt's built-in sgemm in this run (its build has no OpenBLAS; KERNELS_DONE=built-in)"
+elif build "$NOBLAS" OPENBLAS=0; then
     echo "test-kernels: without OpenBLAS ($NOBLAS)"
     grade_all built-in "$NOBLAS"
 else

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# bad-input-dtgrade.sh - dtgrade and `make check` refuse bad input with a
-# message that names the option or variable and the value, and exit status
-# 2; run by `make test` (the suite's "tools" step).
+# bad-input-dtgrade.sh - dtgrade, `make check` and `make test-kernels`
+# refuse bad input with a message that names the option or variable and
+# the value, and exit status 2; run by `make test` (the suite's "tools"
+# step).
 #   tests/tools/bad-input-dtgrade.sh BUILD
 #
 # The table has one row per case (the format of tests/tools/bad-input.sh):
@@ -59,6 +60,9 @@ table() {
 2 | check: RACE='maybe' is not 0 or 1                 | make -s -C "$REPO" check LAB=00 RACE=maybe
 2 | -j: 'many' is not a whole number                  | make -s -C "$REPO" check LAB=00 GRADE_JOBS=many DT_RESULTS="$WORK/r.json"
 2 | IMPL=nowhere is no folder                         | make -s -C "$REPO" check IMPL=nowhere
+# ---- make test-kernels
+2 | test-kernels: LOAD='2' is not 0 or 1              | make -s -C "$REPO" test-kernels LOAD=2
+2 | KERNELS_DONE='all': its words are own and built-in | make -s -C "$REPO" test-kernels KERNELS_DONE=all
 ROWS
 }
 
