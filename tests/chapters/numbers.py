@@ -673,7 +673,19 @@ class Checker:
         if len(results) == 2:
             own, alt = results
             for (n, what, v1), (_, _, v2) in zip(own, alt):
-                if v1 != v2:
+                if v1 == v2:
+                    continue
+                if isinstance(v1, bytes) or isinstance(v2, bytes):  # a figure's file
+                    keep = os.path.join(self.build, "check-chapters")
+                    os.makedirs(keep, exist_ok=True)
+                    base = os.path.join(keep, "line%d-%s" % (n, re.sub(r"[^\w.]+", "-", str(what))))
+                    for suffix, v in ((".own", v1), (".%s" % self.alt, v2)):
+                        with open(base + suffix, "wb") as f:
+                            f.write(v if isinstance(v, bytes) else str(v).encode())
+                    self.fail(b, n, "%s is marked deterministic but changes with the BLAS kernels: the "
+                              "CPU's own and OPENBLAS_CORETYPE=%s's are %s.own and %s.%s"
+                              % (what, self.alt, base, base, self.alt))
+                else:
                     self.fail(b, n, "%s is marked deterministic but changes with the BLAS kernels: %s with "
                               "the CPU's own, %s with OPENBLAS_CORETYPE=%s"
                               % (what, fmt(v1), fmt(v2), self.alt))
