@@ -60,9 +60,9 @@ table() {
 2 | check: RACE='maybe' is not 0 or 1                 | make -s -C "$REPO" check LAB=00 RACE=maybe
 2 | -j: 'many' is not a whole number                  | make -s -C "$REPO" check LAB=00 GRADE_JOBS=many DT_RESULTS="$WORK/r.json"
 2 | IMPL=nowhere is no folder                         | make -s -C "$REPO" check IMPL=nowhere
-# ---- make test-kernels
-2 | test-kernels: LOAD='2' is not 0 or 1              | make -s -C "$REPO" test-kernels LOAD=2
-2 | KERNELS_DONE='all': its words are own and built-in | make -s -C "$REPO" test-kernels KERNELS_DONE=all
+# ---- make test-kernels (SAN= : the sanitizer runs of this script too)
+2 | test-kernels: LOAD='2' is not 0 or 1              | make -s -C "$REPO" test-kernels SAN= LOAD=2
+2 | KERNELS_DONE='all': its words are own and built-in | make -s -C "$REPO" test-kernels SAN= KERNELS_DONE=all
 ROWS
 }
 
