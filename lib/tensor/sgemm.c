@@ -101,8 +101,8 @@ typedef float vec8 __attribute__((vector_size(NR * sizeof(float))));
 /* Not instrumented by ThreadSanitizer: it reads only the packed panels,
  * this call's own scratch, which no other thread can touch. Every read of
  * A and B (the packing) and every write of C stays checked, at a few
- * accesses per element instead of one per multiply-add: the sanitized
- * runs' sgemm was most of their time. */
+ * accesses per element instead of one per multiply-add (lab 10's
+ * compressors_train_on_two_ranks under TSan: 6.6 s of CPU to 5.6). */
 __attribute__((no_sanitize("thread")))
 static void micro_kernel(size_t kc, const float *restrict a, const float *restrict b,
                          float acc[MR][NR])
