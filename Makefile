@@ -115,7 +115,7 @@ endif
 # mpirun.mpich); its flags follow the family its --version names: Open MPI
 # 4, Open MPI 5 (PRRTE's spelling of oversubscription) or MPICH's Hydra
 # (docs/cluster.md). Use BUILD=build/mpich for a second family beside the
-# first: the MPI flags are part of the build's identity.
+# first (SEED=build: it starts from the first one's objects).
 MPI ?= $(if $(SAN),0,auto)
 MPICC ?= mpicc
 MPIRUN ?= $(subst mpicc,mpirun,$(MPICC))
@@ -125,7 +125,8 @@ ifneq ($(MPI),0)
   ifneq ($(MPICC_OK),)
     MPI_CFLAGS := $(shell $(MPICC) --showme:compile 2>/dev/null || $(MPICC) -compile_info 2>/dev/null | cut -d' ' -f2-)
     MPI_LIBS   := $(shell $(MPICC) --showme:link 2>/dev/null || $(MPICC) -link_info 2>/dev/null | cut -d' ' -f2-)
-    CFLAGS += -DDT_HAVE_MPI $(filter -I% -D%,$(MPI_CFLAGS))
+    # only the files that read them get them (MPI_OBJS below)
+    DT_MPI_CFLAGS := -DDT_HAVE_MPI $(filter -I% -D%,$(MPI_CFLAGS))
     LDLIBS += $(MPI_LIBS)
     MPI_FAMILY := $(shell $(MPIRUN) --version 2>&1 | sed -n 's/.*(Open MPI) \([0-9]*\).*/openmpi\1/p; s/.*HYDRA.*/mpich/p' | head -n 1)
     MPIRUN_FLAGS := $(if $(filter mpich,$(MPI_FAMILY)),-bind-to none,$(if $(filter openmpi4,$(MPI_FAMILY)),--oversubscribe,--map-by :OVERSUBSCRIBE) --bind-to none $(if $(filter 0,$(shell id -u)),--allow-run-as-root))
@@ -165,15 +166,39 @@ endif
 # so that a change (OpenBLAS installed, CC=clang, another -O) rebuilds what
 # it affects. WERROR is left out: it changes which warnings stop the build,
 # not what is built (the suite builds mutants without it, beside the rest).
+# MPI's part (the flags of mpicc's family, or none) is apart, in
+# $(BUILD)/identity-mpi: only the files it reaches depend on it (MPI_OBJS).
 IDENTITY      := $(BUILD)/identity
+IDENTITY_MPI  := $(BUILD)/identity-mpi
 CC_VERSION    := $(shell $(CC) --version 2>/dev/null | head -n 1)
 IDENTITY_TEXT := cc=$(CC) ($(CC_VERSION)); cflags=$(filter-out $(WERROR),$(CFLAGS)); \
-                 ldflags=$(LDFLAGS); ldlibs=$(LDLIBS)$(if $(filter 1,$(GPU)),; nvcc=$(NVCC_FLAGS))
+                 ldflags=$(LDFLAGS); ldlibs=$(filter-out $(MPI_LIBS),$(LDLIBS))$(if $(filter 1,$(GPU)),; nvcc=$(NVCC_FLAGS))
+IDENTITY_MPI_TEXT := mpi=$(DT_MPI_CFLAGS); libs=$(MPI_LIBS)
 NO_BUILD_GOALS := help clean deps gpu doctor
 ifneq ($(filter-out $(NO_BUILD_GOALS),$(or $(MAKECMDGOALS),all)),)
+  # SEED=DIR: a new build folder starts from the objects of DIR, a build of
+  # the same identity (CI's builds beside the first: MPI=0, MPICH), so that
+  # only what differs is compiled: the files MPI's flags reach.
+  ifneq ($(SEED),)
+    ifeq ($(wildcard $(IDENTITY)),)
+      ifeq ($(IDENTITY_TEXT),$(shell cat $(SEED)/identity 2>/dev/null))
+        SEED_ERR := $(shell tools/seed-build.sh $(SEED) $(BUILD) 2>&1)
+        ifneq ($(.SHELLSTATUS),0)
+          $(error SEED=$(SEED): $(SEED_ERR))
+        endif
+        $(info seed: $(BUILD) starts from the objects of $(SEED))
+      else
+        $(info seed: $(SEED) is not a build of this identity (compiler, flags): $(BUILD) is built from scratch)
+      endif
+    endif
+  endif
   ifneq ($(IDENTITY_TEXT),$(shell cat $(IDENTITY) 2>/dev/null))
     $(shell mkdir -p $(BUILD))
     $(file >$(IDENTITY),$(IDENTITY_TEXT))
+  endif
+  ifneq ($(IDENTITY_MPI_TEXT),$(shell cat $(IDENTITY_MPI) 2>/dev/null))
+    $(shell mkdir -p $(BUILD))
+    $(file >$(IDENTITY_MPI),$(IDENTITY_MPI_TEXT))
   endif
 endif
 # Nothing is written outside $(BUILD), or a folder the user named: the
@@ -266,6 +291,14 @@ $(BUILD)/obj/%.o: %.c $(IDENTITY)
 
 # libdt's own calls keep their caller's site (dt_call_site in dt/comm.h).
 $(BUILD)/obj/lib/%.o: CFLAGS += -DDT_LIBDT
+
+# MPI's flags reach the files that read them alone: the mpi/ folders and
+# lib/comm/backend.c, the one other reader of DT_HAVE_MPI (tests/grader/
+# check-convention.sh checks that no other file does). Every other object
+# is the same with MPI, without it, and with either family.
+MPI_OBJS := $(BUILD)/obj/lib/comm/backend.o $(if $(MPICC_OK),$(LIB_MPI_SRCS:%.c=$(BUILD)/obj/%.o))
+$(MPI_OBJS): CFLAGS += $(DT_MPI_CFLAGS)
+$(MPI_OBJS): $(IDENTITY_MPI)
 
 $(LIBDT): $(LIB_OBJS)
 	@mkdir -p $(dir $@)
@@ -668,6 +701,7 @@ endif
 	$(call HELP_ROW,IMPL=$(if $(STAFF_TREE),labs|solutions|DIR,labs|DIR),which lab code to build (default labs))
 	$(call HELP_ROW,BUILD=DIR  CC=...,another build folder$(,) another compiler)
 	$(call HELP_ROW,MPICC=mpicc.mpich,another MPI family (MPIRUN follows; docs/cluster.md))
+	$(call HELP_ROW,SEED=DIR,a new BUILD starts from DIR's objects (MPI=0$(,) another MPICC))
 	$(call HELP_ROW,-jN,jobs at once (default: $(NPROC)$(,) one per core))
 	@echo
 	@echo "this build: $(CC_VERSION); OpenBLAS $(if $(HAVE_OPENBLAS),yes,no$(if $(filter thread,$(SAN)), (not under SAN=thread))$(if $(filter 0,$(OPENBLAS)), (OPENBLAS=0))); \

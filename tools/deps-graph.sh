@@ -44,7 +44,7 @@ done
 command -v nm >/dev/null || { echo "deps-graph.sh: needs nm (binutils)" >&2; exit 2; }
 
 mpi_built=0
-grep -q -- '-DDT_HAVE_MPI' "$BUILD/identity" 2>/dev/null && mpi_built=1
+grep -q -- '-DDT_HAVE_MPI' "$BUILD/identity-mpi" 2>/dev/null && mpi_built=1
 nccl_built=0 # make gpu's build (GPU=1): lib/comm/nccl/ is compiled only there
 grep -q -- '-DDT_HAVE_NCCL' "$BUILD/identity" 2>/dev/null && nccl_built=1
 full_build=0 # the configuration DESIGN's circles are listed for

@@ -136,7 +136,7 @@ make_image() { # zip seed-labs dir
     local f
     # objects and the grader only: setup.sh still archives libdt, links the
     # lab's test program and compiles its official files
-    for f in obj bin identity thread/obj thread/identity; do
+    for f in obj bin identity identity-mpi thread/obj thread/identity thread/identity-mpi; do
         [ -e "$BUILD_ABS/$f" ] && cp -Rp "$BUILD_ABS/$f" "$src/build/$(dirname "$f")/"
     done
     # the official test objects: those of the suite's build of labs/ (the

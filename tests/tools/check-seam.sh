@@ -12,7 +12,10 @@
 #                                  nccl*, <nccl.h>
 # and nothing else chooses by a backend value (backend == ..., !=, switch).
 # dt/comm.h's enum, which names the backends a program may pick, is the
-# API, not a check. Each finding names the file and the line.
+# API, not a check. And no C file outside lib/comm/backend.c and the mpi/
+# folders reads DT_HAVE_MPI or <mpi.h> (bench/mpi_*.c, Open MPI's own side
+# built with mpicc, aside): the Makefile gives MPI's flags to those alone.
+# Each finding names the file and the line.
 #   tests/tools/check-seam.sh [BUILD]
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -70,6 +73,18 @@ if [ -n "$found" ]; then
     fail=$(echo "$found" | wc -l)
 else
     pass=1
+fi
+# The Makefile gives MPI's flags (-DDT_HAVE_MPI, mpi.h's folders) to
+# lib/comm/backend.c and the mpi/ folders alone (MPI_OBJS), so that every
+# other object is the same in a build with MPI, without it (MPI=0) and with
+# either family (SEED): no other C file may read them.
+outside=$(grep -rnE 'DT_HAVE_MPI|<mpi\.h>' --include='*.[ch]' lib tests tools bench labs solutions gpu 2>/dev/null |
+    grep -vE '^lib/comm/backend\.c:|^lib/[a-z]+/mpi/|^bench/mpi_[a-z_]+\.c:')
+if [ -n "$outside" ]; then
+    echo "$outside" | sed 's/^/FAIL: MPI read outside lib\/comm\/backend.c and the mpi\/ folders (the Makefile gives their flags to those alone): /'
+    fail=$((fail + $(echo "$outside" | wc -l)))
+else
+    pass=$((pass + 1))
 fi
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
