@@ -14,5 +14,6 @@ build=${2%/}
 mkdir -p "$build"
 cp -Rp "$seed/obj" "$build/"
 cp -p "$seed/identity" "$build/identity"
-# a dependency file's first target is the object's path: SEED/obj/... -> BUILD/obj/...
-find "$build/obj" -name '*.d' -exec sed -i "s#^$seed/obj/#$build/obj/#" {} +
+# A dependency file's first line starts with its object's path, as SEED's
+# make named it (.../obj/...): BUILD's object now.
+find "$build/obj" -name '*.d' -exec sed -i "1s#^[^:]*/obj/#$build/obj/#" {} +
