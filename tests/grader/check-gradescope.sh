@@ -132,12 +132,21 @@ make_image() { # zip seed-labs dir
     src=$img/source
     mkdir -p "$src"
     (cd "$src" && unzip -q "$1") || return 1
-    mkdir -p "$src/build/thread"
-    local f
-    # objects and the grader only: setup.sh still archives libdt, links the
-    # lab's test program and compiles its official files
-    for f in obj bin identity identity-mpi thread/obj thread/identity thread/identity-mpi; do
-        [ -e "$BUILD_ABS/$f" ] && cp -Rp "$BUILD_ABS/$f" "$src/build/$(dirname "$f")/"
+    local f seeds=(obj/lib obj/tests/grader bin/dtgrade identity identity-mpi)
+    # the ThreadSanitizer build's where a lab has race-sensitive tests
+    # (setup.sh builds it for those labs alone)
+    for f in $2; do
+        if grep -qE '\.race[[:space:]]*=[[:space:]]*1' "tests/$f"/*.c 2>/dev/null; then
+            seeds+=(thread/obj/lib thread/obj/tests/grader thread/identity thread/identity-mpi)
+            break
+        fi
+    done
+    # what setup.sh builds from, and no more: libdt's objects, the grader and
+    # its main; setup.sh still archives libdt and compiles the official files
+    for f in "${seeds[@]}"; do
+        [ -e "$BUILD_ABS/$f" ] || continue
+        mkdir -p "$src/build/$(dirname "$f")"
+        cp -Rp "$BUILD_ABS/$f" "$src/build/$(dirname "$f")/"
     done
     # the official test objects: those of the suite's build of labs/ (the
     # spliced builds' copies have no .d files, so their age is not known)
