@@ -181,8 +181,9 @@ IDENTITY_MPI_TEXT := mpi=$(DT_MPI_CFLAGS); libs=$(MPI_LIBS)
 NO_BUILD_GOALS := help clean deps gpu doctor
 ifneq ($(filter-out $(NO_BUILD_GOALS),$(or $(MAKECMDGOALS),all)),)
   # SEED=DIR: a new build folder starts from the objects of DIR, a build of
-  # the same identity (CI's builds beside the first: MPI=0, MPICH), so that
-  # only what differs is compiled: the files MPI's flags reach.
+  # the same identity (CI's builds beside the first: MPI=0, MPICH, and the
+  # student tree's), so that only what differs is compiled (the files MPI's
+  # flags reach, a source that is not the same).
   ifneq ($(SEED),)
     ifeq ($(wildcard $(IDENTITY)),)
       ifeq ($(IDENTITY_TEXT),$(shell cat $(SEED)/identity 2>/dev/null))
