@@ -2,8 +2,9 @@
 // Debian's Chromium, headless, driven by playwright-core (make test-book).
 //
 // Every page of DIR is opened from file:// with every request outside DIR
-// refused (route interception), which proves the book works offline. On
-// each page: no console error, no raw TeX left ($$, \( or \[ outside code,
+// refused (route interception), which proves the book works offline (of
+// the pages of src/, the repository's files, one in ten; each is read, its
+// links and resources checked, below). On each page: no console error, no raw TeX left ($$, \( or \[ outside code,
 // a math span pandoc could not convert), every image loaded, and every
 // link resolved: to a file of DIR and, with a #fragment, to an id there;
 // on the book's own pages (not the repository files of src/), no serious
@@ -21,7 +22,8 @@
 // book built without the planner fails here. A screenshot of it goes to
 // DIR/screenshots/ too.
 //
-// --pages limits the run to those pages (the planted-fault tests).
+// --pages limits the run to those pages (the planted-fault tests);
+// --sources runs only the check of src/'s pages from their files.
 // CHROMIUM names the browser (default /usr/bin/chromium).
 import fs from "node:fs";
 import path from "node:path";
@@ -78,6 +80,39 @@ function idsOf(file) {
   return ids.get(file);
 }
 
+// Each link, [href, absolute URL], that does not lead to a file of DIR or,
+// with a #fragment, to an id there.
+function brokenLinks(links) {
+  const bad = [];
+  for (const [href, abs] of links) {
+    if (!abs.startsWith("file://")) { bad.push(`${href} (outside the book)`); continue; }
+    const [file, frag] = abs.split("#");
+    const f = fileURLToPath(file);
+    if (!inside(file) || !fs.existsSync(f) || fs.statSync(f).isDirectory()) { bad.push(`${href} (no such page)`); continue; }
+    if (frag && !idsOf(f).has(decodeURIComponent(frag))) bad.push(`${href} (no such anchor)`);
+  }
+  return bad;
+}
+
+// ---------------------------------------------------------------- every page
+// The repository files of src/ (300 of the book's pages) share one template,
+// pandoc's page of a source file with book.js and the search index: every
+// one has each link and resource (href, src) checked from its file, and one
+// in ten is opened in the browser besides, with the book's own pages.
+const sourcesOnly = args.includes("--sources");
+const sourcePages = only ? [] : pages(dir).filter((p) => p.startsWith("src" + path.sep)).sort();
+for (const p of sourcePages) {
+  const f = path.join(dir, p), base = pathToFileURL(f);
+  const refs = [...fs.readFileSync(f, "utf8").matchAll(/\s(?:href|src)="([^"]*)"/g)]
+    .map((m) => [m[1], new URL(m[1].replace(/&amp;/g, "&"), base).href]);
+  const bad = brokenLinks(refs);
+  check(bad.length === 0, `${p}: broken links or resources: ${bad.join(", ")}`);
+}
+if (sourcesOnly) { // the planted-fault test of this check
+  console.log(`${passed} passed, ${failures.length} failed`);
+  process.exit(failures.length ? 1 : 0);
+}
+
 const browser = await chromium.launch({ executablePath: exe, args: ["--no-sandbox"] });
 const refused = [];
 async function newContext(opts = {}) {
@@ -91,8 +126,7 @@ async function newContext(opts = {}) {
   return ctx;
 }
 
-// ---------------------------------------------------------------- every page
-const all = only || pages(dir).sort();
+const all = only || pages(dir).sort().filter((p) => !p.startsWith("src" + path.sep) || sourcePages.indexOf(p) % 10 === 0);
 const plannerPages = [];
 // SKIP_PAGES=1 goes straight to the whole-book checks (while writing them).
 if (process.env.SKIP_PAGES === "1" && !only) all.length = 0;
@@ -136,21 +170,14 @@ for (const p of all) {
   check(refused.length === before, `${p}: requests outside the book: ${refused.slice(before).join(" ")}`);
   check(r.raw.length === 0, `${p}: unrendered math: ${r.raw.join(" | ")}`);
   check(r.images.length === 0, `${p}: images not loaded: ${r.images.join(" ")}`);
-  const bad = [];
-  for (const [href, abs] of r.links) {
-    if (!abs.startsWith("file://")) { bad.push(`${href} (outside the book)`); continue; }
-    const [file, frag] = abs.split("#");
-    const f = fileURLToPath(file);
-    if (!inside(file) || !fs.existsSync(f) || fs.statSync(f).isDirectory()) { bad.push(`${href} (no such page)`); continue; }
-    if (frag && !idsOf(f).has(decodeURIComponent(frag))) bad.push(`${href} (no such anchor)`);
-  }
+  const bad = brokenLinks(r.links);
   check(bad.length === 0, `${p}: broken links: ${bad.join(", ")}`);
   if (!p.includes(path.sep)) {
     const v = await axeViolations(page);
     check(v.length === 0, `${p}: accessibility: ${v.join("; ")}`);
   }
 }
-console.log(`pages: ${all.length} opened`);
+console.log(`pages: ${all.length} opened` + (sourcePages.length ? ` (${sourcePages.length} source pages read, one in ten of them opened)` : ""));
 
 // ---------------------------------------------------------------- the planner
 // One vector through the form of the page's first planner: its arguments

@@ -3,7 +3,8 @@
 # by build.sh) in headless Chromium (test.mjs), then proof that the test
 # can fail: a copy of the book in a temporary folder with a planted fault
 # in each of eight chapters' pages must fail each of them with its fault
-# named, and a page left untouched must pass; then copies for the planner
+# named, and a page left untouched must pass; a source page with a broken
+# link and a script from outside (checked from its file); then copies for the planner
 # (a wrong module, a wrong expected figure, no planner at all), with
 # BOOK-planner's vectors, each of which must fail.
 #
@@ -74,6 +75,31 @@ for p in "${planted[@]}"; do
         grep "^FAIL $page:" "$tmp/log" || echo "  (no failure of $page)"
     else
         passed=$((passed + 1)); echo "ok   planted $what in $page: caught ($expect)"
+    fi
+done
+
+# A source page's plants, which its check reads from the file (most of
+# src/'s pages are not opened in the browser): a link to no page and a
+# script from outside the book must each fail it; the untouched copy passes.
+spage=src/labs/03-data-parallel/ddp.h.html
+copy
+if node "$here/test.mjs" "$tmp/book" --sources >"$tmp/log" 2>&1; then
+    passed=$((passed + 1))
+else
+    failed=$((failed + 1)); echo "FAIL the untouched source pages fail:"; grep '^FAIL' "$tmp/log" | head -n 5
+fi
+node -e '
+    const fs = require("fs"), f = process.argv[1], s = fs.readFileSync(f, "utf8");
+    if (!s.includes("href=\"../../../book.css\"") || !s.includes("</body>")) process.exit(1);
+    fs.writeFileSync(f, s.replace("href=\"../../../book.css\"", "href=\"../../../no-such.css\"")
+        .replace("</body>", "<script src=\"https://example.com/x.js\"></script></body>"));' "$tmp/book/$spage" ||
+    { failed=$((failed + 1)); echo "FAIL could not plant in $spage"; }
+node "$here/test.mjs" "$tmp/book" --sources >"$tmp/log" 2>&1 || true # it must fail: the lines below say how
+for expect in "no-such.css (no such page)" "https://example.com/x.js (outside the book)"; do
+    if grep "^FAIL $spage:" "$tmp/log" | grep -qF -- "$expect"; then
+        passed=$((passed + 1)); echo "ok   planted $expect in $spage: caught"
+    else
+        failed=$((failed + 1)); echo "FAIL with a plant in $spage the test did not say '$expect'"
     fi
 done
 
